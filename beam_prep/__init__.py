@@ -1,0 +1,54 @@
+"""beam_prep: preprocessing state for Keras 3 models, computed at scale with Apache Beam.
+
+Public facade. Heavy modules (TensorFlow, Beam pipelines) are imported lazily so that
+``import beam_prep`` stays fast.
+
+Example:
+    >>> import beam_prep
+    >>> spec = beam_prep.Spec((beam_prep.StringFeature("country", top_k=10),))
+    >>> spec.names()
+    ('country',)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from beam_prep.errors import ArtifactError, BeamPrepError, InputError, SpecError
+from beam_prep.io.artifacts import Artifacts
+from beam_prep.spec import (
+    HashedFeature,
+    IntegerFeature,
+    NumericFeature,
+    Spec,
+    StringFeature,
+    TextFeature,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArtifactError",
+    "Artifacts",
+    "BeamPrepError",
+    "HashedFeature",
+    "InputError",
+    "IntegerFeature",
+    "NumericFeature",
+    "Spec",
+    "SpecError",
+    "StringFeature",
+    "TextFeature",
+    "layers_from_artifacts",
+    "__version__",
+]
+
+
+def layers_from_artifacts(path: str, **kwargs: Any) -> Any:
+    """Builds the Keras layers described by an artifact directory (runtime twin of codegen).
+
+    See :func:`beam_prep.codegen.runtime.layers_from_artifacts`.
+    """
+    from beam_prep.codegen.runtime import layers_from_artifacts as _impl
+
+    return _impl(path, **kwargs)

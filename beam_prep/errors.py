@@ -1,0 +1,29 @@
+"""Exception hierarchy: one root, subclasses that also inherit the builtin they refine.
+
+Messages follow one shape: what is wrong, the offending value, and how to fix it.
+
+Example:
+    >>> from beam_prep.errors import SpecError
+    >>> raise SpecError("`top_k` must be a positive integer. Received: top_k=0 (feature 'country')")
+    Traceback (most recent call last):
+    ...
+    beam_prep.errors.SpecError: `top_k` must be a positive integer. Received: top_k=0 (feature 'country')
+"""
+
+from __future__ import annotations
+
+
+class BeamPrepError(Exception):
+    """Root of every error raised on purpose by beam_prep."""
+
+
+class SpecError(BeamPrepError, ValueError):
+    """The feature spec (or another configuration) is invalid."""
+
+
+class InputError(BeamPrepError, ValueError):
+    """The input data cannot be used (missing files, missing columns, too many bad rows)."""
+
+
+class ArtifactError(BeamPrepError, OSError):
+    """An artifact directory is missing, incomplete, corrupt or would be overwritten."""

@@ -1,0 +1,1 @@
+"""Input readers (files → Arrow RecordBatches) and the artifact directory contract."""

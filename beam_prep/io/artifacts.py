@@ -1,0 +1,210 @@
+"""The artifact directory: fixed layout, manifest format, and the typed reader.
+
+Layout (all paths relative to the artifact directory)::
+
+    manifest.json                    written last; a directory without it is incomplete
+    vocab/<feature>.txt              Keras-readable vocabulary: one real token per line, UTF-8
+    vocab/<feature>.counts.jsonl     sidecar, one JSON array per line, same order as the .txt:
+                                     [token, count] or, for text features, [token, count, df]
+    rejected/rejected.jsonl          rows that could not be read, one JSON object each
+                                     (only when some row was rejected)
+
+Vocabulary order (the one ``tft.vocabulary`` writes): count descending, ties broken by
+the token's UTF-8 bytes in *descending* order; integers are ranked as decimal strings.
+Line ``i`` (0-based) of ``vocab/<feature>.txt`` gets index ``i + num_oov_indices``
+(+1 if a mask token is set) in StringLookup/IntegerLookup, and ``i + 2`` in
+TextVectorization (0 = padding, 1 = ``[UNK]``).
+
+Example:
+    >>> art = Artifacts("artifacts/")          # doctest: +SKIP
+    >>> art.vocabulary("country")[:3]          # doctest: +SKIP
+    ['US', 'DE', 'FR']
+    >>> art.stats("price")["mean"]             # doctest: +SKIP
+    12.5
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from beam_prep.errors import ArtifactError
+from beam_prep.io import filesystem as fs
+from beam_prep.spec import Feature, Spec
+
+MANIFEST = "manifest.json"
+VOCAB_DIR = "vocab"
+REJECTED_DIR = "rejected"
+REJECTED_FILE = "rejected/rejected.jsonl"
+FORMAT_NAME = "beam_prep.artifacts"
+FORMAT_VERSION = 1
+
+# Characters that `str.splitlines()` treats as line boundaries. A token containing any of
+# them cannot round-trip through a line-based vocabulary file (nor a `.keras` save).
+LINE_BREAK_CHARS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def vocabulary_relpath(name: str) -> str:
+    """Relative path of a feature's vocabulary file."""
+    return f"{VOCAB_DIR}/{name}.txt"
+
+
+def counts_relpath(name: str) -> str:
+    """Relative path of a feature's counts sidecar."""
+    return f"{VOCAB_DIR}/{name}.counts.jsonl"
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Deterministic JSON encoding (sorted keys, 2-space indent, UTF-8, trailing newline)."""
+    return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+            + "\n").encode("utf-8")
+
+
+def manifest_fingerprint(manifest: dict[str, Any]) -> str:
+    """sha256 over the canonical manifest without its ``fingerprint`` field."""
+    body = {k: v for k, v in manifest.items() if k != "fingerprint"}
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """JSON has no NaN/inf: such values are stored as null."""
+    if x is None or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+class Artifacts:
+    """Typed reader of a complete artifact directory (local or ``gs://``).
+
+    Args:
+        path: The artifact directory.
+        verify: Recompute every file's sha256 and compare with the manifest.
+
+    Raises:
+        ArtifactError: No manifest (the analysis did not finish), or a bad manifest.
+
+    Example:
+        >>> art = Artifacts("artifacts/")                 # doctest: +SKIP
+        >>> art.vocabulary_path("country")                 # doctest: +SKIP
+        'artifacts/vocab/country.txt'
+    """
+
+    def __init__(self, path: str, *, verify: bool = False) -> None:
+        self.path = path
+        manifest_path = fs.join(path, MANIFEST)
+        if not fs.exists(manifest_path):
+            raise ArtifactError(
+                f"No {MANIFEST} in {path!r}: this is not a complete artifact directory "
+                "(the analysis did not finish, or the path is wrong). Run `beam-prep analyze` "
+                "with --output pointing here."
+            )
+        try:
+            self.manifest: dict[str, Any] = json.loads(fs.read_text(manifest_path))
+        except ValueError as e:
+            raise ArtifactError(f"{manifest_path} is not valid JSON: {e}") from e
+        if self.manifest.get("format") != FORMAT_NAME:
+            raise ArtifactError(
+                f"{manifest_path} is not a beam_prep manifest "
+                f"(format={self.manifest.get('format')!r})."
+            )
+        if self.manifest.get("format_version") != FORMAT_VERSION:
+            raise ArtifactError(
+                f"{manifest_path} has format_version={self.manifest.get('format_version')!r}; "
+                f"this beam_prep reads version {FORMAT_VERSION}. Re-run the analysis."
+            )
+        expected = manifest_fingerprint(self.manifest)
+        if self.manifest.get("fingerprint") != expected:
+            raise ArtifactError(
+                f"{manifest_path} was modified after it was written (fingerprint mismatch)."
+            )
+        self.spec = Spec.from_dict(self.manifest["spec"])
+        if verify:
+            self.verify()
+
+    @property
+    def fingerprint(self) -> str:
+        """The manifest's sha256 fingerprint."""
+        return self.manifest["fingerprint"]
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """Features in spec order."""
+        return self.spec.names()
+
+    def feature(self, name: str) -> Feature:
+        """The feature's spec entry."""
+        return self.spec.feature(name)
+
+    def _entry(self, name: str) -> dict[str, Any]:
+        try:
+            return self.manifest["features"][name]
+        except KeyError:
+            raise ArtifactError(
+                f"No feature {name!r} in {self.path}. Known: {list(self.feature_names)}"
+            ) from None
+
+    def stats(self, name: str) -> dict[str, Any]:
+        """The feature's statistics as stored in the manifest."""
+        return dict(self._entry(name)["stats"])
+
+    def file_path(self, name: str, role: str) -> str:
+        """Absolute path of a feature file; ``role`` is ``vocabulary`` or ``counts``."""
+        files = self._entry(name).get("files", {})
+        if role not in files:
+            raise ArtifactError(f"Feature {name!r} has no {role!r} file in {self.path}.")
+        return fs.join(self.path, files[role]["path"])
+
+    def vocabulary_path(self, name: str) -> str:
+        """Path of the Keras-readable vocabulary file."""
+        return self.file_path(name, "vocabulary")
+
+    def vocabulary(self, name: str) -> list[str]:
+        """Vocabulary tokens in file order (empty list for an empty vocabulary)."""
+        text = fs.read_text(self.vocabulary_path(name))
+        return text.split("\n")[:-1] if text else []
+
+    def counts(self, name: str) -> list[tuple[str, int]]:
+        """(token, count) pairs in vocabulary order."""
+        return [(row[0], int(row[1])) for row in self._sidecar(name)]
+
+    def document_frequencies(self, name: str) -> list[int]:
+        """Documents containing each vocabulary token (text features with tf_idf)."""
+        rows = self._sidecar(name)
+        if rows and len(rows[0]) < 3:
+            raise ArtifactError(f"Feature {name!r} has no document frequencies.")
+        return [int(r[2]) for r in rows]
+
+    def document_count(self, name: str) -> int:
+        """Number of documents (non-missing rows) seen for a text feature."""
+        return int(self.stats(name)["document_count"])
+
+    def idf_weights(self, name: str) -> np.ndarray:
+        """Keras TextVectorization idf weights: ``ln(1 + N / (1 + df))`` per token."""
+        df = np.asarray(self.document_frequencies(name), dtype=np.float64)
+        n = float(self.document_count(name))
+        return np.log1p(n / (1.0 + df))
+
+    def _sidecar(self, name: str) -> list[list[Any]]:
+        text = fs.read_text(self.file_path(name, "counts"))
+        return [json.loads(line) for line in text.splitlines() if line]
+
+    def verify(self) -> None:
+        """Checks every listed file's sha256 and size; raises ArtifactError on mismatch."""
+        for name, entry in self.manifest["features"].items():
+            for role, meta in entry.get("files", {}).items():
+                full = fs.join(self.path, meta["path"])
+                if not fs.exists(full):
+                    raise ArtifactError(f"{full} ({name} {role}) is missing.")
+                digest, size = fs.sha256_of(full)
+                if digest != meta["sha256"] or size != meta["bytes"]:
+                    raise ArtifactError(
+                        f"{full} ({name} {role}) does not match the manifest checksum: the "
+                        "artifact directory was modified after the analysis."
+                    )
+
+    def __repr__(self) -> str:
+        return f"Artifacts({self.path!r}, features={list(self.feature_names)})"

@@ -1,0 +1,488 @@
+"""Feature spec: frozen dataclasses, YAML loading and validation.
+
+A spec lists the features to analyse. Each feature is one of five kinds:
+
+=========  ===============================  ==========================================
+kind       analysis                         Keras layer(s) generated from it
+=========  ===============================  ==========================================
+string     vocabulary (exact counts)        StringLookup (+ CategoryEncoding modes)
+integer    vocabulary of decimal strings    IntegerLookup
+text       token / n-gram vocabulary, df    TextVectorization
+numeric    count/mean/variance/min/max,     Normalization, Discretization
+           quantile boundaries
+hashed     none                             Hashing (+ CategoryEncoding modes)
+=========  ===============================  ==========================================
+
+Example:
+    >>> spec = Spec.from_yaml_text('''
+    ... features:
+    ...   - {name: country, kind: string, top_k: 10, min_count: 2}
+    ...   - {name: price, kind: numeric, num_buckets: 4}
+    ... ''')
+    >>> spec.feature("country").top_k
+    10
+    >>> spec.feature("price").resolved_epsilon()
+    0.01
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Literal, Mapping, Union, get_args
+
+import yaml
+
+from beam_prep.errors import SpecError
+
+Kind = Literal["string", "integer", "text", "numeric", "hashed"]
+LookupOutputMode = Literal["int", "one_hot", "multi_hot", "count"]
+TextOutputMode = Literal["int", "multi_hot", "count", "tf_idf"]
+Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
+Split = Literal["whitespace", "character", "none"]
+HashedDtype = Literal["string", "integer"]
+
+KINDS: tuple[str, ...] = get_args(Kind)
+LOOKUP_OUTPUT_MODES: tuple[str, ...] = get_args(LookupOutputMode)
+TEXT_OUTPUT_MODES: tuple[str, ...] = get_args(TextOutputMode)
+STANDARDIZE_OPTIONS: tuple[str, ...] = get_args(Standardize)
+SPLIT_OPTIONS: tuple[str, ...] = get_args(Split)
+HASHED_DTYPES: tuple[str, ...] = get_args(HashedDtype)
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SPEC_KEYS = ("features", "version")
+SPEC_VERSION = 1
+
+
+def _fail(feature: str, field: str, value: Any, allowed: str) -> SpecError:
+    return SpecError(
+        f"Feature {feature!r}: `{field}` must be {allowed}. Received: {field}={value!r}"
+    )
+
+
+def _check_positive_int(feature: str, field: str, value: Any, *, optional: bool,
+                        minimum: int = 1) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        if optional:
+            what += " or null"
+        raise _fail(feature, field, value, what)
+
+
+def _check_choice(feature: str, field: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise _fail(feature, field, value, "one of " + ", ".join(repr(a) for a in allowed))
+
+
+@dataclasses.dataclass(frozen=True)
+class _FeatureBase:
+    """Fields shared by every kind.
+
+    Attributes:
+        name: Feature name: a Python identifier; also the file stem of its artifacts.
+        column: Input column (CSV header, JSON key, Parquet column, tf.Example feature)
+            to read. Defaults to ``name``.
+    """
+
+    name: str
+    column: str | None = dataclasses.field(default=None, kw_only=True)
+
+    kind: str = dataclasses.field(default="", init=False)
+
+    @property
+    def source_column(self) -> str:
+        """The input column this feature reads."""
+        return self.column if self.column is not None else self.name
+
+    def validate(self) -> None:
+        """Raises SpecError if a field is out of range."""
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise SpecError(
+                "Feature `name` must be a Python identifier (letters, digits, underscore; "
+                f"not starting with a digit). Received: name={self.name!r}"
+            )
+        if self.column is not None and (not isinstance(self.column, str) or not self.column):
+            raise _fail(self.name, "column", self.column, "a non-empty string or null")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical dict (kind first, then fields in declaration order)."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind}
+        for f in dataclasses.fields(self):
+            if f.name not in ("name", "kind"):
+                out[f.name] = getattr(self, f.name)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class StringFeature(_FeatureBase):
+    """A string categorical feature: exact vocabulary, StringLookup.
+
+    Attributes:
+        top_k: Keep at most this many tokens (OOV and mask slots not included); null = all.
+        min_count: Drop tokens seen fewer than this many times (TFT ``frequency_threshold``).
+        num_oov_indices: OOV slots of the lookup layer.
+        mask_token: Optional mask token (index 0 of the layer when set).
+        output_mode: Lookup layer output: int, one_hot, multi_hot or count.
+        default_value: Value that replaces a missing (null) cell; null = missing cells are
+            skipped by the analysis and counted in ``missing_count``.
+
+    Example:
+        >>> StringFeature("country", top_k=100).min_count
+        1
+    """
+
+    top_k: int | None = None
+    min_count: int = 1
+    num_oov_indices: int = 1
+    mask_token: str | None = None
+    output_mode: LookupOutputMode = "int"
+    default_value: str | None = None
+    kind: str = dataclasses.field(default="string", init=False)
+
+    def validate(self) -> None:  # noqa: D102
+        super().validate()
+        _check_positive_int(self.name, "top_k", self.top_k, optional=True)
+        _check_positive_int(self.name, "min_count", self.min_count, optional=False)
+        _check_positive_int(self.name, "num_oov_indices", self.num_oov_indices,
+                            optional=False, minimum=0)
+        _check_choice(self.name, "output_mode", self.output_mode, LOOKUP_OUTPUT_MODES)
+        if self.mask_token is not None and not isinstance(self.mask_token, str):
+            raise _fail(self.name, "mask_token", self.mask_token, "a string or null")
+        if self.default_value is not None and not isinstance(self.default_value, str):
+            raise _fail(self.name, "default_value", self.default_value, "a string or null")
+
+
+@dataclasses.dataclass(frozen=True)
+class IntegerFeature(_FeatureBase):
+    """An integer categorical feature: vocabulary of integers, IntegerLookup.
+
+    Integers are counted exactly and ordered like TFT orders them: count descending,
+    ties broken by the decimal string of the value in reverse byte order.
+
+    Attributes:
+        top_k: Keep at most this many values; null = all.
+        min_count: Drop values seen fewer than this many times.
+        num_oov_indices: OOV slots of the lookup layer.
+        mask_token: Optional integer mask value.
+        output_mode: Lookup layer output: int, one_hot, multi_hot or count.
+        default_value: Integer that replaces a missing cell; null = skip and count.
+
+    Example:
+        >>> IntegerFeature("item_id", top_k=1000).num_oov_indices
+        1
+    """
+
+    top_k: int | None = None
+    min_count: int = 1
+    num_oov_indices: int = 1
+    mask_token: int | None = None
+    output_mode: LookupOutputMode = "int"
+    default_value: int | None = None
+    kind: str = dataclasses.field(default="integer", init=False)
+
+    def validate(self) -> None:  # noqa: D102
+        super().validate()
+        _check_positive_int(self.name, "top_k", self.top_k, optional=True)
+        _check_positive_int(self.name, "min_count", self.min_count, optional=False)
+        _check_positive_int(self.name, "num_oov_indices", self.num_oov_indices,
+                            optional=False, minimum=0)
+        _check_choice(self.name, "output_mode", self.output_mode, LOOKUP_OUTPUT_MODES)
+        for field in ("mask_token", "default_value"):
+            value = getattr(self, field)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise _fail(self.name, field, value, "an integer or null")
+
+
+@dataclasses.dataclass(frozen=True)
+class TextFeature(_FeatureBase):
+    """A free-text feature: tokens (and n-grams) counted as TextVectorization sees them.
+
+    Attributes:
+        standardize: lower_and_strip_punctuation, lower, strip_punctuation or none.
+        split: whitespace, character or none.
+        ngrams: Largest n-gram width; tokens of widths 1..ngrams are counted (Keras
+            ``ngrams=int``). null or 1 = unigrams only.
+        max_tokens: As in Keras: the layer's vocabulary size *including* the padding
+            token and the OOV token, so at most ``max_tokens - 2`` tokens are written.
+            null = all tokens.
+        output_mode: int, multi_hot, count or tf_idf (tf_idf also records document
+            frequencies and the document count).
+        output_sequence_length: Pad/truncate length for ``int`` output; null = ragged
+            to the longest in the batch.
+        default_value: Text that replaces a missing cell; null = the row is skipped
+            for this feature (not counted as a document).
+
+    Example:
+        >>> TextFeature("title", ngrams=2, output_mode="tf_idf").max_vocabulary_tokens()
+    """
+
+    standardize: Standardize = "lower_and_strip_punctuation"
+    split: Split = "whitespace"
+    ngrams: int | None = None
+    max_tokens: int | None = None
+    output_mode: TextOutputMode = "int"
+    output_sequence_length: int | None = None
+    default_value: str | None = None
+    kind: str = dataclasses.field(default="text", init=False)
+
+    def validate(self) -> None:  # noqa: D102
+        super().validate()
+        _check_choice(self.name, "standardize", self.standardize, STANDARDIZE_OPTIONS)
+        _check_choice(self.name, "split", self.split, SPLIT_OPTIONS)
+        _check_positive_int(self.name, "ngrams", self.ngrams, optional=True)
+        _check_choice(self.name, "output_mode", self.output_mode, TEXT_OUTPUT_MODES)
+        _check_positive_int(self.name, "output_sequence_length", self.output_sequence_length,
+                            optional=True)
+        if self.max_tokens is not None:
+            _check_positive_int(self.name, "max_tokens", self.max_tokens, optional=True,
+                                minimum=3)
+        if self.ngrams not in (None, 1) and self.split == "none":
+            raise _fail(self.name, "ngrams", self.ngrams,
+                        "null or 1 when split='none' (n-grams need split tokens)")
+        if self.output_sequence_length is not None and self.output_mode != "int":
+            raise _fail(self.name, "output_sequence_length", self.output_sequence_length,
+                        "null unless output_mode='int'")
+        if self.default_value is not None and not isinstance(self.default_value, str):
+            raise _fail(self.name, "default_value", self.default_value, "a string or null")
+
+    def max_vocabulary_tokens(self) -> int | None:
+        """Tokens written to the vocabulary file at most (``max_tokens`` minus pad and OOV)."""
+        return None if self.max_tokens is None else self.max_tokens - 2
+
+    def ngram_widths(self) -> tuple[int, ...]:
+        """The n-gram widths counted, e.g. (1, 2) for ``ngrams=2``."""
+        return tuple(range(1, (self.ngrams or 1) + 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class NumericFeature(_FeatureBase):
+    """A numeric feature: moments for Normalization, quantiles for Discretization.
+
+    Statistics ignore missing cells and NaN (both counted). Variance is the population
+    variance (as ``tft.var`` and ``keras.layers.Normalization``).
+
+    Attributes:
+        num_buckets: When set, ``num_buckets - 1`` quantile boundaries are computed.
+        epsilon: Quantile sketch error; null = ``min(1 / num_buckets, 0.01)`` (TFT's default).
+        default_value: Number that replaces a missing cell; null = skip and count.
+
+    Example:
+        >>> NumericFeature("price", num_buckets=20).resolved_epsilon()
+        0.01
+    """
+
+    num_buckets: int | None = None
+    epsilon: float | None = None
+    default_value: float | None = None
+    kind: str = dataclasses.field(default="numeric", init=False)
+
+    def validate(self) -> None:  # noqa: D102
+        super().validate()
+        if self.num_buckets is not None:
+            _check_positive_int(self.name, "num_buckets", self.num_buckets, optional=True,
+                                minimum=2)
+        if self.epsilon is not None:
+            if (isinstance(self.epsilon, bool) or not isinstance(self.epsilon, (int, float))
+                    or not 0 < self.epsilon < 1):
+                raise _fail(self.name, "epsilon", self.epsilon, "a number in (0, 1) or null")
+            if self.num_buckets is None:
+                raise _fail(self.name, "epsilon", self.epsilon,
+                            "null unless num_buckets is set")
+        if self.default_value is not None and (
+                isinstance(self.default_value, bool)
+                or not isinstance(self.default_value, (int, float))):
+            raise _fail(self.name, "default_value", self.default_value, "a number or null")
+
+    def resolved_epsilon(self) -> float | None:
+        """The sketch epsilon actually used (TFT's default when not set)."""
+        if self.num_buckets is None:
+            return None
+        if self.epsilon is not None:
+            return float(self.epsilon)
+        return min(1.0 / self.num_buckets, 0.01)
+
+
+@dataclasses.dataclass(frozen=True)
+class HashedFeature(_FeatureBase):
+    """A hashed categorical feature: no analysis, Hashing layer settings carried through.
+
+    Attributes:
+        num_bins: Number of hash bins (required).
+        salt: Optional integer salt of ``keras.layers.Hashing``.
+        dtype: Input dtype, string or integer.
+        output_mode: int, one_hot, multi_hot or count.
+
+    Example:
+        >>> HashedFeature("user_id", num_bins=1024).salt is None
+        True
+    """
+
+    num_bins: int = 0
+    salt: int | None = None
+    dtype: HashedDtype = "string"
+    output_mode: LookupOutputMode = "int"
+    kind: str = dataclasses.field(default="hashed", init=False)
+
+    def validate(self) -> None:  # noqa: D102
+        super().validate()
+        _check_positive_int(self.name, "num_bins", self.num_bins, optional=False)
+        if self.salt is not None and (isinstance(self.salt, bool) or not isinstance(self.salt, int)):
+            raise _fail(self.name, "salt", self.salt, "an integer or null")
+        _check_choice(self.name, "dtype", self.dtype, HASHED_DTYPES)
+        _check_choice(self.name, "output_mode", self.output_mode, LOOKUP_OUTPUT_MODES)
+
+
+Feature = Union[StringFeature, IntegerFeature, TextFeature, NumericFeature, HashedFeature]
+VocabularyFeature = Union[StringFeature, IntegerFeature, TextFeature]
+
+_KIND_CLASSES: dict[str, type] = {
+    "string": StringFeature,
+    "integer": IntegerFeature,
+    "text": TextFeature,
+    "numeric": NumericFeature,
+    "hashed": HashedFeature,
+}
+
+
+def feature_from_dict(raw: Mapping[str, Any], position: int = 0) -> Feature:
+    """Builds and validates one feature from a mapping (a YAML entry).
+
+    Args:
+        raw: Mapping with ``name``, ``kind`` and the kind's fields.
+        position: Index in the spec, for error messages.
+
+    Returns:
+        The validated feature dataclass.
+
+    Raises:
+        SpecError: Unknown kind, unknown key, or a value out of range.
+
+    Example:
+        >>> feature_from_dict({"name": "x", "kind": "numeric"}).kind
+        'numeric'
+    """
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"features[{position}] must be a mapping. Received: {raw!r}")
+    name = raw.get("name", f"<features[{position}]>")
+    kind = raw.get("kind")
+    if kind not in _KIND_CLASSES:
+        raise _fail(str(name), "kind", kind, "one of " + ", ".join(repr(k) for k in KINDS))
+    cls = _KIND_CLASSES[kind]
+    allowed = [f.name for f in dataclasses.fields(cls) if f.init]
+    unknown = sorted(k for k in raw if k not in allowed and k != "kind")
+    if unknown:
+        raise SpecError(
+            f"Feature {name!r}: unknown key(s) {unknown} for kind {kind!r}. "
+            f"Allowed keys: {['kind'] + allowed}"
+        )
+    if "name" not in raw:
+        raise SpecError(f"features[{position}] has no `name`. Received: {dict(raw)!r}")
+    values = {k: v for k, v in raw.items() if k != "kind"}
+    if kind == "text":
+        for field in ("standardize", "split"):
+            if field in values and values[field] is None:
+                values[field] = "none"
+    if kind == "numeric":
+        for field in ("epsilon", "default_value"):
+            if isinstance(values.get(field), int) and not isinstance(values.get(field), bool):
+                values[field] = float(values[field])
+    feature = cls(**values)
+    feature.validate()
+    return feature
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """The whole feature spec.
+
+    Attributes:
+        features: The features, in declaration order (artifact order follows it).
+
+    Example:
+        >>> Spec((StringFeature("a"), NumericFeature("b"))).names()
+        ('a', 'b')
+    """
+
+    features: tuple[Feature, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.features, tuple):
+            object.__setattr__(self, "features", tuple(self.features))
+        if not self.features:
+            raise SpecError("The spec must declare at least one feature. Received: features=[]")
+        seen: set[str] = set()
+        for feature in self.features:
+            feature.validate()
+            if feature.name in seen:
+                raise SpecError(
+                    f"Feature names must be unique. Received: name={feature.name!r} twice"
+                )
+            seen.add(feature.name)
+
+    def names(self) -> tuple[str, ...]:
+        """Feature names in order."""
+        return tuple(f.name for f in self.features)
+
+    def feature(self, name: str) -> Feature:
+        """The feature called ``name``; SpecError if there is none."""
+        for f in self.features:
+            if f.name == name:
+                return f
+        raise SpecError(f"No feature named {name!r}. Known features: {list(self.names())}")
+
+    def of_kind(self, *kinds: str) -> tuple[Feature, ...]:
+        """Features of the given kinds, in order."""
+        return tuple(f for f in self.features if f.kind in kinds)
+
+    def source_columns(self) -> tuple[str, ...]:
+        """Distinct input columns read by analysed features (hashed ones are not read)."""
+        out: list[str] = []
+        for f in self.features:
+            if f.kind != "hashed" and f.source_column not in out:
+                out.append(f.source_column)
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical dict, as stored in the manifest."""
+        return {"version": SPEC_VERSION, "features": [f.to_dict() for f in self.features]}
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> "Spec":
+        """Validates a parsed spec document.
+
+        Raises:
+            SpecError: With the feature, field, value and what is allowed.
+        """
+        if not isinstance(raw, Mapping):
+            raise SpecError(
+                "A spec must be a mapping with a `features` list. "
+                f"Received: {type(raw).__name__}"
+            )
+        unknown = sorted(k for k in raw if k not in _SPEC_KEYS)
+        if unknown:
+            raise SpecError(f"Unknown top-level spec key(s) {unknown}. Allowed: {list(_SPEC_KEYS)}")
+        version = raw.get("version", SPEC_VERSION)
+        if version != SPEC_VERSION:
+            raise SpecError(f"`version` must be {SPEC_VERSION}. Received: version={version!r}")
+        features = raw.get("features")
+        if not isinstance(features, list):
+            raise SpecError(f"`features` must be a list. Received: features={features!r}")
+        return cls(tuple(feature_from_dict(f, i) for i, f in enumerate(features)))
+
+    @classmethod
+    def from_yaml_text(cls, text: str) -> "Spec":
+        """Parses YAML text (see :meth:`from_dict`)."""
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise SpecError(f"The spec is not valid YAML: {e}") from e
+        return cls.from_dict(raw)
+
+    @classmethod
+    def load(cls, path: str) -> "Spec":
+        """Reads a YAML spec from any Beam filesystem path."""
+        from beam_prep.io.filesystem import read_text
+
+        return cls.from_yaml_text(read_text(path))

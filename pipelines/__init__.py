@@ -1,0 +1,1 @@
+"""Runnable Beam jobs: each module has ``run(argv=None) -> PipelineResult``."""

@@ -1,0 +1,52 @@
+"""Packaging for beam_prep.
+
+The version ranges below are the ones that resolve together on Python 3.11
+(checked with pip on this project's machine):
+
+* tfx-bsl 1.21 pins tensorflow-serving-api to 2.19.x, whose protos load fine
+  beside TensorFlow 2.21, so the serving API is pinned the same way here.
+* tensorflow-transform is *not* a runtime dependency: importing it switches
+  ``tf.keras`` to Keras 2 for the whole process. It lives in the ``test`` and
+  ``bench`` extras as the reference implementation only.
+"""
+
+from setuptools import find_packages, setup
+
+INSTALL_REQUIRES = [
+    "apache-beam[gcp]>=2.77,<2.78",
+    "tensorflow>=2.21,<2.22",
+    "keras>=3.15,<4",
+    "tfx-bsl>=1.21,<1.22",
+    "tensorflow-serving-api>=2.19,<2.22",
+    "pyarrow>=14",
+    "numpy>=1.26",
+    "pyyaml>=6",
+    "jinja2>=3.1",
+    "keras-rs>=0.4",
+]
+
+TEST_REQUIRES = [
+    "tensorflow-transform>=1.21,<1.22",
+    "tensorflow-hub>=0.16",
+    "pytest>=8",
+    "pytest-xdist>=3",
+    "ruff>=0.6",
+]
+
+setup(
+    name="beam-prep",
+    version="0.1.0",
+    description=(
+        "Preprocessing state for Keras 3 models computed at scale with Apache Beam, "
+        "plus ELWC ranking datasets and a TPU-ready ranking launcher."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["beam_prep", "beam_prep.*", "pipelines"]),
+    package_data={"beam_prep": ["templates/*.j2", "py.typed"]},
+    include_package_data=True,
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES, "bench": TEST_REQUIRES + ["psutil"]},
+    entry_points={"console_scripts": ["beam-prep=beam_prep.cli:main"]},
+)
