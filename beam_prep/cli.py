@@ -1,0 +1,62 @@
+"""`beam-prep` command line: one sub-command per job.
+
+Each sub-command forwards its arguments to the job's own parser, so ``beam-prep
+analyze --help`` shows everything (including that unknown flags go to Beam).
+
+Example:
+    $ beam-prep analyze --spec spec.yaml --input 'data/*.csv' --output artifacts/
+    $ beam-prep generate --artifacts artifacts/ --output my_model/preprocessing.py
+    $ beam-prep make-elwc --input 'logs/*.txt' --input_format letor --output elwc/
+    $ beam-prep train --config train.yaml
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+from beam_prep.errors import BeamPrepError
+
+# sub-command -> (module, function, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "analyze": ("pipelines.analyze", "main",
+                "Beam job: read data, compute vocabularies and statistics, write artifacts."),
+    "generate": ("beam_prep.codegen.cli", "main",
+                 "Render a Keras 3 preprocessing module from an artifact directory."),
+    "make-elwc": ("pipelines.make_elwc", "main",
+                  "Beam job: turn ranking logs (LETOR/LibSVM, CSV, JSONL, Parquet) into ELWC."),
+    "train": ("pipelines.train", "main",
+              "Train a ranking model on ELWC data (CPU, Mirrored, MultiWorker or TPU)."),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: beam-prep <command> [options]", "", "commands:"]
+    for name, (_, _, text) in COMMANDS.items():
+        lines.append(f"  {name:<10} {text}")
+    lines += ["", "Run `beam-prep <command> --help` for the options of one command."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `beam-prep` console script; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    command, rest = args[0], args[1:]
+    if command not in COMMANDS:
+        print(f"beam-prep: unknown command {command!r}.\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module_name, func_name, _ = COMMANDS[command]
+    func = getattr(importlib.import_module(module_name), func_name)
+    try:
+        return int(func(rest) or 0)
+    except BeamPrepError as e:
+        print(f"beam-prep {command}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
