@@ -1,0 +1,345 @@
+"""Hyper-parameters of the ranking launcher: frozen dataclasses loaded from YAML.
+
+A training config has four sections; unknown keys are errors, and every message names the
+field, the value received and what is allowed (the same shape as the feature spec's)::
+
+    data:                               # DataHparams
+      feature_spec: elwc/feature_spec.json
+      train_pattern: "elwc/train-*.tfrecord"
+      valid_pattern: "elwc/valid-*.tfrecord"
+      list_size: 32
+      train_batch_size: 32
+    model:                              # ModelHparams
+      hidden_sizes: [64, 32]
+    training:                           # TrainHparams
+      loss: softmax
+      model_dir: /tmp/ranker
+    distribution:                       # DistributionHparams
+      strategy: default
+
+Overrides use dotted keys with YAML values: ``training.learning_rate=0.01``.
+
+Example:
+    >>> hp = RankingHparams.from_yaml_text('''
+    ... data: {feature_spec: f.json, train_pattern: t, list_size: 8, train_batch_size: 4}
+    ... training: {model_dir: /tmp/m, loss: list_mle}
+    ... ''', overrides=["model.hidden_sizes=[16]"])
+    >>> hp.model.hidden_sizes, hp.training.loss, hp.distribution.strategy
+    ((16,), 'list_mle', 'default')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
+
+import yaml
+
+from beam_prep.errors import SpecError
+
+Strategy = Literal["default", "mirrored", "multi_worker", "tpu"]
+LossName = Literal["softmax", "approx_ndcg", "pairwise_logistic", "list_mle"]
+OptimizerName = Literal["adam", "adagrad", "sgd"]
+TrainingLoop = Literal["auto", "fit", "custom"]
+Activation = Literal["relu", "gelu", "tanh", "swish"]
+
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+LOSSES: tuple[str, ...] = get_args(LossName)
+OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
+TRAINING_LOOPS: tuple[str, ...] = get_args(TrainingLoop)
+ACTIVATIONS: tuple[str, ...] = get_args(Activation)
+
+
+def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
+    return SpecError(f"`{section}.{field}` must be {allowed}. Received: {field}={value!r}")
+
+
+def _int(section: str, field: str, value: Any, *, minimum: int = 1,
+         optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise _fail(section, field, value, what + (" or null" if optional else ""))
+
+
+def _float(section: str, field: str, value: Any, *, low: float, high: float | None = None,
+           low_inclusive: bool = True) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        ok = value >= low if low_inclusive else value > low
+        ok = ok and (high is None or value < high)
+    if not ok:
+        bound = f"{'>=' if low_inclusive else '>'} {low}" + (f" and < {high}" if high else "")
+        raise _fail(section, field, value, f"a number {bound}")
+
+
+def _choice(section: str, field: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise _fail(section, field, value, "one of " + ", ".join(repr(a) for a in allowed))
+
+
+def _str(section: str, field: str, value: Any, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value:
+        raise _fail(section, field, value, "a non-empty string" + (" or null" if optional else ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class DataHparams:
+    """Where the ELWC data is and how it is batched.
+
+    Attributes:
+        feature_spec: Path of the ``feature_spec.json`` written by ``make-elwc``.
+        train_pattern: Glob of training TFRecord files of serialized ELWC.
+        valid_pattern: Glob of validation files (optional).
+        list_size: Examples per list after padding/truncation (fixed: static shapes).
+        train_batch_size: Global training batch size (lists per step, over all replicas).
+        valid_batch_size: Global validation batch size.
+        shuffle_buffer: Lists in the shuffle buffer (0 disables shuffling).
+        drop_remainder: Drop the last partial batch (required on TPU).
+        artifacts: Optional artifact directory whose vocabularies size the embedding tables.
+    """
+
+    feature_spec: str
+    train_pattern: str
+    list_size: int
+    train_batch_size: int
+    valid_pattern: str | None = None
+    valid_batch_size: int | None = None
+    shuffle_buffer: int = 1000
+    drop_remainder: bool = True
+    artifacts: str | None = None
+
+    def validate(self) -> None:  # noqa: D102
+        _str("data", "feature_spec", self.feature_spec)
+        _str("data", "train_pattern", self.train_pattern)
+        _str("data", "valid_pattern", self.valid_pattern, optional=True)
+        _str("data", "artifacts", self.artifacts, optional=True)
+        _int("data", "list_size", self.list_size)
+        _int("data", "train_batch_size", self.train_batch_size)
+        _int("data", "valid_batch_size", self.valid_batch_size, optional=True)
+        _int("data", "shuffle_buffer", self.shuffle_buffer, minimum=0)
+        if not isinstance(self.drop_remainder, bool):
+            raise _fail("data", "drop_remainder", self.drop_remainder, "true or false")
+
+    @property
+    def resolved_valid_batch_size(self) -> int:
+        """Validation batch size (defaults to the training one)."""
+        return self.valid_batch_size or self.train_batch_size
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelHparams:
+    """The scorer: a feed-forward network applied to every example of a list.
+
+    Attributes:
+        hidden_sizes: Units of the hidden Dense layers, in order.
+        activation: Activation of the hidden layers.
+        dropout: Dropout rate after each hidden layer (0 disables it).
+        batch_norm: Batch normalisation of the input and after each hidden layer.
+        embedding_dim: Width of the embedding of every integer (id) feature.
+        distributed_embedding_min_rows: Tables with at least this many rows are served by
+            ``keras_rs.layers.DistributedEmbedding`` (TPU SparseCore when available, plain
+            lookups elsewhere); smaller ones use ``keras.layers.Embedding``. 0 = always.
+    """
+
+    hidden_sizes: tuple[int, ...] = (64, 32)
+    activation: Activation = "relu"
+    dropout: float = 0.0
+    batch_norm: bool = False
+    embedding_dim: int = 16
+    distributed_embedding_min_rows: int = 100_000
+
+    def validate(self) -> None:  # noqa: D102
+        if not isinstance(self.hidden_sizes, tuple) or not self.hidden_sizes:
+            raise _fail("model", "hidden_sizes", self.hidden_sizes,
+                        "a non-empty list of positive integers")
+        for h in self.hidden_sizes:
+            _int("model", "hidden_sizes", h)
+        _choice("model", "activation", self.activation, ACTIVATIONS)
+        _float("model", "dropout", self.dropout, low=0.0, high=1.0)
+        if not isinstance(self.batch_norm, bool):
+            raise _fail("model", "batch_norm", self.batch_norm, "true or false")
+        _int("model", "embedding_dim", self.embedding_dim)
+        _int("model", "distributed_embedding_min_rows", self.distributed_embedding_min_rows,
+             minimum=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainHparams:
+    """Optimisation, bookkeeping and export.
+
+    Attributes:
+        model_dir: Checkpoints (``ckpt/``), ``BackupAndRestore`` state (``backup/``) and
+            TensorBoard logs (``logs/``) go here; training resumes from it.
+        loss: ``softmax`` (listwise softmax cross-entropy), ``approx_ndcg``,
+            ``pairwise_logistic`` or ``list_mle``.
+        optimizer: ``adam``, ``adagrad`` or ``sgd``.
+        learning_rate: Learning rate.
+        epochs: Passes of ``steps_per_epoch`` steps.
+        steps_per_epoch: Training steps per epoch (null = one pass over the data).
+        validation_steps: Validation batches per evaluation (null = the whole set).
+        steps_per_execution: Steps fused into one ``tf.function`` call. Values > 1 fail in
+            Keras ``fit`` with more than one replica; the custom loop supports them.
+        metrics_k: Cut-offs of NDCG@k and MRR@k.
+        checkpoint_every_steps: Checkpoint period in steps (0 = once per epoch).
+        early_stopping_metric: Validation metric watched by early stopping, e.g.
+            ``val_ndcg_10`` (null disables early stopping).
+        early_stopping_patience: Epochs without improvement before stopping.
+        export_dir: Where the SavedModel is written after training (null = no export).
+        loop: ``fit`` (Keras), ``custom`` (``strategy.run`` loop) or ``auto`` (custom for
+            ``multi_worker``, where Keras ``fit`` cannot run; fit elsewhere).
+        seed: Random seed (weights, shuffling, dropout).
+    """
+
+    model_dir: str
+    loss: LossName = "softmax"
+    optimizer: OptimizerName = "adam"
+    learning_rate: float = 0.001
+    epochs: int = 1
+    steps_per_epoch: int | None = None
+    validation_steps: int | None = None
+    steps_per_execution: int = 1
+    metrics_k: tuple[int, ...] = (5, 10)
+    checkpoint_every_steps: int = 0
+    early_stopping_metric: str | None = None
+    early_stopping_patience: int = 3
+    export_dir: str | None = None
+    loop: TrainingLoop = "auto"
+    seed: int = 0
+
+    def validate(self) -> None:  # noqa: D102
+        _str("training", "model_dir", self.model_dir)
+        _choice("training", "loss", self.loss, LOSSES)
+        _choice("training", "optimizer", self.optimizer, OPTIMIZERS)
+        _float("training", "learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
+        _int("training", "epochs", self.epochs)
+        _int("training", "steps_per_epoch", self.steps_per_epoch, optional=True)
+        _int("training", "validation_steps", self.validation_steps, optional=True)
+        _int("training", "steps_per_execution", self.steps_per_execution)
+        if not isinstance(self.metrics_k, tuple) or not self.metrics_k:
+            raise _fail("training", "metrics_k", self.metrics_k,
+                        "a non-empty list of positive integers")
+        for k in self.metrics_k:
+            _int("training", "metrics_k", k)
+        _int("training", "checkpoint_every_steps", self.checkpoint_every_steps, minimum=0)
+        _str("training", "early_stopping_metric", self.early_stopping_metric, optional=True)
+        _int("training", "early_stopping_patience", self.early_stopping_patience)
+        _str("training", "export_dir", self.export_dir, optional=True)
+        _choice("training", "loop", self.loop, TRAINING_LOOPS)
+        _int("training", "seed", self.seed, minimum=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionHparams:
+    """Where the model trains.
+
+    Attributes:
+        strategy: ``default`` (one device), ``mirrored`` (all local devices),
+            ``multi_worker`` (``TF_CONFIG``) or ``tpu``. Parameter-server training is not
+            offered: Keras 3 ``fit`` does not support ``ParameterServerStrategy``.
+        tpu: TPU name or ``grpc://`` address for ``TPUClusterResolver`` (``""`` = local).
+    """
+
+    strategy: Strategy = "default"
+    tpu: str = ""
+
+    def validate(self) -> None:  # noqa: D102
+        _choice("distribution", "strategy", self.strategy, STRATEGIES)
+        if not isinstance(self.tpu, str):
+            raise _fail("distribution", "tpu", self.tpu, "a string")
+
+
+_SECTIONS = {"data": DataHparams, "model": ModelHparams, "training": TrainHparams,
+             "distribution": DistributionHparams}
+_REQUIRED_SECTIONS = ("data", "training")
+
+
+def _section(name: str, cls: type, raw: Any) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"`{name}` must be a mapping. Received: {name}={raw!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(k for k in raw if k not in fields)
+    if unknown:
+        raise SpecError(f"Unknown key(s) {unknown} in `{name}`. Allowed: {sorted(fields)}")
+    missing = sorted(n for n, f in fields.items()
+                     if f.default is dataclasses.MISSING and n not in raw)
+    if missing:
+        raise SpecError(f"`{name}` is missing required key(s) {missing}.")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+    obj = cls(**values)
+    obj.validate()
+    return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class RankingHparams:
+    """The whole training config.
+
+    Attributes:
+        data: Dataset hyper-parameters.
+        model: Scorer hyper-parameters.
+        training: Optimisation, bookkeeping and export.
+        distribution: Strategy.
+    """
+
+    data: DataHparams
+    training: TrainHparams
+    model: ModelHparams = ModelHparams()
+    distribution: DistributionHparams = DistributionHparams()
+
+    @classmethod
+    def from_dict(cls, raw: Any, overrides: Sequence[str] = ()) -> RankingHparams:
+        """Validates a parsed config; ``overrides`` are ``section.key=yaml_value`` strings."""
+        if not isinstance(raw, Mapping):
+            raise SpecError("A training config must be a mapping with `data` and `training`. "
+                            f"Received: {type(raw).__name__}")
+        raw = {k: dict(v) if isinstance(v, Mapping) else v for k, v in raw.items()}
+        for item in overrides:
+            key, sep, text = item.partition("=")
+            section, dot, field = key.strip().partition(".")
+            if not sep or not dot or not field:
+                raise SpecError("Overrides look like `section.key=value`, e.g. "
+                                f"`training.learning_rate=0.01`. Received: {item!r}")
+            if section not in _SECTIONS:
+                raise SpecError(f"Unknown section {section!r} in override {item!r}. "
+                                f"Allowed: {sorted(_SECTIONS)}")
+            sec = raw.setdefault(section, {})
+            if not isinstance(sec, dict):
+                raise SpecError(f"`{section}` must be a mapping. Received: {section}={sec!r}")
+            sec[field] = yaml.safe_load(text)
+        unknown = sorted(k for k in raw if k not in _SECTIONS)
+        if unknown:
+            raise SpecError(f"Unknown top-level key(s) {unknown}. Allowed: {sorted(_SECTIONS)}")
+        missing = [s for s in _REQUIRED_SECTIONS if s not in raw]
+        if missing:
+            raise SpecError(f"The training config needs section(s) {missing}.")
+        return cls(**{name: _section(name, c, raw.get(name)) for name, c in _SECTIONS.items()})
+
+    @classmethod
+    def from_yaml_text(cls, text: str, overrides: Sequence[str] = ()) -> RankingHparams:
+        """Parses YAML text (see :meth:`from_dict`)."""
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise SpecError(f"The training config is not valid YAML: {e}") from e
+        return cls.from_dict(raw, overrides)
+
+    @classmethod
+    def load(cls, path: str, overrides: Sequence[str] = ()) -> RankingHparams:
+        """Reads a YAML config from any Beam filesystem path."""
+        from beam_prep.io.filesystem import read_text
+
+        return cls.from_yaml_text(read_text(path), overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (lists for tuples), suitable for YAML/JSON."""
+        def conv(v: Any) -> Any:
+            return list(v) if isinstance(v, tuple) else v
+        return {name: {k: conv(v) for k, v in dataclasses.asdict(getattr(self, name)).items()}
+                for name in _SECTIONS}
