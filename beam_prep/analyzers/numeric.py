@@ -1,0 +1,202 @@
+"""Numeric statistics: moments merged with Chan et al.'s parallel formula, and quantiles.
+
+Partial results are computed per *split* (a deterministic unit of input, see
+:mod:`beam_prep.io.readers`), then merged in a canonical order (sorted by split id), so
+the floating-point result is the same whatever the runner, the worker count or the order
+in which partial results arrive. Quantiles use tfx-bsl's ``QuantilesSketch`` (TFT's
+sketch), merged in that same canonical order.
+
+Example:
+    >>> import numpy as np
+    >>> m = Moments.of(np.array([1.0, 2.0, 3.0, 4.0]))
+    >>> m.mean, m.variance
+    (2.5, 1.25)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pickle
+from typing import Iterable
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+MAX_NUM_VALUES = 1 << 32  # the sketch's error bound holds up to this many values (as TFT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Moments:
+    """Count, mean, sum of squared deviations (M2), min and max of finite values.
+
+    Attributes:
+        count: Number of finite values.
+        mean: Their mean (0 when count is 0).
+        m2: Sum of squared deviations from the mean.
+        minimum: Smallest value (+inf when count is 0).
+        maximum: Largest value (-inf when count is 0).
+    """
+
+    count: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+    minimum: float = math.inf
+    maximum: float = -math.inf
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> "Moments":
+        """Moments of a float64 array of finite values (two-pass, in float64)."""
+        n = int(values.size)
+        if n == 0:
+            return cls()
+        mean = float(np.mean(values, dtype=np.float64))
+        dev = values - mean
+        return cls(n, mean, float(np.dot(dev, dev)), float(values.min()), float(values.max()))
+
+    def merge(self, other: "Moments") -> "Moments":
+        """Chan et al. combination of two partial results."""
+        if other.count == 0:
+            return self
+        if self.count == 0:
+            return other
+        n = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.count / n)
+        m2 = self.m2 + other.m2 + delta * delta * (self.count * other.count / n)
+        return Moments(n, mean, m2, min(self.minimum, other.minimum),
+                       max(self.maximum, other.maximum))
+
+    @property
+    def variance(self) -> float:
+        """Population variance (0 when empty)."""
+        return self.m2 / self.count if self.count else 0.0
+
+
+@dataclasses.dataclass
+class NumericPartial:
+    """Partial statistics of one numeric feature.
+
+    Attributes:
+        moments: Moments of finite values.
+        missing: Rows without a value (null / empty list).
+        nan: NaN values seen (excluded from moments and quantiles).
+        infinite: ±inf values seen (excluded from moments; kept in quantiles).
+        sketch: Pickled ``QuantilesSketch`` bytes, or None when no quantiles are asked.
+    """
+
+    moments: Moments = dataclasses.field(default_factory=Moments)
+    missing: int = 0
+    nan: int = 0
+    infinite: int = 0
+    sketch: bytes | None = None
+
+
+def new_sketch(epsilon: float):
+    """A fresh tfx-bsl QuantilesSketch for one feature."""
+    from tfx_bsl.sketches import QuantilesSketch
+
+    return QuantilesSketch(epsilon, MAX_NUM_VALUES, 1)
+
+
+class NumericAccumulator:
+    """Accumulates one feature over the batches of one split, in batch order."""
+
+    def __init__(self, epsilon: float | None) -> None:
+        self.moments = Moments()
+        self.missing = 0
+        self.nan = 0
+        self.infinite = 0
+        self.sketch = new_sketch(epsilon) if epsilon is not None else None
+
+    def add(self, values: np.ndarray, missing: int) -> None:
+        """Adds a batch of float64 values (NaN/inf allowed) and its missing count."""
+        self.missing += missing
+        if values.size == 0:
+            return
+        nan = np.isnan(values)
+        finite = np.isfinite(values)
+        self.nan += int(nan.sum())
+        self.infinite += int((~finite & ~nan).sum())
+        self.moments = self.moments.merge(Moments.of(values[finite]))
+        if self.sketch is not None:
+            non_nan = values[~nan]
+            if non_nan.size:
+                self.sketch.AddValues(pa.array(non_nan))
+
+    def result(self) -> NumericPartial:
+        """The split's partial (sketch pickled: the sketch object itself is not portable)."""
+        return NumericPartial(self.moments, self.missing, self.nan, self.infinite,
+                              None if self.sketch is None else pickle.dumps(self.sketch))
+
+
+def merge_partials(partials: list[NumericPartial]) -> NumericPartial:
+    """Merges partials in the given order (callers pass a canonical order)."""
+    out = NumericPartial()
+    sketch = None
+    for p in partials:
+        out.moments = out.moments.merge(p.moments)
+        out.missing += p.missing
+        out.nan += p.nan
+        out.infinite += p.infinite
+        if p.sketch is not None:
+            s = pickle.loads(p.sketch)
+            if sketch is None:
+                sketch = s
+            else:
+                sketch.Merge(s)
+    if sketch is not None:
+        out.sketch = pickle.dumps(sketch)
+    return out
+
+
+def boundaries(partial: NumericPartial, num_buckets: int) -> list[float]:
+    """``num_buckets - 1`` interior quantile boundaries (empty list without values)."""
+    if partial.sketch is None:
+        return []
+    sketch = pickle.loads(partial.sketch)
+    q = sketch.GetQuantiles(num_buckets).to_pylist()
+    if not q or not q[0]:
+        return []
+    values = [float(v) for v in q[0]]
+    return values[1:-1]
+
+
+# A table of partials for every numeric feature, keyed by feature name.
+PartialsByFeature = dict[str, NumericPartial]
+
+
+class CanonicalMergeFn(beam.CombineFn):
+    """Collects ``(order_key, {feature: NumericPartial})`` and merges them sorted by key.
+
+    Keeping the partials until ``extract_output`` and merging them sorted makes the
+    floating-point result independent of how the runner grouped the inputs. Memory is
+    one partial per input element (a few KB each), so use it in a two-level tree:
+    per-group first, then across groups.
+
+    The empty input gives an empty dict.
+    """
+
+    def create_accumulator(self) -> list[tuple[str, PartialsByFeature]]:
+        return []
+
+    def add_input(self, acc, element: tuple[str, PartialsByFeature]):
+        acc.append(element)
+        return acc
+
+    def merge_accumulators(self, accs: Iterable[list]):
+        out: list = []
+        for a in accs:
+            out.extend(a)
+        return out
+
+    def extract_output(self, acc) -> PartialsByFeature:
+        acc = sorted(acc, key=lambda kv: kv[0])
+        names: list[str] = []
+        for _, partials in acc:
+            for name in partials:
+                if name not in names:
+                    names.append(name)
+        return {name: merge_partials([p[name] for _, p in acc if name in p])
+                for name in sorted(names)}

@@ -1,0 +1,219 @@
+"""Exact vocabulary counting with vectorised Arrow accumulators.
+
+A vocabulary *table* is a ``pa.Table`` with columns ``token`` (large_string), ``count``
+(int64, occurrences) and ``df`` (int64, documents/rows containing the token). Tables are
+merged by concatenation plus an Arrow ``group_by().aggregate(sum)``: no Python loop per
+token. Counts are integers, so merges are exact and order-independent.
+
+Ordering (TFT's): count descending, then token UTF-8 bytes descending.
+
+Example:
+    >>> import pyarrow as pa
+    >>> t = count_values(pa.array(["b", "a", "b", None]))
+    >>> sort_vocabulary(t).column("token").to_pylist()
+    ['b', 'a']
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+import apache_beam as beam
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_prep.io.artifacts import LINE_BREAK_CHARS
+
+SCHEMA = pa.schema([("token", pa.large_string()), ("count", pa.int64()), ("df", pa.int64())])
+_UNWRITABLE_RE = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in LINE_BREAK_CHARS) + "]"
+_JSON_UNSAFE_RE = r'["\\\x00-\x1f]'
+COMPACT_ROWS = 1 << 20
+
+
+def empty_table() -> pa.Table:
+    """A vocabulary table with no rows."""
+    return SCHEMA.empty_table()
+
+
+def count_values(values: pa.Array, doc_ids: pa.Array | None = None) -> pa.Table:
+    """Counts the non-null values of a flat array.
+
+    Args:
+        values: Tokens (strings); nulls are ignored.
+        doc_ids: Optional document id per value; then ``df`` counts distinct documents,
+            otherwise ``df`` is 0.
+
+    Returns:
+        A vocabulary table (unsorted).
+    """
+    values = values.cast(pa.large_string())
+    if doc_ids is None:
+        values = values.drop_null()
+        if len(values) == 0:
+            return empty_table()
+        vc = pc.value_counts(values)
+        tokens = vc.field("values")
+        counts = vc.field("counts").cast(pa.int64())
+        return pa.Table.from_arrays([tokens, counts, pa.array(np.zeros(len(tokens), np.int64))],
+                                    schema=SCHEMA)
+    t = pa.table({"token": values, "doc": doc_ids}).filter(pc.is_valid(values))
+    if t.num_rows == 0:
+        return empty_table()
+    per_doc = t.group_by(["token", "doc"]).aggregate([([], "count_all")])
+    out = per_doc.group_by("token").aggregate([("count_all", "sum"), ([], "count_all")])
+    return pa.Table.from_arrays(
+        [out.column("token"), out.column("count_all_sum").cast(pa.int64()),
+         out.column("count_all").cast(pa.int64())], schema=SCHEMA)
+
+
+def merge_tables(tables: Iterable[pa.Table]) -> pa.Table:
+    """Sums counts and dfs of the same token across tables."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return empty_table()
+    if len(tables) == 1:
+        return tables[0]
+    t = pa.concat_tables(tables)
+    out = t.group_by("token").aggregate([("count", "sum"), ("df", "sum")])
+    return pa.Table.from_arrays(
+        [out.column("token"), out.column("count_sum"), out.column("df_sum")], schema=SCHEMA)
+
+
+def stable_partition(tokens: pa.Array, num_partitions: int) -> np.ndarray:
+    """Partition index per token from a hash that is the same in every process."""
+    if num_partitions == 1 or len(tokens) == 0:
+        return np.zeros(len(tokens), dtype=np.int64)
+    hashed = pd.util.hash_array(tokens.to_numpy(zero_copy_only=False), categorize=False)
+    return (hashed % np.uint64(num_partitions)).astype(np.int64)
+
+
+def split_by_partition(table: pa.Table, num_partitions: int) -> list[tuple[int, pa.Table]]:
+    """Splits a table into per-partition tables (empty partitions omitted)."""
+    if table.num_rows == 0:
+        return []
+    part = stable_partition(table.column("token").combine_chunks(), num_partitions)
+    if num_partitions == 1:
+        return [(0, table)]
+    order = np.argsort(part, kind="stable")
+    sorted_parts = part[order]
+    bounds = np.searchsorted(sorted_parts, np.arange(num_partitions + 1))
+    taken = table.take(pa.array(order))
+    return [(p, taken.slice(bounds[p], bounds[p + 1] - bounds[p]))
+            for p in range(num_partitions) if bounds[p + 1] > bounds[p]]
+
+
+def sort_vocabulary(table: pa.Table) -> pa.Table:
+    """Sorts by count descending, then token bytes descending (TFT's order)."""
+    if table.num_rows <= 1:
+        return table
+    idx = pc.sort_indices(table, sort_keys=[("count", "descending"), ("token", "descending")])
+    return table.take(idx)
+
+
+def unwritable_mask(tokens: pa.Array) -> pa.Array:
+    """Tokens a line-based vocabulary file cannot hold: empty or containing a line break."""
+    return pc.or_(pc.equal(pc.utf8_length(tokens), 0),
+                  pc.match_substring_regex(tokens, _UNWRITABLE_RE))
+
+
+def _summary(table: pa.Table) -> dict[str, int]:
+    count = pc.sum(table.column("count")).as_py() if table.num_rows else 0
+    return {"tokens": int(table.num_rows), "count": int(count or 0)}
+
+
+def prune(table: pa.Table, *, min_count: int, top_k: int | None) -> tuple[pa.Table, dict]:
+    """Drops unwritable tokens, applies ``min_count``, sorts, keeps the first ``top_k``.
+
+    Correct on a hash partition too: the global top_k is contained in the union of the
+    partitions' top_k, so pruning each partition first is exact.
+
+    Returns:
+        (sorted pruned table, drop statistics with ``excluded_unwritable``,
+        ``dropped_min_count`` and ``dropped_top_k`` as {tokens, count}).
+    """
+    tokens = table.column("token")
+    bad = unwritable_mask(tokens)
+    excluded = table.filter(bad)
+    table = table.filter(pc.invert(bad))
+    low = pc.less(table.column("count"), min_count)
+    dropped_min = table.filter(low)
+    table = sort_vocabulary(table.filter(pc.invert(low)))
+    dropped_top = empty_table()
+    if top_k is not None and table.num_rows > top_k:
+        dropped_top = table.slice(top_k)
+        table = table.slice(0, top_k)
+    return table, {"excluded_unwritable": _summary(excluded),
+                   "dropped_min_count": _summary(dropped_min),
+                   "dropped_top_k": _summary(dropped_top)}
+
+
+def add_drop_stats(a: dict, b: dict) -> dict:
+    """Sums two drop-statistics dicts from :func:`prune`."""
+    return {k: {f: a.get(k, {}).get(f, 0) + b.get(k, {}).get(f, 0) for f in ("tokens", "count")}
+            for k in set(a) | set(b)}
+
+
+def vocabulary_text(tokens: pa.Array) -> bytes:
+    """The .txt file body: one token per line, UTF-8, trailing newline (empty if none)."""
+    if len(tokens) == 0:
+        return b""
+    return ("\n".join(tokens.to_pylist()) + "\n").encode("utf-8")
+
+
+def counts_jsonl(table: pa.Table, *, with_df: bool) -> bytes:
+    """The sidecar body: ``[token, count]`` (or ``[token, count, df]``) per line."""
+    if table.num_rows == 0:
+        return b""
+    tokens = table.column("token").combine_chunks()
+    nums = [pc.cast(table.column("count"), pa.large_string())]
+    if with_df:
+        nums.append(pc.cast(table.column("df"), pa.large_string()))
+    unsafe = pc.match_substring_regex(tokens, _JSON_UNSAFE_RE)
+    quoted = pc.binary_join_element_wise('"', tokens, '"', "")
+    if pc.any(unsafe).as_py():
+        fixed = [json.dumps(t, ensure_ascii=False) if u else None
+                 for t, u in zip(tokens.to_pylist(), unsafe.to_pylist())]
+        quoted = pc.if_else(unsafe, pa.array(fixed, pa.large_string()), quoted)
+    parts = ["[", quoted]
+    for n in nums:
+        parts += [",", n]
+    parts += ["]", ""]
+    lines = pc.binary_join_element_wise(*parts)
+    return ("\n".join(lines.to_pylist()) + "\n").encode("utf-8")
+
+
+class VocabularyCombineFn(beam.CombineFn):
+    """Sums vocabulary tables; the accumulator is a list of tables, compacted when large.
+
+    The empty input gives an empty table.
+    """
+
+    def create_accumulator(self) -> list[pa.Table]:
+        return []
+
+    def add_input(self, acc: list[pa.Table], table: pa.Table) -> list[pa.Table]:
+        acc.append(table)
+        return self._maybe_compact(acc)
+
+    def merge_accumulators(self, accs: Iterable[list[pa.Table]]) -> list[pa.Table]:
+        out: list[pa.Table] = []
+        for a in accs:
+            out.extend(a)
+        return self._maybe_compact(out)
+
+    def compact(self, acc: list[pa.Table]) -> list[pa.Table]:
+        return [merge_tables(acc)] if len(acc) > 1 else acc
+
+    def extract_output(self, acc: list[pa.Table]) -> pa.Table:
+        return merge_tables(acc)
+
+    @staticmethod
+    def _maybe_compact(acc: list[pa.Table]) -> list[pa.Table]:
+        # Amortised: re-merge only when the tail outgrows the already-compacted head.
+        if len(acc) > 1 and (len(acc) >= 64 or sum(t.num_rows for t in acc[1:])
+                             > max(COMPACT_ROWS, acc[0].num_rows)):
+            return [merge_tables(acc)]
+        return acc
