@@ -288,7 +288,8 @@ def add_ngrams(tokens: pa.ListArray, widths: Sequence[int]) -> pa.ListArray:
     lengths = np.diff(offsets)
     n_rows = len(lengths)
     counts = [np.maximum(lengths - (w - 1), 0) for w in widths]
-    out_per_row = np.sum(counts, axis=0) if n_rows else np.zeros(0, dtype=np.int64)
+    out_per_row = np.sum(counts, axis=0, dtype=np.int64)
+    separator = pa.scalar(NGRAM_SEPARATOR, type=values.type)
     out_offsets = np.concatenate(([0], np.cumsum(out_per_row, dtype=np.int64)))
     block_start = out_offsets[:-1].copy()   # where the current width's block begins per row
     pieces: list[pa.Array] = []
@@ -296,17 +297,17 @@ def add_ngrams(tokens: pa.ListArray, widths: Sequence[int]) -> pa.ListArray:
     for w, count in zip(widths, counts):
         total = int(count.sum())
         rows = np.repeat(np.arange(n_rows, dtype=np.int64), count)
-        first = np.concatenate(([0], np.cumsum(count, dtype=np.int64)[:-1]))
+        first = np.cumsum(count, dtype=np.int64) - count
         within = np.arange(total, dtype=np.int64) - np.repeat(first, count)
         starts = offsets[:-1][rows] + within
         if w == 1:
             pieces.append(values.take(pa.array(starts)))
         else:
             columns = [values.take(pa.array(starts + k)) for k in range(w)]
-            pieces.append(pc.binary_join_element_wise(*columns, NGRAM_SEPARATOR))
+            pieces.append(pc.binary_join_element_wise(*columns, separator))
         destinations.append(block_start[rows] + within)
         block_start += count
-    all_values = pa.concat_arrays([p.cast(values.type) for p in pieces])
+    all_values = pa.concat_arrays(pieces)
     dest = np.concatenate(destinations)
     order = np.empty(len(dest), dtype=np.int64)
     order[dest] = np.arange(len(dest), dtype=np.int64)
