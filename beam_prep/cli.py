@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from beam_prep.errors import BeamPrepError
 

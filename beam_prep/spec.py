@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Literal, Mapping, Union, get_args
+from collections.abc import Mapping
+from typing import Any, Literal, Union, get_args
 
 import yaml
 
@@ -449,7 +450,7 @@ class Spec:
         return {"version": SPEC_VERSION, "features": [f.to_dict() for f in self.features]}
 
     @classmethod
-    def from_dict(cls, raw: Any) -> "Spec":
+    def from_dict(cls, raw: Any) -> Spec:
         """Validates a parsed spec document.
 
         Raises:
@@ -472,7 +473,7 @@ class Spec:
         return cls(tuple(feature_from_dict(f, i) for i, f in enumerate(features)))
 
     @classmethod
-    def from_yaml_text(cls, text: str) -> "Spec":
+    def from_yaml_text(cls, text: str) -> Spec:
         """Parses YAML text (see :meth:`from_dict`)."""
         try:
             raw = yaml.safe_load(text)
@@ -481,7 +482,7 @@ class Spec:
         return cls.from_dict(raw)
 
     @classmethod
-    def load(cls, path: str) -> "Spec":
+    def load(cls, path: str) -> Spec:
         """Reads a YAML spec from any Beam filesystem path."""
         from beam_prep.io.filesystem import read_text
 

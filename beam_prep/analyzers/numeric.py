@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pickle
-from typing import Iterable
+from collections.abc import Iterable
 
 import apache_beam as beam
 import numpy as np
@@ -46,7 +46,7 @@ class Moments:
     maximum: float = -math.inf
 
     @classmethod
-    def of(cls, values: np.ndarray) -> "Moments":
+    def of(cls, values: np.ndarray) -> Moments:
         """Moments of a float64 array of finite values (two-pass, in float64)."""
         n = int(values.size)
         if n == 0:
@@ -55,7 +55,7 @@ class Moments:
         dev = values - mean
         return cls(n, mean, float(np.dot(dev, dev)), float(values.min()), float(values.max()))
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         """Chan et al. combination of two partial results."""
         if other.count == 0:
             return self

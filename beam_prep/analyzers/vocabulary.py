@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 import apache_beam as beam
 import numpy as np
@@ -163,6 +163,10 @@ def vocabulary_text(tokens: pa.Array) -> bytes:
     return ("\n".join(tokens.to_pylist()) + "\n").encode("utf-8")
 
 
+def _ls(text: str) -> pa.Scalar:
+    return pa.scalar(text, pa.large_string())
+
+
 def counts_jsonl(table: pa.Table, *, with_df: bool) -> bytes:
     """The sidecar body: ``[token, count]`` (or ``[token, count, df]``) per line."""
     if table.num_rows == 0:
@@ -172,15 +176,16 @@ def counts_jsonl(table: pa.Table, *, with_df: bool) -> bytes:
     if with_df:
         nums.append(pc.cast(table.column("df"), pa.large_string()))
     unsafe = pc.match_substring_regex(tokens, _JSON_UNSAFE_RE)
-    quoted = pc.binary_join_element_wise('"', tokens, '"', "")
+    quote, sep = _ls('"'), _ls("")
+    quoted = pc.binary_join_element_wise(quote, tokens, quote, sep)
     if pc.any(unsafe).as_py():
         fixed = [json.dumps(t, ensure_ascii=False) if u else None
                  for t, u in zip(tokens.to_pylist(), unsafe.to_pylist())]
         quoted = pc.if_else(unsafe, pa.array(fixed, pa.large_string()), quoted)
-    parts = ["[", quoted]
+    parts = [_ls("["), quoted]
     for n in nums:
-        parts += [",", n]
-    parts += ["]", ""]
+        parts += [_ls(","), n]
+    parts += [_ls("]"), sep]
     lines = pc.binary_join_element_wise(*parts)
     return ("\n".join(lines.to_pylist()) + "\n").encode("utf-8")
 

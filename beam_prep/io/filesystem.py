@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import os
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -41,7 +42,7 @@ def read_text(path: str) -> str:
 
 def write_bytes(path: str, data: bytes) -> None:
     """Creates (or replaces) ``path`` with ``data``; parent directories are created."""
-    FileSystems.mkdirs(FileSystems.split(path)[0]) if _is_local(path) else None
+    makedirs(FileSystems.split(path)[0])
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         f.write(data)
 
@@ -86,5 +87,5 @@ def _is_local(path: str) -> bool:
 
 def makedirs(path: str) -> None:
     """Creates a directory (no-op on object stores, where directories are implicit)."""
-    if _is_local(path) and not FileSystems.exists(path):
-        FileSystems.mkdirs(path)
+    if _is_local(path):
+        os.makedirs(path, exist_ok=True)

@@ -21,7 +21,8 @@ import dataclasses
 import io
 import json
 import struct
-from typing import IO, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import IO
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv

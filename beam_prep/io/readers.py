@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Iterator, Literal, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -257,13 +258,15 @@ def _describe_bad_rows(source: str, raw: formats.RawBatch, names: list[str],
     rows = sub.to_pylist()
     out = []
     for j, i in enumerate(idx):
+        row_reason, detail = "", ""
         for name, bad, reason in reasons:
             if bad[i]:
                 value = rows[j][name]
+                row_reason = reason
                 detail = f"column {name!r}: cannot read {_show(value)} as the feature's type"
                 break
         record = json.dumps({k: _show(v) for k, v in rows[j].items()}, ensure_ascii=False)
-        out.append(RejectedRow(source, numbers[j], reason, detail, record[:2000]))
+        out.append(RejectedRow(source, numbers[j], row_reason, detail, record[:2000]))
     return out
 
 

@@ -1,0 +1,276 @@
+"""The analysis as Beam transforms: splits in, artifact directory out.
+
+Graph (every step labelled)::
+
+    Splits ─ AnalyzeSplits ─┬─ vocab ─ CountTokens (CombinePerKey, key=(feature, partition))
+                            │          ─ PrunePartitions ─ GroupByFeature ─ WriteVocabularies ─┐
+                            ├─ numeric ─ MergeNumericGroups ─ MergeNumericAll ─────────────────┤
+                            ├─ meta ─ SumCounts ──────────────────────────────────────────────┤
+                            └─ rejected ─ CollectRejected ─ WriteRejected ────────────────────┤
+                                                               WriteManifest (side inputs) ◄──┘
+
+All vocabularies share one keyed combine; all numeric features share one canonical merge.
+The manifest is written by a DoFn that consumes every other output as a side input, so it
+is always the last file written.
+
+Example:
+    >>> with beam.Pipeline() as p:                                   # doctest: +SKIP
+    ...     _ = p | AnalyzeToArtifacts(spec, ["data/*.csv"], "csv", "artifacts/")
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apache_beam as beam
+
+from beam_prep.analyzers import numeric as num
+from beam_prep.analyzers import split_fn
+from beam_prep.analyzers import vocabulary as voc
+from beam_prep.analyzers.manifest import build_manifest
+from beam_prep.errors import InputError
+from beam_prep.io import artifacts as layout
+from beam_prep.io import filesystem as fs
+from beam_prep.io.readers import Split, list_splits
+from beam_prep.spec import Spec
+
+
+class _ListSplits(beam.DoFn):
+    def __init__(self, fmt: str, parquet_rows_per_split: int) -> None:
+        self._fmt = fmt
+        self._rows = parquet_rows_per_split
+
+    def process(self, path: str) -> Iterable[Split]:
+        yield from list_splits(path, self._fmt, parquet_rows_per_split=self._rows)
+
+
+def _prune(kv: tuple[tuple[str, int], Any], limits: dict[str, tuple[int, int | None]]):
+    (name, part), table = kv
+    min_count, top_k = limits[name]
+    pruned, drops = voc.prune(table, min_count=min_count, top_k=top_k)
+    return name, (part, pruned, drops)
+
+
+class _WriteVocabulary(beam.DoFn):
+    """Merges a feature's partitions, applies the global top_k, writes .txt and sidecar."""
+
+    def __init__(self, output_dir: str, spec_dict: dict) -> None:
+        self._out = output_dir
+        self._spec_dict = spec_dict
+
+    def setup(self) -> None:
+        self._spec = Spec.from_dict(self._spec_dict)
+
+    def process(self, kv: tuple[str, Iterable[tuple[int, Any, dict]]]):
+        name, parts = kv
+        feature = self._spec.feature(name)
+        parts = sorted(parts, key=lambda p: p[0])
+        drops: dict = {}
+        tables = []
+        for _, table, d in parts:
+            drops = voc.add_drop_stats(drops, d) if d else drops
+            tables.append(table)
+        merged = voc.sort_vocabulary(voc.merge_tables(tables))
+        top_k = (feature.max_vocabulary_tokens() if feature.kind == "text"
+                 else feature.top_k)
+        if top_k is not None and merged.num_rows > top_k:
+            drops = voc.add_drop_stats(drops, {"dropped_top_k": voc._summary(merged.slice(top_k))})
+            merged = merged.slice(0, top_k)
+        with_df = feature.kind == "text" and feature.output_mode == "tf_idf"
+        files = {}
+        for role, rel, body in (
+            ("vocabulary", layout.vocabulary_relpath(name),
+             voc.vocabulary_text(merged.column("token").combine_chunks())),
+            ("counts", layout.counts_relpath(name), voc.counts_jsonl(merged, with_df=with_df)),
+        ):
+            fs.write_bytes(fs.join(self._out, rel), body)
+            import hashlib
+
+            files[role] = {"path": rel, "sha256": hashlib.sha256(body).hexdigest(),
+                           "bytes": len(body)}
+        kept = voc._summary(merged)
+        yield name, {"files": files, "vocabulary_size": kept["tokens"],
+                     "kept_count": kept["count"], "drops": drops}
+
+
+class _WriteRejected(beam.DoFn):
+    def __init__(self, output_dir: str) -> None:
+        self._out = output_dir
+
+    def process(self, rows: list[tuple[str, str]]):
+        if not rows:
+            yield None
+            return
+        body = ("\n".join(line for _, line in sorted(rows)) + "\n").encode("utf-8")
+        fs.write_bytes(fs.join(self._out, layout.REJECTED_FILE), body)
+        yield {"path": layout.REJECTED_FILE, "rows": len(rows)}
+
+
+def _sum_meta(metas: Iterable[dict]) -> dict:
+    out: dict = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
+                 "missing": {}, "documents": {}, "splits": 0}
+    for m in metas:
+        out["splits"] += m.get("splits", 1)
+        out["rows_read"] += m["rows_read"]
+        out["rows_rejected"] += m["rows_rejected"]
+        for key in ("rejected_by_reason", "missing", "documents"):
+            for k, v in m[key].items():
+                out[key][k] = out[key].get(k, 0) + v
+    return out
+
+
+class _WriteManifest(beam.DoFn):
+    def __init__(self, output_dir: str, spec_dict: dict, input_info: dict,
+                 max_bad_fraction: float) -> None:
+        self._out = output_dir
+        self._spec_dict = spec_dict
+        self._input = input_info
+        self._max_bad = max_bad_fraction
+
+    def process(self, _unused, vocab_meta, numeric_partials, meta, rejected):
+        read, bad = meta["rows_read"], meta["rows_rejected"]
+        if read == 0:
+            raise InputError(f"No rows were read from {self._input['patterns']}: the input "
+                             "files are empty. Nothing to analyse.")
+        if bad / read > self._max_bad:
+            where = fs.join(self._out, layout.REJECTED_FILE)
+            raise InputError(
+                f"{bad} of {read} rows ({bad / read:.2%}) could not be read "
+                f"(by reason: {meta['rejected_by_reason']}), more than max_bad_fraction="
+                f"{self._max_bad}. The rows and reasons are in {where}. Fix the input or "
+                "raise --max_bad_fraction."
+            )
+        manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
+                                  dict(vocab_meta), numeric_partials, meta, rejected)
+        fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
+        yield manifest
+
+
+class AnalyzeToArtifacts(beam.PTransform):
+    """Reads the input files and writes a complete artifact directory.
+
+    Args:
+        spec: The feature spec.
+        files: Input file paths (already expanded and sorted).
+        fmt: Input format.
+        output_dir: Artifact directory (must be empty; see :func:`prepare_output_dir`).
+        patterns: The user's input globs, recorded in the manifest.
+        batch_size: Rows per Arrow batch.
+        num_partitions: Hash partitions per vocabulary.
+        max_bad_fraction: Fail when more than this fraction of rows is rejected.
+        parquet_rows_per_split: Rows per Parquet read split.
+        csv_delimiter: CSV field delimiter.
+
+    Returns:
+        A PCollection with the manifest dict (one element).
+    """
+
+    def __init__(self, spec: Spec, files: Sequence[str], fmt: str, output_dir: str, *,
+                 patterns: Sequence[str] | None = None, batch_size: int = 65536,
+                 num_partitions: int = 16, max_bad_fraction: float = 0.01,
+                 parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",") -> None:
+        super().__init__()
+        self._spec = spec
+        self._files = list(files)
+        self._fmt = fmt
+        self._out = output_dir
+        self._patterns = list(patterns or files)
+        self._batch_size = batch_size
+        self._partitions = num_partitions
+        self._max_bad = max_bad_fraction
+        self._rows_per_split = parquet_rows_per_split
+        self._delimiter = csv_delimiter
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
+        spec_dict = self._spec.to_dict()
+        vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")]
+        limits = {f.name: (getattr(f, "min_count", 1), None) for f in vocab_features}
+        for f in vocab_features:
+            limits[f.name] = (getattr(f, "min_count", 1),
+                              f.max_vocabulary_tokens() if f.kind == "text" else f.top_k)
+        p = pbegin.pipeline
+        splits = (pbegin
+                  | "InputFiles" >> beam.Create(self._files)
+                  | "ListSplits" >> beam.ParDo(_ListSplits(self._fmt, self._rows_per_split))
+                  | "SpreadSplits" >> beam.Reshuffle())
+        outputs = splits | "AnalyzeSplits" >> beam.ParDo(
+            split_fn.AnalyzeSplitFn(spec_dict, batch_size=self._batch_size,
+                                    num_partitions=self._partitions,
+                                    csv_delimiter=self._delimiter)
+        ).with_outputs(split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, main="vocab")
+
+        seeds = p | "EveryVocabulary" >> beam.Create(
+            [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features])
+        pruned = (outputs.vocab
+                  | "CountTokens" >> beam.CombinePerKey(voc.VocabularyCombineFn())
+                  | "PrunePartitions" >> beam.Map(_prune, limits))
+        vocab_meta = ((pruned, seeds)
+                      | "WithEmptyVocabularies" >> beam.Flatten()
+                      | "GroupByFeature" >> beam.GroupByKey()
+                      | "WriteVocabularies" >> beam.ParDo(_WriteVocabulary(self._out, spec_dict)))
+        numeric = (outputs.numeric
+                   | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
+                   | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))
+                   | "MergeNumericAll" >> beam.CombineGlobally(num.CanonicalMergeFn()))
+        meta = outputs.meta | "SumCounts" >> beam.CombineGlobally(_sum_meta)
+        rejected = (outputs.rejected
+                    | "CollectRejected" >> beam.combiners.ToList()
+                    | "WriteRejected" >> beam.ParDo(_WriteRejected(self._out)))
+        input_info = {"patterns": self._patterns, "format": self._fmt,
+                      "files": len(self._files)}
+        return (p
+                | "ManifestTrigger" >> beam.Create([None])
+                | "WriteManifest" >> beam.ParDo(
+                    _WriteManifest(self._out, spec_dict, input_info, self._max_bad),
+                    vocab_meta=beam.pvalue.AsList(vocab_meta),
+                    numeric_partials=beam.pvalue.AsSingleton(numeric),
+                    meta=beam.pvalue.AsSingleton(meta),
+                    rejected=beam.pvalue.AsSingleton(rejected)))
+
+
+def prepare_output_dir(output_dir: str, *, overwrite: bool) -> None:
+    """Refuses a non-empty directory unless ``overwrite``; then removes the manifest first.
+
+    Removing ``manifest.json`` before anything else means an interrupted re-run never
+    leaves a directory that looks complete.
+    """
+    from beam_prep.errors import ArtifactError
+
+    if fs.is_empty_dir(output_dir):
+        fs.makedirs(output_dir)
+        return
+    if not overwrite:
+        raise ArtifactError(
+            f"Output directory {output_dir!r} is not empty. Pass --overwrite to replace it, "
+            "or choose another --output."
+        )
+    manifest = fs.join(output_dir, layout.MANIFEST)
+    if fs.exists(manifest):
+        beam.io.filesystems.FileSystems.delete([manifest])
+    for sub in (layout.VOCAB_DIR, layout.REJECTED_DIR):
+        fs.delete_tree(fs.join(output_dir, sub))
+    fs.makedirs(output_dir)
+
+
+def summarize(manifest: dict) -> str:
+    """Human-readable end-of-run summary."""
+    inp = manifest["input"]
+    lines = [f"rows read: {inp['rows_read']:,}   rejected: {inp['rows_rejected']:,}"
+             + (f" {json.dumps(inp['rejected_by_reason'])}" if inp["rows_rejected"] else "")]
+    for name, entry in manifest["features"].items():
+        s = entry["stats"]
+        kind = entry["kind"]
+        if kind in ("string", "integer", "text"):
+            extra = f", documents {s['document_count']:,}" if kind == "text" else ""
+            lines.append(f"  {name:<20} {kind:<8} vocabulary {s['vocabulary_size']:,} of "
+                         f"{s['distinct_values']:,} distinct{extra}")
+        elif kind == "numeric":
+            b = s.get("boundaries")
+            lines.append(f"  {name:<20} {kind:<8} mean {s['mean']:.6g} var {s['variance']:.6g} "
+                         f"min {s['min']} max {s['max']} missing {s['missing_count']:,}"
+                         + (f", {len(b)} boundaries" if b else ""))
+        else:
+            lines.append(f"  {name:<20} {kind:<8} (no analysis)")
+    return "\n".join(lines)

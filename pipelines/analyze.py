@@ -1,0 +1,151 @@
+"""`beam-prep analyze`: read a dataset, compute vocabularies and statistics, write artifacts.
+
+Our flags are parsed here; every other flag goes to Beam unchanged (``--runner``,
+``--direct_running_mode``, ``--project``, ``--temp_location`` …).
+
+Default runner: Beam's in-process FnApiRunner (what the DirectRunner falls back to), named
+explicitly so the local run does not depend on downloading the Prism binary. Pass
+``--runner=DirectRunner`` to get Beam's own choice, or ``--runner=DataflowRunner`` etc.
+
+Example:
+    $ beam-prep analyze --spec spec.yaml --input 'data/*.csv' --output artifacts/
+    $ beam-prep analyze --spec spec.yaml --input 'gs://b/data/*.parquet' \\
+        --output gs://b/artifacts --runner=DataflowRunner --project=p --region=r \\
+        --temp_location=gs://b/tmp --setup_file=./setup.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from beam_prep.analyzers.pipeline import AnalyzeToArtifacts, prepare_output_dir, summarize
+from beam_prep.analyzers.split_fn import required_columns
+from beam_prep.errors import BeamPrepError, InputError
+from beam_prep.io import artifacts as layout
+from beam_prep.io import filesystem as fs
+from beam_prep.io.readers import FORMATS, check_columns, expand_patterns, infer_format
+from beam_prep.spec import Spec
+
+DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The job's own flags (Beam's are passed through)."""
+    p = argparse.ArgumentParser(
+        prog="beam-prep analyze",
+        description=(
+            "Analyze a dataset with Apache Beam and write an artifact directory: "
+            "vocab/<feature>.txt files that keras.layers.StringLookup/IntegerLookup/"
+            "TextVectorization read, counts sidecars, and manifest.json (written last) with "
+            "mean/variance/min/max/quantile boundaries. Any flag not listed here is passed "
+            "to Beam (e.g. --runner=DataflowRunner, --direct_running_mode=multi_processing "
+            "--direct_num_workers=2)."),
+        epilog="Example: beam-prep analyze --spec spec.yaml --input 'data/*.csv' "
+               "--output artifacts/",
+    )
+    p.add_argument("--spec", required=True, help="Feature spec YAML (see README: Feature spec).")
+    p.add_argument("--input", required=True, action="append",
+                   help="Input file glob on any Beam filesystem (local, gs://). Repeatable.")
+    p.add_argument("--output", required=True, help="Artifact directory to create.")
+    p.add_argument("--input_format", choices=FORMATS, default=None,
+                   help="Input format; default: from the file extension "
+                        "(.csv, .jsonl/.json, .parquet, .tfrecord[.gz]).")
+    p.add_argument("--overwrite", action="store_true",
+                   help="Replace an existing, non-empty output directory.")
+    p.add_argument("--max_bad_fraction", type=float, default=0.01,
+                   help="Fail when more than this fraction of rows cannot be read "
+                        "(default 0.01). Bad rows always go to <output>/rejected/.")
+    p.add_argument("--batch_size", type=int, default=65536,
+                   help="Rows per Arrow batch (default 65536).")
+    p.add_argument("--vocab_partitions", type=int, default=16,
+                   help="Hash partitions per vocabulary: parallelism of the count merge "
+                        "(default 16).")
+    p.add_argument("--parquet_rows_per_split", type=int, default=1 << 20,
+                   help="Rows per Parquet read split (row groups are never cut; "
+                        "default 1048576).")
+    p.add_argument("--csv_delimiter", default=",", help="CSV field delimiter (default ',').")
+    p.add_argument("--quiet", action="store_true", help="Do not print the summary.")
+    return p
+
+
+def _validate_args(args: argparse.Namespace) -> None:
+    if not 0 <= args.max_bad_fraction <= 1:
+        raise InputError(f"--max_bad_fraction must be in [0, 1]. Received: "
+                         f"{args.max_bad_fraction}")
+    for flag in ("batch_size", "vocab_partitions", "parquet_rows_per_split"):
+        if getattr(args, flag) < 1:
+            raise InputError(f"--{flag} must be a positive integer. Received: "
+                             f"{getattr(args, flag)}")
+
+
+def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
+    """Runs the analysis job and waits for it; returns the PipelineResult.
+
+    Raises:
+        SpecError, InputError, ArtifactError: Bad spec, input or output directory; all
+            raised before the pipeline starts when they can be detected then.
+    """
+    args, beam_args = build_parser().parse_known_args(list(argv) if argv is not None else None)
+    _validate_args(args)
+    spec = Spec.load(args.spec)
+    files = expand_patterns(args.input)
+    fmt = args.input_format or infer_format(files[0])
+    columns = required_columns(spec)
+    owners = {f.source_column: f.name for f in reversed(spec.features) if f.kind != "hashed"}
+    check_columns(files, fmt, {c: owners[c] for c in columns}, csv_delimiter=args.csv_delimiter)
+    prepare_output_dir(args.output, overwrite=args.overwrite)
+
+    options = PipelineOptions(beam_args)
+    if options.view_as(StandardOptions).runner is None:
+        options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | "Analyze" >> AnalyzeToArtifacts(
+        spec, files, fmt, args.output, patterns=args.input, batch_size=args.batch_size,
+        num_partitions=args.vocab_partitions, max_bad_fraction=args.max_bad_fraction,
+        parquet_rows_per_split=args.parquet_rows_per_split, csv_delimiter=args.csv_delimiter)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry: runs the job, prints a summary; returns the exit code."""
+    args, _ = build_parser().parse_known_args(list(argv) if argv is not None else None)
+    start = time.monotonic()
+    try:
+        result = run(argv)
+    except BeamPrepError:
+        raise
+    except Exception as e:  # Beam wraps errors raised in DoFns: surface ours clearly.
+        message = str(e)
+        for marker in ("InputError: ", "SpecError: ", "ArtifactError: "):
+            if marker in message:
+                detail = message.split(marker, 1)[1].split("\n")[0]
+                print(f"beam-prep analyze: error: {detail}", file=sys.stderr)
+                return 1
+        raise
+    elapsed = time.monotonic() - start
+    state = result.state
+    manifest_path = fs.join(args.output, layout.MANIFEST)
+    if not fs.exists(manifest_path):
+        print(f"beam-prep analyze: pipeline finished in state {state} but wrote no "
+              f"manifest; {args.output} is incomplete.", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        manifest = layout.Artifacts(args.output).manifest
+        print(f"beam-prep analyze: done in {elapsed:.1f}s ({state}).")
+        print(summarize(manifest))
+        print(f"artifacts: {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    logging.getLogger().setLevel(logging.WARNING)
+    sys.exit(main())
