@@ -1,0 +1,126 @@
+"""Contract tests of the vocabulary accumulators (no pipeline), and ordering rules."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import pickle
+import random
+
+import pyarrow as pa
+import pytest
+
+from beam_prep.analyzers import vocabulary as voc
+
+CASES = [
+    ["b", "a", "b", "c", "c", "c"],
+    ["Ξ", "ξ", "Ξ", "日本", "a b", "a b", "é", "é"],
+    ["x"] * 5 + ["y"] * 5 + ["z"] * 5,  # all tied
+    [],
+]
+
+
+def _reference(tokens: list[str], min_count: int = 1, top_k: int | None = None):
+    """Independent reference: Counter + sort by (-count, bytes descending)."""
+    counts = collections.Counter(tokens)
+    kept = [(t, c) for t, c in counts.items() if c >= min_count and t and not any(
+        ch in t for ch in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")]
+    kept.sort(key=lambda tc: (-tc[1], [-b for b in tc[0].encode("utf-8")] + [1]))
+    return kept[:top_k] if top_k is not None else kept
+
+
+def _as_pairs(table: pa.Table) -> list[tuple[str, int]]:
+    return list(zip(table.column("token").to_pylist(), table.column("count").to_pylist()))
+
+
+@pytest.mark.parametrize("tokens", CASES)
+def test_sharded_adds_and_merges_in_any_order_give_the_same_exact_counts(tokens):
+    fn = voc.VocabularyCombineFn()
+    rng = random.Random(0)
+    expected = _reference(tokens)
+    for num_shards in (1, 2, 3):
+        shards = [tokens[i::num_shards] for i in range(num_shards)]
+        accs = []
+        for shard in shards:
+            acc = fn.create_accumulator()
+            for chunk in (shard[: len(shard) // 2], shard[len(shard) // 2:]):
+                acc = fn.add_input(acc, voc.count_values(pa.array(chunk, pa.string())))
+            accs.append(acc)
+        for order in itertools.permutations(range(num_shards)):
+            merged = fn.merge_accumulators([accs[i] for i in order])
+            out = fn.extract_output(fn.compact(merged))
+            assert _as_pairs(voc.sort_vocabulary(out)) == expected
+        rng.shuffle(accs)
+
+
+def test_accumulator_survives_pickling():
+    fn = voc.VocabularyCombineFn()
+    acc = fn.add_input(fn.create_accumulator(), voc.count_values(pa.array(["a", "b", "a"])))
+    acc = pickle.loads(pickle.dumps(acc))
+    assert _as_pairs(voc.sort_vocabulary(fn.extract_output(acc))) == [("a", 2), ("b", 1)]
+
+
+def test_empty_input_gives_an_empty_table():
+    fn = voc.VocabularyCombineFn()
+    out = fn.extract_output(fn.create_accumulator())
+    assert out.num_rows == 0 and out.schema == voc.SCHEMA
+
+
+def test_ties_are_broken_by_reverse_byte_order_like_tft():
+    table = voc.count_values(pa.array(["apple", "Zebra", "zebra", "éclair", "b", "b"]))
+    got = voc.sort_vocabulary(table).column("token").to_pylist()
+    # b has count 2; the rest tie at 1 and sort by UTF-8 bytes descending:
+    # 'é' (0xC3) > 'z' (0x7A) > 'a' (0x61) > 'Z' (0x5A).
+    assert got == ["b", "éclair", "zebra", "apple", "Zebra"]
+
+
+def test_prune_drops_unwritable_before_threshold_and_top_k_and_reports_it():
+    tokens = ["a"] * 5 + ["b"] * 4 + ["c"] * 3 + ["d"] + ["has\nnewline"] * 9 + [""] * 7 + [
+        "line\u2028sep"] * 2 + ["tab\tok"] * 2
+    table = voc.count_values(pa.array(tokens))
+    pruned, drops = voc.prune(table, min_count=2, top_k=3)
+    assert _as_pairs(pruned) == [("a", 5), ("b", 4), ("c", 3)]
+    assert drops["excluded_unwritable"] == {"tokens": 3, "count": 18}
+    assert drops["dropped_min_count"] == {"tokens": 1, "count": 1}
+    assert drops["dropped_top_k"] == {"tokens": 1, "count": 2}  # "tab\tok" (count 2)
+
+
+def test_partitioned_prune_equals_global_prune():
+    rng = random.Random(7)
+    tokens = [f"t{int(rng.paretovariate(1.2))}" for _ in range(5000)]
+    table = voc.count_values(pa.array(tokens))
+    parts = voc.split_by_partition(table, 8)
+    assert sum(t.num_rows for _, t in parts) == table.num_rows
+    pruned_parts = [voc.prune(t, min_count=2, top_k=10)[0] for _, t in parts]
+    merged = voc.sort_vocabulary(voc.merge_tables(pruned_parts)).slice(0, 10)
+    assert _as_pairs(merged) == _reference(tokens, min_count=2, top_k=10)
+
+
+def test_partition_is_stable_across_processes():
+    import subprocess
+    import sys
+
+    code = ("import pyarrow as pa; from beam_prep.analyzers.vocabulary import stable_partition;"
+            "print(stable_partition(pa.array(['a','b','Ξ','long token']), 16).tolist())")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout for _ in range(2)}
+    assert len(outs) == 1
+
+
+def test_document_frequency_counts_rows_not_occurrences():
+    table = voc.count_values(pa.array(["a", "a", "b", "a"]), pa.array([0, 0, 0, 1]))
+    got = {t: (c, d) for t, c, d in zip(*(table.column(k).to_pylist()
+                                           for k in ("token", "count", "df")))}
+    assert got == {"a": (3, 2), "b": (1, 1)}
+
+
+def test_files_round_trip_any_token():
+    tokens = ['quote"d', "back\\slash", "tab\there", "ctrl\x01", "Ξ日本", "sp ace", "\u2027"]
+    table = voc.sort_vocabulary(voc.count_values(pa.array(tokens + ["sp ace"])))
+    text = voc.vocabulary_text(table.column("token").combine_chunks()).decode("utf-8")
+    assert text.split("\n")[:-1] == table.column("token").to_pylist()
+    lines = voc.counts_jsonl(table, with_df=True).decode("utf-8").splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert parsed == [[t, c, 0] for t, c in _as_pairs(table)]
+    assert voc.vocabulary_text(pa.array([], pa.large_string())) == b""
