@@ -1,0 +1,220 @@
+"""Beam job: ranking logs (LETOR/LibSVM, LightGBM, CSV, JSONL, Parquet) → ELWC TFRecords.
+
+Every option not listed in ``--help`` is passed to Beam (``--runner``,
+``--direct_running_mode``, ``--direct_num_workers``, Dataflow flags, ...). The default runner is
+the DirectRunner in ``in_memory`` mode, pinned explicitly so a machine where Prism can be
+downloaded gives the same files as one where it cannot.
+
+Example:
+    $ beam-prep make-elwc --input 'logs/*.txt' --input_format letor --output elwc/ \\
+        --max_list_size 100 --splits train:0.8,validation:0.1,test:0.1 --num_shards 4
+    $ python -m pipelines.make_elwc --input rank.train --input_format lightgbm --output out/ \\
+        --direct_running_mode=multi_processing --direct_num_workers=2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_prep.errors import ArtifactError, InputError, SpecError
+from beam_prep.io import filesystem
+from beam_prep.ranking.options import (
+    COMPRESSIONS,
+    INPUT_FORMATS,
+    LIST_POLICIES,
+    ElwcOptions,
+    parse_splits,
+)
+from beam_prep.ranking.transforms import (
+    STATS_FILENAME,
+    ConvertToELWC,
+    WriteELWC,
+    list_input_files,
+)
+
+
+def _csv(text: str | None) -> tuple[str, ...]:
+    return tuple(x.strip() for x in (text or "").split(",") if x.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="beam-prep make-elwc",
+        description="Convert ranking logs into sharded TFRecord files of serialized "
+                    "tensorflow.serving.ExampleListWithContext, plus stats.json, "
+                    "feature_spec.json and rejected/rejected.jsonl. Unknown flags go to Beam "
+                    "(e.g. --runner, --direct_running_mode=multi_processing, "
+                    "--direct_num_workers=2).")
+    g = p.add_argument_group("input")
+    g.add_argument("--input", action="append", required=True,
+                   help="Glob of input files on any Beam filesystem; repeat for several globs.")
+    g.add_argument("--input_format", choices=INPUT_FORMATS, default="letor",
+                   help="letor: 'label qid:Q id:value ... # comment' lines. lightgbm: same "
+                        "without qid:, group sizes in '<file>.query' beside each file. csv, "
+                        "jsonl, parquet: one document per row. Default: letor.")
+    g.add_argument("--query_id_column", default="qid",
+                   help="Tabular inputs: column holding the query id. Default: qid.")
+    g.add_argument("--label_column", default="label",
+                   help="Tabular inputs: column holding the label. Default: label.")
+    g.add_argument("--context_columns", default="",
+                   help="Tabular inputs: comma-separated query-level columns written as context "
+                        "features (value of the query's first row). Default: none.")
+    g.add_argument("--example_columns", default=None,
+                   help="Tabular inputs: comma-separated document-level columns written as "
+                        "example features. Default: every other column.")
+    g.add_argument("--max_bad_fraction", type=float, default=0.01,
+                   help="Fail (write no shard) when rejected lines / lines exceeds this. "
+                        "Default: 0.01.")
+    f = p.add_argument_group("features and labels")
+    f.add_argument("--label_name", default="relevance",
+                   help="Feature key of the label in every example. Default: relevance.")
+    f.add_argument("--label_dtype", choices=("float", "int64"), default="float",
+                   help="Store labels as float or int64. Default: float.")
+    f.add_argument("--feature_name_format", default="f{id}",
+                   help="LETOR: name of feature id N, a pattern with {id}. Default: f{id}.")
+    f.add_argument("--feature_names_file", default=None,
+                   help="LETOR: file of '<id> <name>' lines overriding --feature_name_format.")
+    f.add_argument("--num_features", type=int, default=None,
+                   help="LETOR: write ids 1..N (lines with other ids are rejected). Default: "
+                        "every id seen in the input. Set it when converting train and test "
+                        "separately so both get the same features.")
+    f.add_argument("--missing_value", type=float, default=0.0,
+                   help="LETOR: value written for absent ids and declared as the feature "
+                        "default. Default: 0.0.")
+    f.add_argument("--query_id_feature", default=None,
+                   help="Also write the query id as a string context feature of this name. "
+                        "Default: not written.")
+    ls = p.add_argument_group("lists")
+    ls.add_argument("--max_list_size", type=int, default=None,
+                    help="Longest list written. Default: no limit.")
+    ls.add_argument("--list_policy", choices=LIST_POLICIES, default="split",
+                    help="Longer lists: split into balanced consecutive parts (no document "
+                         "lost), truncate (keep the first documents) or sample (seeded, kept in "
+                         "input order). Default: split.")
+    ls.add_argument("--min_list_size", type=int, default=1,
+                    help="Drop lists shorter than this (after splitting). Default: 1.")
+    ls.add_argument("--drop_no_positive", action="store_true",
+                    help="Drop lists whose labels are all <= 0. Default: keep them.")
+    ls.add_argument("--seed", type=int, default=0,
+                    help="Seed of --list_policy=sample. Default: 0.")
+    o = p.add_argument_group("output")
+    o.add_argument("--output", required=True, help="Output directory (any Beam filesystem).")
+    o.add_argument("--splits", default="train",
+                   help="'train' (everything) or 'name:fraction,...', e.g. "
+                        "train:0.8,validation:0.1,test:0.1; queries are assigned by a hash of "
+                        "their id. Default: train.")
+    o.add_argument("--split_seed", default="beam_prep",
+                   help="Salt of the split hash. Default: beam_prep.")
+    o.add_argument("--num_shards", type=int, default=1,
+                   help="TFRecord files per split; a shard is sorted in memory by one worker, "
+                        "so use more shards for large data. Default: 1.")
+    o.add_argument("--compression", choices=COMPRESSIONS, default="none",
+                   help="none or gzip (files end in .tfrecord.gz). Default: none.")
+    o.add_argument("--overwrite", action="store_true",
+                   help="Delete a non-empty output directory first. Default: refuse.")
+    return p
+
+
+def _feature_names(path: str | None) -> tuple[tuple[int, str], ...]:
+    if not path:
+        return ()
+    out = []
+    for n, line in enumerate(filesystem.read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not parts[0].isdigit():
+            raise SpecError(f"--feature_names_file line {n} must be '<id> <name>'. "
+                            f"Received: {line!r}")
+        out.append((int(parts[0]), parts[1]))
+    return tuple(out)
+
+
+def options_from_args(args: argparse.Namespace) -> ElwcOptions:
+    """The :class:`ElwcOptions` described by parsed command-line arguments."""
+    return ElwcOptions(
+        input_format=args.input_format, label_name=args.label_name, label_dtype=args.label_dtype,
+        feature_name_format=args.feature_name_format,
+        feature_names=_feature_names(args.feature_names_file), num_features=args.num_features,
+        missing_value=args.missing_value, max_list_size=args.max_list_size,
+        list_policy=args.list_policy, min_list_size=args.min_list_size,
+        drop_no_positive=args.drop_no_positive, seed=args.seed, splits=parse_splits(args.splits),
+        split_seed=args.split_seed, num_shards=args.num_shards, compression=args.compression,
+        query_id_feature=args.query_id_feature, query_id_column=args.query_id_column,
+        label_column=args.label_column, context_columns=_csv(args.context_columns),
+        example_columns=None if args.example_columns is None else _csv(args.example_columns),
+        max_bad_fraction=args.max_bad_fraction)
+
+
+def _prepare_output(output: str, overwrite: bool) -> None:
+    if not filesystem.is_empty_dir(output):
+        if not overwrite:
+            raise ArtifactError(f"output directory {output!r} is not empty. Choose a new "
+                                "--output or pass --overwrite to replace it.")
+        filesystem.delete_tree(output)
+    filesystem.makedirs(output)
+
+
+def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
+    """Builds and runs the job; waits for it; raises InputError if too many lines were bad."""
+    args, beam_args = build_parser().parse_known_args(argv)
+    opts = options_from_args(args)
+    files = list_input_files(args.input, opts)
+    _prepare_output(args.output, args.overwrite)
+    if not any(a.startswith("--runner") for a in beam_args):
+        beam_args = ["--runner=DirectRunner", *beam_args]
+        if not any(a.startswith("--direct_running_mode") for a in beam_args):
+            beam_args.append("--direct_running_mode=in_memory")
+    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    _ = pipeline | "ConvertToELWC" >> ConvertToELWC(files, opts) \
+        | "WriteELWC" >> WriteELWC(args.output, opts)
+    result = pipeline.run()
+    result.wait_until_finish()
+    stats_path = filesystem.join(args.output, STATS_FILENAME)
+    if filesystem.exists(stats_path):
+        stats = json.loads(filesystem.read_text(stats_path))
+        if stats.get("status") != "ok":
+            raise InputError(stats.get("error") or "make-elwc failed; see stats.json")
+    return result
+
+
+def summary(output: str) -> str:
+    """Human-readable summary of a finished run, from its stats.json."""
+    s = json.loads(filesystem.read_text(filesystem.join(output, STATS_FILENAME)))
+    ev = s.get("events", {})
+    inp = s["input"]
+    lines = [
+        f"make-elwc: {s['lists']} lists, {s['documents']} documents from {s['queries']} "
+        f"queries ({inp.get('files', 0)} files, {inp.get('lines', 0)} lines).",
+        "  splits: " + ", ".join(f"{k}={v['lists']} lists/{v['documents']} docs"
+                                 for k, v in s["splits"].items()),
+        f"  queries split: {ev.get('queries_split', 0)}, truncated: "
+        f"{ev.get('queries_truncated', 0)}, sampled: {ev.get('queries_sampled', 0)}; lists "
+        f"dropped too small: {ev.get('lists_dropped_too_small', 0)}, no positive: "
+        f"{ev.get('lists_dropped_no_positive', 0)}",
+        f"  rejected lines: {inp.get('lines_rejected', 0)} (see "
+        f"{filesystem.join(output, s['rejected_file'])})",
+    ]
+    for split, names in s["output_files"].items():
+        lines.append(f"  {split}: " + ", ".join(filesystem.join(output, n) for n in names))
+    lines.append(f"  {filesystem.join(output, 'stats.json')}, "
+                 f"{filesystem.join(output, 'feature_spec.json')}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point (``beam-prep make-elwc``); returns the exit code."""
+    args, _ = build_parser().parse_known_args(argv)
+    run(argv)
+    print(summary(args.output))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
