@@ -117,7 +117,8 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry: runs the job, prints a summary; returns the exit code."""
-    args, _ = build_parser().parse_known_args(list(argv) if argv is not None else None)
+    args, beam_args = build_parser().parse_known_args(list(argv) if argv is not None else None)
+    dry_run = bool(PipelineOptions(beam_args).get_all_options().get("dry_run"))
     start = time.monotonic()
     try:
         result = run(argv)
@@ -134,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.monotonic() - start
     state = result.state
     manifest_path = fs.join(args.output, layout.MANIFEST)
+    if dry_run:
+        print(f"beam-prep analyze: dry run: the pipeline was translated for the runner in "
+              f"{elapsed:.1f}s and not executed.")
+        return 0
     if not fs.exists(manifest_path):
         print(f"beam-prep analyze: pipeline finished in state {state} but wrote no "
               f"manifest; {args.output} is incomplete.", file=sys.stderr)
