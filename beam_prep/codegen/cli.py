@@ -1,0 +1,47 @@
+"""`beam-prep generate`: render the Keras 3 preprocessing module of an artifact directory.
+
+Example:
+    $ beam-prep generate --artifacts artifacts/ --output my_model/preprocessing.py
+    $ beam-prep generate --artifacts artifacts/ --output pp.py \\
+          --default-artifacts gs://bucket/run-1/artifacts
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from beam_prep.codegen.render import generate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``beam-prep generate``."""
+    parser = argparse.ArgumentParser(
+        prog="beam-prep generate",
+        description="Render a standalone Keras 3 preprocessing module (imports only keras "
+                    "and tensorflow) from a beam_prep artifact directory.",
+    )
+    parser.add_argument("--artifacts", required=True,
+                        help="Artifact directory written by `beam-prep analyze` (local or gs://).")
+    parser.add_argument("--output", required=True, help="Path of the Python module to write.")
+    parser.add_argument("--default-artifacts", "--default_artifacts", dest="default_artifacts",
+                        default=None,
+                        help="Artifact location the module uses when none is passed "
+                             "(default: --artifacts, made absolute if local).")
+    parser.add_argument("--no-overwrite", dest="overwrite", action="store_false",
+                        help="Fail if --output exists.")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command; returns the exit code (errors raise BeamPrepError).
+
+    Example:
+        >>> main(["--artifacts", "artifacts/", "--output", "pp.py"])   # doctest: +SKIP
+        0
+    """
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    path = generate(args.artifacts, args.output, default_artifacts_dir=args.default_artifacts,
+                    overwrite=args.overwrite)
+    print(f"Wrote {path}")
+    return 0

@@ -1,0 +1,358 @@
+"""The layer plan: which Keras 3 layers an artifact directory turns into, as plain data.
+
+Both the code generator (``render.py``) and the runtime twin (``runtime.py``) read the
+same plan, so the generated module and ``beam_prep.layers_from_artifacts`` build the same
+layers with the same arguments and names. This module imports neither Keras nor
+TensorFlow.
+
+Conventions (one place; tested in tests/codegen):
+
+=======  ===============  ================================  ==================================
+kind     raw input        encoded output(s)                 layers (explicit names)
+=======  ===============  ================================  ==================================
+string   string (b, 1)    ``<name>``: int64 (b, 1), or      StringLookup ``<name>_lookup``
+                          float32 (b, depth) for one_hot,   (+ CategoryEncoding
+                          multi_hot, count                  ``<name>_encoding``)
+integer  int64 (b, 1)     as string                         IntegerLookup (+ CategoryEncoding)
+text     string (b, 1)    ``<name>``: int64 (b, L) for int  TextVectorization
+                          mode, else (b, V + 1)             ``<name>_vectorizer`` (+ Reshape
+                                                            ``<name>_flatten``)
+numeric  float32 (b, 1)   ``<name>`` z-score float32;       Normalization
+                          ``<name>_bucket`` int32 when      ``<name>_normalization``,
+                          num_buckets is set                Discretization
+                                                            ``<name>_discretization``
+hashed   string or int64  ``<name>``: int64 (b, 1) or       Hashing ``<name>_hashing``
+                          float32 (b, num_bins)             (+ CategoryEncoding)
+=======  ===============  ================================  ==================================
+
+Lookups always run in ``int`` mode; other output modes add a CategoryEncoding with
+``depth = mask + OOV slots + vocabulary size`` (same values as the lookup's own mode,
+but float32, as Keras declares it symbolically). A mask token with a non-int mode is
+refused.
+
+Stages: every output is computed in the ``data`` stage (``tf.data``) except Normalization,
+which is in the ``model`` stage: the TPU split of the Keras preprocessing guide.
+
+Empty vocabularies: Keras cannot build a lookup table from an empty file or list, so an
+empty vocabulary becomes a one-token *list* vocabulary holding a sentinel that real data
+never contains; every real input then maps to OOV (``[UNK]`` for text). The layer's
+``vocabulary_size()`` is one more than its mask and OOV slots.
+
+Example:
+    >>> plan = plan_from_artifacts(Artifacts("artifacts/"))     # doctest: +SKIP
+    >>> [o.key for f in plan.features for o in f.outputs]       # doctest: +SKIP
+    ['country', 'price', 'price_bucket']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from beam_prep.errors import ArtifactError, SpecError
+from beam_prep.io.artifacts import Artifacts
+
+Stage = Literal["data", "model"]
+
+# The string sentinel of an empty vocabulary (NUL bytes never come out of real text
+# columns) and the integer one (the smallest int64).
+EMPTY_VOCABULARY_TOKEN = "\x00beam_prep:empty_vocabulary\x00"
+EMPTY_VOCABULARY_INTEGER = -(2**63)
+
+INPUT_DTYPES = {"string": "string", "integer": "int64", "text": "string", "numeric": "float32"}
+BUCKET_SUFFIX = "_bucket"
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularyFile:
+    """A constructor argument that is the path of an artifact file.
+
+    Attributes:
+        relpath: Path relative to the artifact directory, e.g. ``vocab/country.txt``.
+    """
+
+    relpath: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TfIdfState:
+    """Marks the ``vocabulary`` / ``idf_weights`` arguments loaded at build time.
+
+    Attributes:
+        part: ``vocabulary`` or ``idf_weights``.
+    """
+
+    part: Literal["vocabulary", "idf_weights"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerPlan:
+    """One Keras layer.
+
+    Attributes:
+        cls: Class name in ``keras.layers``.
+        name: The layer's explicit name.
+        args: Constructor keyword arguments in order; values are Python literals,
+            :class:`VocabularyFile` or :class:`TfIdfState`.
+    """
+
+    cls: str
+    name: str
+    args: tuple[tuple[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputPlan:
+    """One encoded output: a chain of layers applied to the feature's raw input.
+
+    Attributes:
+        key: Key of the encoded feature in the preprocessor's output dict.
+        layers: Layers applied in order.
+        stage: ``data`` (tf.data) or ``model`` (allowed inside a TPU model).
+        dtype: Dtype of the encoded tensor (what the layers really return).
+        width: Size of its last axis; shape is ``(batch, width)``; None = varies.
+    """
+
+    key: str
+    layers: tuple[LayerPlan, ...]
+    stage: Stage = "data"
+    dtype: str = "int64"
+    width: int | None = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class TfIdfPlan:
+    """Where a tf_idf text feature's vocabulary and document frequencies are.
+
+    Attributes:
+        vocabulary: Relative path of the vocabulary file.
+        counts: Relative path of the ``[token, count, df]`` sidecar.
+        document_count: Number of documents of the analysis.
+    """
+
+    vocabulary: str
+    counts: str
+    document_count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class FeaturePlan:
+    """Everything generated for one feature.
+
+    Attributes:
+        name: Feature (and raw input) name.
+        kind: Spec kind.
+        dtype: Raw input dtype (``string``, ``int64`` or ``float32``), shape ``(batch, 1)``.
+        outputs: Encoded outputs.
+        summary: One-line description for docstrings.
+        tf_idf: Set for tf_idf text features.
+        column: Data column the raw input reads (``tf.data`` batches are keyed by column).
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    outputs: tuple[OutputPlan, ...]
+    summary: str
+    tf_idf: TfIdfPlan | None = None
+    column: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModulePlan:
+    """The whole preprocessing plan of one artifact directory.
+
+    Attributes:
+        fingerprint: The manifest fingerprint the plan was made from.
+        features: Per-feature plans in spec order.
+        files: ``(relpath, sha256, bytes)`` of every artifact file the layers read.
+    """
+
+    fingerprint: str
+    features: tuple[FeaturePlan, ...]
+    files: tuple[tuple[str, str, int], ...]
+
+    def outputs(self) -> tuple[OutputPlan, ...]:
+        """All outputs in feature order."""
+        return tuple(o for f in self.features for o in f.outputs)
+
+
+def _vocabulary_arg(art: Artifacts, name: str, empty_token: Any) -> tuple[Any, bool, int]:
+    meta = art.manifest["features"][name]["files"]["vocabulary"]
+    size = int(art.stats(name).get("vocabulary_size", 0))
+    if int(meta["bytes"]) == 0:
+        return [empty_token], True, 0
+    return VocabularyFile(meta["path"]), False, size
+
+
+def _check_oov(name: str, empty: bool, num_oov_indices: int) -> None:
+    if empty and num_oov_indices == 0:
+        raise ArtifactError(
+            f"Feature {name!r} has an empty vocabulary and num_oov_indices=0, so every input "
+            "would fail the lookup. Received: vocabulary_size=0. Fix: set num_oov_indices >= 1 "
+            "or lower min_count/top_k filtering, then re-run the analysis."
+        )
+
+
+def _lookup(art: Artifacts, f: Any, cls: str, empty_token: Any) -> FeaturePlan:
+    vocabulary, empty, size = _vocabulary_arg(art, f.name, empty_token)
+    _check_oov(f.name, empty, f.num_oov_indices)
+    if f.mask_token is not None and f.output_mode != "int":
+        raise SpecError(
+            f"Feature {f.name!r}: a mask_token with output_mode={f.output_mode!r} is not "
+            f"supported by the generated layers. Received: mask_token={f.mask_token!r}. Fix: "
+            "drop mask_token (a mask only matters for int sequences) or use output_mode='int'."
+        )
+    args = (("vocabulary", vocabulary), ("num_oov_indices", f.num_oov_indices),
+            ("mask_token", f.mask_token), ("output_mode", "int"))
+    first = (1 if f.mask_token is not None else 0) + f.num_oov_indices
+    summary = (f"{f.kind} feature {f.name!r}: {size} tokens"
+               + (" (empty vocabulary: every input is OOV)" if empty else "")
+               + f"; mask={f.mask_token!r}, {f.num_oov_indices} OOV slot(s), tokens from index "
+               + f"{first}; output_mode={f.output_mode!r}.")
+    layers = [LayerPlan(cls, f"{f.name}_lookup", args)]
+    output = OutputPlan(f.name, (layers[0],))
+    if f.output_mode != "int":
+        # Keras lookups return int64 one/multi-hot while declaring float32 symbolically;
+        # an int lookup + CategoryEncoding gives the same values, float32 both ways.
+        depth = first + (1 if empty else size)
+        layers.append(LayerPlan("CategoryEncoding", f"{f.name}_encoding",
+                                (("num_tokens", depth), ("output_mode", f.output_mode))))
+        output = OutputPlan(f.name, tuple(layers), dtype="float32", width=depth)
+    return FeaturePlan(f.name, f.kind, INPUT_DTYPES[f.kind], (output,), summary)
+
+
+def _text(art: Artifacts, f: Any) -> FeaturePlan:
+    head: tuple[tuple[str, Any], ...] = (
+        ("max_tokens", f.max_tokens),
+        ("standardize", None if f.standardize == "none" else f.standardize),
+        ("split", None if f.split == "none" else f.split),
+        ("ngrams", f.ngrams),
+        ("output_mode", f.output_mode),
+        ("output_sequence_length", f.output_sequence_length),
+    )
+    tf_idf = None
+    meta = art.manifest["features"][f.name]["files"]
+    size = int(art.stats(f.name).get("vocabulary_size", 0))
+    empty = int(meta["vocabulary"]["bytes"]) == 0
+    if f.output_mode == "tf_idf":
+        tf_idf = TfIdfPlan(meta["vocabulary"]["path"], meta["counts"]["path"],
+                           art.document_count(f.name))
+        tail: tuple[tuple[str, Any], ...] = (("vocabulary", TfIdfState("vocabulary")),
+                                             ("idf_weights", TfIdfState("idf_weights")))
+    else:
+        vocabulary, empty, size = _vocabulary_arg(art, f.name, EMPTY_VOCABULARY_TOKEN)
+        tail = (("vocabulary", vocabulary),)
+    first = 2 if f.output_mode == "int" else 1
+    summary = (f"text feature {f.name!r}: {size} tokens"
+               + (" (empty vocabulary: every token is [UNK])" if empty else "")
+               + f"; tokens from index {first}; output_mode={f.output_mode!r}"
+               + (f" over {tf_idf.document_count} documents" if tf_idf else "") + ".")
+    layers = [LayerPlan("TextVectorization", f"{f.name}_vectorizer", head + tail)]
+    if f.output_mode == "int":
+        output = OutputPlan(f.name, tuple(layers), width=f.output_sequence_length)
+    else:
+        # Keras declares (batch, 1, V) symbolically for (batch, 1) input but returns
+        # (batch, V): the Reshape makes the declared shape the real one.
+        width = 1 + (1 if empty else size)
+        layers.append(LayerPlan("Reshape", f"{f.name}_flatten", (("target_shape", [width]),)))
+        dtype = "float32" if f.output_mode == "tf_idf" else "int64"
+        output = OutputPlan(f.name, tuple(layers), dtype=dtype, width=width)
+    return FeaturePlan(f.name, "text", "string", (output,), summary, tf_idf)
+
+
+def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
+    stats = art.stats(f.name)
+    mean, variance = stats.get("mean"), stats.get("variance")
+    no_data = mean is None or variance is None
+    if no_data:
+        # No finite value was seen: an identity normalization (documented in the summary).
+        mean, variance = 0.0, 1.0
+    norm = LayerPlan("Normalization", f"{f.name}_normalization",
+                     (("mean", float(mean)), ("variance", float(variance))))
+    outputs = [OutputPlan(f.name, (norm,), stage="model", dtype="float32")]
+    summary = (f"numeric feature {f.name!r}: mean={float(mean)!r}, variance={float(variance)!r}"
+               + (" (no finite value in the data: identity normalization)" if no_data else ""))
+    if f.num_buckets is not None:
+        boundaries = stats.get("boundaries")
+        if boundaries is None:
+            boundaries = []
+            summary += "; no boundaries (no data): every value in bucket 0"
+        else:
+            summary += f"; {len(boundaries) + 1} buckets, NaN in the last one"
+        disc = LayerPlan("Discretization", f"{f.name}_discretization",
+                         (("bin_boundaries", [float(b) for b in boundaries]),))
+        outputs.append(OutputPlan(f.name + BUCKET_SUFFIX, (disc,), dtype="int32"))
+    return FeaturePlan(f.name, "numeric", "float32", tuple(outputs), summary + ".")
+
+
+def _hashed(f: Any) -> FeaturePlan:
+    layers = [LayerPlan("Hashing", f"{f.name}_hashing",
+                        (("num_bins", f.num_bins), ("salt", f.salt)))]
+    if f.output_mode != "int":
+        layers.append(LayerPlan("CategoryEncoding", f"{f.name}_encoding",
+                                (("num_tokens", f.num_bins), ("output_mode", f.output_mode))))
+    dtype = "string" if f.dtype == "string" else "int64"
+    summary = (f"hashed feature {f.name!r}: {f.num_bins} bins, salt={f.salt!r}, "
+               f"output_mode={f.output_mode!r}.")
+    output = (OutputPlan(f.name, tuple(layers)) if f.output_mode == "int" else
+              OutputPlan(f.name, tuple(layers), dtype="float32", width=f.num_bins))
+    return FeaturePlan(f.name, "hashed", dtype, (output,), summary)
+
+
+def _check_names(features: tuple[FeaturePlan, ...]) -> None:
+    owner: dict[str, str] = {}
+    for fp in features:
+        names = [("input", fp.name)]
+        names += [("output", o.key) for o in fp.outputs if o.key != fp.name]
+        names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
+        for what, n in names:
+            if n in owner:
+                raise SpecError(
+                    f"Feature {fp.name!r}: its {what} name {n!r} collides with {owner[n]}. "
+                    "Keras needs unique input and layer names. Fix: rename one of the features."
+                )
+            owner[n] = f"the {what} of feature {fp.name!r}"
+
+
+def plan_from_artifacts(art: Artifacts) -> ModulePlan:
+    """Builds the layer plan of an artifact directory.
+
+    Args:
+        art: An opened artifact directory.
+
+    Returns:
+        The plan, in spec order.
+
+    Raises:
+        ArtifactError: A feature cannot be turned into a working layer.
+        SpecError: Two features produce clashing input/layer names.
+
+    Example:
+        >>> plan_from_artifacts(Artifacts("artifacts/")).fingerprint   # doctest: +SKIP
+        '3f1c...'
+    """
+    features: list[FeaturePlan] = []
+    for f in art.spec.features:
+        if f.kind == "string":
+            features.append(_lookup(art, f, "StringLookup", EMPTY_VOCABULARY_TOKEN))
+        elif f.kind == "integer":
+            features.append(_lookup(art, f, "IntegerLookup", EMPTY_VOCABULARY_INTEGER))
+        elif f.kind == "text":
+            features.append(_text(art, f))
+        elif f.kind == "numeric":
+            features.append(_numeric(art, f))
+        else:
+            features.append(_hashed(f))
+    planned = tuple(dataclasses.replace(fp, column=f.source_column)
+                    for fp, f in zip(features, art.spec.features))
+    _check_names(planned)
+    files = []
+    for name in art.feature_names:
+        for role in sorted(art.manifest["features"][name].get("files", {})):
+            meta = art.manifest["features"][name]["files"][role]
+            used = role == "vocabulary" or (role == "counts" and any(
+                fp.tf_idf is not None for fp in planned if fp.name == name))
+            if used:
+                files.append((meta["path"], meta["sha256"], int(meta["bytes"])))
+    return ModulePlan(art.fingerprint, planned, tuple(files))

@@ -1,0 +1,228 @@
+"""Runtime twin of the generated module: the same Keras layers, built without codegen.
+
+``layers_from_artifacts(path)`` reads the same layer plan as ``beam-prep generate``
+(:mod:`beam_prep.codegen.plan`) and offers the generated module's functions as methods:
+``raw_inputs``, ``input_signature``, ``build_layers``, ``build_preprocessor(stage=...)``,
+``encoded_inputs``, ``raw_columns``, ``make_dataset_fn`` and ``build_inference_model``.
+Layer classes, arguments and names are identical, so outputs are too (tested).
+
+Example:
+    >>> import beam_prep
+    >>> pp = beam_prep.layers_from_artifacts("artifacts/")           # doctest: +SKIP
+    >>> ds = ds.batch(64).map(pp.make_dataset_fn())                  # doctest: +SKIP
+    >>> inference = pp.build_inference_model(trained_model)          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from beam_prep.codegen.plan import (
+    EMPTY_VOCABULARY_TOKEN,
+    LayerPlan,
+    TfIdfPlan,
+    TfIdfState,
+    VocabularyFile,
+    plan_from_artifacts,
+)
+from beam_prep.errors import SpecError
+from beam_prep.io import filesystem as fs
+from beam_prep.io.artifacts import Artifacts
+
+STAGES = ("all", "data", "model")
+
+
+def _artifact_path(artifacts_dir: str, relpath: str) -> str:
+    # Same string as the generated module builds, so layer configs are identical too.
+    return artifacts_dir.rstrip("/") + "/" + relpath
+
+
+def tf_idf_state(artifacts_dir: str, plan: TfIdfPlan) -> tuple[list[str], Any]:
+    """Vocabulary with ``[UNK]`` first and idf weights, exactly as ``adapt()`` sets them.
+
+    idf = ``ln(1 + N / (1 + df))`` computed in float64 by TensorFlow and cast to float32;
+    the ``[UNK]`` weight is the float32 mean of the others (Keras ``finalize_state``).
+    """
+    import tensorflow as tf
+
+    text = fs.read_text(_artifact_path(artifacts_dir, plan.vocabulary))
+    tokens = text.split("\n")[:-1] if text else []
+    sidecar = fs.read_text(_artifact_path(artifacts_dir, plan.counts))
+    df = [int(json.loads(line)[2]) for line in sidecar.splitlines() if line]
+    if not tokens:
+        tokens, df = [EMPTY_VOCABULARY_TOKEN], [0]
+    n = tf.constant(plan.document_count, tf.int64)
+    idf = tf.cast(tf.math.log(1 + n / (1 + tf.constant(df, tf.int64))), "float32")
+    weights = tf.concat([tf.reshape(tf.reduce_mean(idf), [1]), idf], axis=0)
+    return ["[UNK]"] + tokens, weights.numpy()
+
+
+class PreprocessingLayers:
+    """Keras layers of one artifact directory (see the module docstring).
+
+    Args:
+        path: Artifact directory (local or ``gs://``).
+        verify: Check every vocabulary file's sha256 against the manifest first.
+
+    Attributes:
+        path: The artifact directory.
+        artifacts: The opened :class:`~beam_prep.Artifacts`.
+        plan: The layer plan shared with the code generator.
+        input_dtypes: Feature name -> raw input dtype (shape ``(batch, 1)``).
+        input_columns: Feature name -> data column read by ``raw_columns``.
+        outputs: Encoded key -> (raw input name, stage).
+        output_specs: Encoded key -> (dtype, shape) of what the layers return.
+    """
+
+    def __init__(self, path: str, *, verify: bool = True) -> None:
+        self.path = path
+        self.artifacts = Artifacts(path, verify=verify)
+        self.plan = plan_from_artifacts(self.artifacts)
+        self.input_dtypes = {f.name: f.dtype for f in self.plan.features}
+        self.input_columns = {f.name: f.column for f in self.plan.features}
+        self.outputs = {o.key: (f.name, o.stage) for f in self.plan.features for o in f.outputs}
+        self.output_specs = {o.key: (o.dtype, (None, o.width)) for o in self.plan.outputs()}
+
+    @property
+    def fingerprint(self) -> str:
+        """The manifest fingerprint."""
+        return self.plan.fingerprint
+
+    def _layer(self, lp: LayerPlan, tf_idf: tuple[list[str], Any] | None) -> Any:
+        import keras
+
+        kwargs: dict[str, Any] = {}
+        for key, value in lp.args:
+            if isinstance(value, VocabularyFile):
+                value = _artifact_path(self.path, value.relpath)
+            elif isinstance(value, TfIdfState):
+                assert tf_idf is not None
+                value = tf_idf[0] if value.part == "vocabulary" else tf_idf[1]
+            kwargs[key] = value
+        return getattr(keras.layers, lp.cls)(**kwargs, name=lp.name)
+
+    def build_feature_layers(self, name: str) -> dict[str, list[Any]]:
+        """One feature's layers: encoded key -> layers applied in order to the raw input."""
+        for fp in self.plan.features:
+            if fp.name == name:
+                state = tf_idf_state(self.path, fp.tf_idf) if fp.tf_idf else None
+                return {o.key: [self._layer(lp, state) for lp in o.layers] for o in fp.outputs}
+        raise SpecError(f"No feature named {name!r}. Known features: {list(self.input_dtypes)}")
+
+    def build_layers(self) -> dict[str, list[Any]]:
+        """Every feature's layers, keyed by encoded output."""
+        layers: dict[str, list[Any]] = {}
+        for name in self.input_dtypes:
+            layers.update(self.build_feature_layers(name))
+        return layers
+
+    def raw_inputs(self) -> dict[str, Any]:
+        """One ``keras.Input`` per feature, shape ``(batch, 1)``, named like the feature."""
+        import keras
+
+        return {name: keras.Input(shape=(1,), dtype=dtype, name=name)
+                for name, dtype in self.input_dtypes.items()}
+
+    def input_signature(self) -> dict[str, Any]:
+        """``tf.TensorSpec`` of the raw inputs."""
+        import tensorflow as tf
+
+        return {name: tf.TensorSpec(shape=(None, 1), dtype=dtype, name=name)
+                for name, dtype in self.input_dtypes.items()}
+
+    def build_preprocessor(self, *, stage: str = "all") -> Any:
+        """Dict-to-dict Keras model; ``stage`` as in the generated module (all/data/model)."""
+        import keras
+
+        if stage not in STAGES:
+            raise SpecError(f"`stage` must be one of {STAGES}. Received: stage={stage!r}")
+        layers = self.build_layers()
+
+        def apply(chain: list[Any], x: Any) -> Any:
+            for layer in chain:
+                x = layer(x)
+            return x
+
+        if stage == "model":
+            inputs = self.encoded_inputs()
+            outputs = {key: apply(layers[key], inputs[key]) if where == "model" else inputs[key]
+                       for key, (_, where) in self.outputs.items()}
+        else:
+            inputs = self.raw_inputs()
+            outputs = {key: inputs[name] if stage == "data" and where == "model"
+                       else apply(layers[key], inputs[name])
+                       for key, (name, where) in self.outputs.items()}
+        return keras.Model(inputs, outputs, name=f"beam_prep_preprocessor_{stage}")
+
+    def encoded_inputs(self) -> dict[str, Any]:
+        """``keras.Input``s matching the ``data`` stage outputs (inputs of a TPU model)."""
+        import keras
+
+        return {key: keras.Input(shape=shape[1:], dtype=dtype, name=key)
+                for key, (dtype, shape) in self.output_specs.items()}
+
+    def raw_columns(self, features: dict[str, Any]) -> dict[str, Any]:
+        """Selects raw inputs from a batch dict as ``(batch, 1)`` tensors (see codegen)."""
+        import tensorflow as tf
+
+        out = {}
+        for name, column in self.input_columns.items():
+            if column not in features:
+                raise KeyError(
+                    f"Feature {name!r} reads column {column!r}, which is not in the batch. "
+                    f"Received keys: {sorted(features)}"
+                )
+            value = tf.convert_to_tensor(features[column])
+            dtype = tf.as_dtype(self.input_dtypes[name])
+            if value.dtype != dtype:
+                if value.dtype == tf.string or dtype == tf.string or (
+                        dtype.is_integer and not value.dtype.is_integer):
+                    raise TypeError(f"Column {column!r} of feature {name!r} must be "
+                                    f"{dtype.name}. Received: dtype={value.dtype.name}")
+                value = tf.cast(value, dtype)
+            if value.shape.rank == 1:
+                value = tf.expand_dims(value, -1)
+            out[name] = value
+        return out
+
+    def make_dataset_fn(self, *, stage: str = "all") -> Callable[..., Any]:
+        """A function for ``tf.data.Dataset.map``: ``fn(features, *rest)``."""
+        if stage not in ("all", "data"):
+            raise SpecError(f"`stage` must be 'all' or 'data' in tf.data. Received: {stage!r}")
+        preprocessor = self.build_preprocessor(stage=stage)
+
+        def preprocess(features: dict[str, Any], *rest: Any) -> Any:
+            encoded = preprocessor(self.raw_columns(features))
+            return (encoded, *rest) if rest else encoded
+
+        return preprocess
+
+    def build_inference_model(self, trainer: Any) -> Any:
+        """Raw inputs -> preprocessing -> ``trainer``: the model to export."""
+        import keras
+
+        inputs = self.raw_inputs()
+        encoded = self.build_preprocessor(stage="all")(inputs)
+        return keras.Model(inputs, trainer(encoded), name="beam_prep_inference")
+
+    def __repr__(self) -> str:
+        return f"PreprocessingLayers({self.path!r}, outputs={list(self.outputs)})"
+
+
+def layers_from_artifacts(path: str, *, verify: bool = True) -> PreprocessingLayers:
+    """Builds the preprocessing layers of an artifact directory without generating code.
+
+    Args:
+        path: Artifact directory (local or ``gs://``).
+        verify: Check vocabulary file checksums against the manifest.
+
+    Returns:
+        A :class:`PreprocessingLayers` with the generated module's API.
+
+    Example:
+        >>> pp = layers_from_artifacts("artifacts/")                 # doctest: +SKIP
+        >>> pp.build_preprocessor()({"country": [["US"]]})           # doctest: +SKIP
+    """
+    return PreprocessingLayers(path, verify=verify)

@@ -1,0 +1,70 @@
+"""Shared fixtures: a small artifact directory covering every feature kind."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.codegen.artifact_fixtures import write_artifacts
+
+# Every kind and output mode family; one empty vocabulary (min_count too high).
+ALL_KINDS_SPEC: dict[str, Any] = {"features": [
+    {"name": "country", "kind": "string", "num_oov_indices": 2},
+    {"name": "device", "kind": "string", "output_mode": "one_hot", "column": "device_type"},
+    {"name": "rare", "kind": "string", "min_count": 100},
+    {"name": "store_id", "kind": "integer", "output_mode": "multi_hot"},
+    {"name": "title", "kind": "text", "ngrams": 2, "output_sequence_length": 6},
+    {"name": "review", "kind": "text", "output_mode": "tf_idf"},
+    {"name": "price", "kind": "numeric", "num_buckets": 4},
+    {"name": "age", "kind": "numeric"},
+    {"name": "user_id", "kind": "hashed", "num_bins": 16, "salt": 7,
+     "output_mode": "multi_hot"},
+    {"name": "session", "kind": "hashed", "num_bins": 8, "dtype": "integer"},
+]}
+
+ALL_KINDS_DATA: dict[str, list[Any]] = {
+    "country": ["US", "DE", "US", "FR", "DE", "US", None, "JP"],
+    "device_type": ["phone", "desktop", "phone", "tablet", "phone", "desktop", "phone", "tv"],
+    "rare": ["x", "y", "x", None, "z", "x", "y", "x"],
+    "store_id": [10, 20, 20, 10, 30, 0, 20, 5],
+    "title": ["Red shoes, size 9", "Blue shoes!", "red hat", "Hat & scarf",
+              "blue RED shoes", None, "scarf", "size 10 shoes"],
+    "review": ["Great shoes", "bad fit, great price", "great great", "fit is ok",
+               "price too high", "ok", None, "great fit"],
+    "price": [10.0, 12.5, 7.0, float("nan"), 30.0, 15.0, None, 9.5],
+    "age": [31.0, 45.0, 22.0, 38.0, None, 51.0, 27.0, 33.0],
+    "user_id": ["u1", "u2", "u3", "u1", "u4", "u5", "u2", "u6"],
+    "session": [1, 2, 3, 4, 5, 6, 7, 8],
+}
+PRICE_BOUNDARIES = [9.5, 12.5, 15.0]
+
+
+@pytest.fixture(scope="session")
+def all_kinds_artifacts(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("artifacts_all_kinds"))
+    return write_artifacts(path, ALL_KINDS_SPEC, ALL_KINDS_DATA,
+                           boundaries={"price": PRICE_BOUNDARIES})
+
+
+def import_module_from(path: str, name: str) -> ModuleType:
+    """Imports a generated module from a file under a unique name."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def generated(all_kinds_artifacts: str, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    from beam_prep.codegen.render import generate
+
+    out = os.path.join(str(tmp_path_factory.mktemp("generated")), "preprocessing_all.py")
+    generate(all_kinds_artifacts, out)
+    return import_module_from(out, "bp_generated_all_kinds")
