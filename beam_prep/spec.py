@@ -329,7 +329,8 @@ class HashedFeature(_FeatureBase):
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_positive_int(self.name, "num_bins", self.num_bins, optional=False)
-        if self.salt is not None and (isinstance(self.salt, bool) or not isinstance(self.salt, int)):
+        if self.salt is not None and (
+                isinstance(self.salt, bool) or not isinstance(self.salt, int)):
             raise _fail(self.name, "salt", self.salt, "an integer or null")
         _check_choice(self.name, "dtype", self.dtype, HASHED_DTYPES)
         _check_choice(self.name, "output_mode", self.output_mode, LOOKUP_OUTPUT_MODES)
