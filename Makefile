@@ -1,0 +1,43 @@
+# beam_prep developer entry points. Everything runs inside a local virtualenv (.venv).
+#   make quickstart   install, analyze the bundled sample with the DirectRunner, generate the
+#                     Keras module, train + export the example model
+#   make test         install (with the test extra) and run the default test suite
+#   make test-slow    the slow tests only (multi-worker training, quality, large data)
+
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+OUT ?= quickstart_out
+
+.PHONY: install install-test quickstart test test-slow lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+
+install-test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+
+quickstart: install
+	rm -rf $(OUT)
+	$(BIN)/beam-prep analyze --spec examples/spec.yaml --input 'examples/data/sample.csv' \
+		--output $(OUT)/artifacts
+	$(BIN)/beam-prep generate --artifacts $(OUT)/artifacts --output $(OUT)/preprocessing.py
+	$(BIN)/python examples/train_and_export.py --artifacts $(OUT)/artifacts \
+		--module $(OUT)/preprocessing.py --data examples/data/sample.csv --export $(OUT)/model
+	@echo "Artifacts: $(OUT)/artifacts   Generated module: $(OUT)/preprocessing.py   Model: $(OUT)/model"
+
+test: install-test
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+test-slow: install-test
+	$(BIN)/python -m pytest -q -m slow
+
+lint: install-test
+	$(BIN)/ruff check beam_prep pipelines tests benchmarks examples
+
+clean:
+	rm -rf $(OUT) build dist *.egg-info
