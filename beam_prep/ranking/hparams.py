@@ -100,6 +100,8 @@ class DataHparams:
         valid_batch_size: Global validation batch size.
         shuffle_buffer: Lists in the shuffle buffer (0 disables shuffling).
         drop_remainder: Drop the last partial batch (required on TPU).
+        sequence_length: Length every variable-length feature (token lists) is padded or
+            truncated to after preprocessing (static shapes).
         artifacts: Optional artifact directory whose vocabularies size the embedding tables.
     """
 
@@ -111,6 +113,7 @@ class DataHparams:
     valid_batch_size: int | None = None
     shuffle_buffer: int = 1000
     drop_remainder: bool = True
+    sequence_length: int = 16
     artifacts: str | None = None
 
     def validate(self) -> None:  # noqa: D102
@@ -122,6 +125,7 @@ class DataHparams:
         _int("data", "train_batch_size", self.train_batch_size)
         _int("data", "valid_batch_size", self.valid_batch_size, optional=True)
         _int("data", "shuffle_buffer", self.shuffle_buffer, minimum=0)
+        _int("data", "sequence_length", self.sequence_length)
         if not isinstance(self.drop_remainder, bool):
             raise _fail("data", "drop_remainder", self.drop_remainder, "true or false")
 

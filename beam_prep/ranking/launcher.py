@@ -1,0 +1,294 @@
+"""Ranking launcher: dataset builder + model builder + strategy + training loop + export.
+
+:class:`DatasetBuilder` reads TFRecord files of serialized ELWC, shuffles serialized records,
+batches them (``drop_remainder`` for static shapes), parses each batch with the ELWC reader
+(``beam_prep.ranking.reader``: padded to ``list_size``, labels ``-1`` on padding) and runs the
+:class:`~beam_prep.ranking.model.Preprocessor` in ``tf.data``.
+
+:class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
+(callbacks: ``ModelCheckpoint`` every N steps, ``BackupAndRestore`` for preemption,
+``TensorBoard``, ``EarlyStopping``) or a custom loop (``strategy.run`` inside a
+``tf.function`` looping ``steps_per_execution`` times; ``tf.train.CheckpointManager``, resume
+from the latest checkpoint, TensorBoard scalars, early stopping). Only the chief writes to
+``model_dir``; other workers write to a scratch directory (Keras 3 callbacks have no chief
+logic). Then it exports the SavedModel (:mod:`.export`).
+
+Example:
+    >>> hp = RankingHparams.load("train.yaml")                       # doctest: +SKIP
+    >>> result = RankingLauncher(hp).run()                            # doctest: +SKIP
+    >>> result.history["val_ndcg_10"][-1]                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from beam_prep.errors import InputError
+from beam_prep.ranking.feature_spec import ElwcFeatureSpec
+from beam_prep.ranking.hparams import DataHparams, RankingHparams
+from beam_prep.ranking.losses import get_loss
+from beam_prep.ranking.metrics import ranking_metrics
+from beam_prep.ranking.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.strategy import (
+    is_chief,
+    make_strategy,
+    resolve_loop,
+    validate_tpu_settings,
+)
+
+ParseFn = Callable[[Any], tuple[dict[str, Any], Any]]
+
+
+def default_parse_fn(spec: ElwcFeatureSpec, list_size: int) -> ParseFn:
+    """The ELWC reader's batch parser: serialized ``[B]`` -> (features, labels ``[B, L]``)."""
+    from beam_prep.ranking import reader
+
+    return reader.make_parse_fn(spec, list_size=list_size)
+
+
+class DatasetBuilder:
+    """Training / validation datasets of ``(preprocessed features, labels)``.
+
+    Args:
+        data: ``DataHparams``.
+        preprocessor: Applied per batch in ``tf.data``.
+        parse_fn: Batch parser (default: the ELWC reader for ``preprocessor.spec``).
+        seed: Shuffle seed.
+    """
+
+    def __init__(self, data: DataHparams, preprocessor: Preprocessor, *,
+                 parse_fn: ParseFn | None = None, seed: int = 0) -> None:
+        self.data = data
+        self.preprocessor = preprocessor
+        self.parse_fn = parse_fn or default_parse_fn(preprocessor.spec, data.list_size)
+        self.seed = seed
+
+    def files(self, pattern: str) -> list[str]:
+        """Sorted files matching ``pattern``; InputError when there is none."""
+        files = sorted(tf.io.gfile.glob(pattern))
+        if not files:
+            raise InputError(f"No file matches {pattern!r}. Check `data.train_pattern` / "
+                             "`data.valid_pattern` (a glob of ELWC TFRecord files).")
+        return files
+
+    def build(self, pattern: str, batch_size: int, *, training: bool) -> tf.data.Dataset:
+        """Batched, parsed, preprocessed dataset; repeats forever when ``training``."""
+        ds = tf.data.TFRecordDataset(self.files(pattern))
+        if training and self.data.shuffle_buffer:
+            ds = ds.shuffle(self.data.shuffle_buffer, seed=self.seed,
+                            reshuffle_each_iteration=True)
+        if training:
+            ds = ds.repeat()
+        ds = ds.batch(batch_size, drop_remainder=self.data.drop_remainder or training)
+        pre = self.preprocessor
+        parse = self.parse_fn
+
+        def transform(serialized: Any) -> tuple[dict[str, Any], Any]:
+            features, labels = parse(serialized)
+            return pre(features), tf.cast(labels, tf.float32)
+
+        ds = ds.map(transform, num_parallel_calls=tf.data.AUTOTUNE)
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.DATA)
+        return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+    def train_dataset(self) -> tf.data.Dataset:  # noqa: D102
+        return self.build(self.data.train_pattern, self.data.train_batch_size, training=True)
+
+    def valid_dataset(self) -> tf.data.Dataset | None:  # noqa: D102
+        if not self.data.valid_pattern:
+            return None
+        return self.build(self.data.valid_pattern, self.data.resolved_valid_batch_size,
+                          training=False)
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What :meth:`RankingLauncher.run` returns.
+
+    Attributes:
+        model: The trained Keras model (preprocessed features -> scores).
+        history: Metric name -> per-epoch values (``loss``, ``val_ndcg_10``, ...).
+        steps: Optimizer steps taken (including those restored from a checkpoint).
+        seconds: Wall time of training.
+        export_path: Where the SavedModel was written (None if not exported).
+    """
+
+    model: keras.Model
+    history: dict[str, list[float]]
+    steps: int
+    seconds: float
+    export_path: str | None = None
+
+
+def tensorboard_available() -> bool:
+    """True when the ``tensorboard`` package is importable (tf.summary needs it).
+
+    Without it TensorBoard logging is skipped with a warning (``pip install tensorboard``).
+    """
+    import importlib.util
+    import warnings
+
+    if importlib.util.find_spec("tensorboard") is not None:
+        return True
+    warnings.warn("TensorBoard logs are not written: the `tensorboard` package is not "
+                  "installed (pip install tensorboard).", stacklevel=2)
+    return False
+
+
+def make_optimizer(name: str, learning_rate: float) -> keras.optimizers.Optimizer:
+    """Keras optimizer from ``training.optimizer``."""
+    cls = {"adam": keras.optimizers.Adam, "adagrad": keras.optimizers.Adagrad,
+           "sgd": keras.optimizers.SGD}[name]
+    return cls(learning_rate=learning_rate)
+
+
+class RankingLauncher:
+    """Builds everything from :class:`RankingHparams` and trains.
+
+    Args:
+        hparams: The config.
+        layers: Feature name -> preprocessing layer (the generated module's, or
+            ``beam_prep.layers_from_artifacts``). Default: built from ``data.artifacts``.
+        vocab_rows: Feature name -> embedding rows (default: from ``data.artifacts``).
+        parse_fn: Batch ELWC parser (default: the reader's).
+        strategy: A ready strategy (tests); default: from ``distribution.strategy``.
+    """
+
+    def __init__(self, hparams: RankingHparams, *, layers: Mapping[str, Any] | None = None,
+                 vocab_rows: Mapping[str, int] | None = None, parse_fn: ParseFn | None = None,
+                 strategy: tf.distribute.Strategy | None = None) -> None:
+        self.hp = hparams
+        self.spec = ElwcFeatureSpec.load(hparams.data.feature_spec)
+        if layers is None or vocab_rows is None:
+            auto_layers, auto_rows = _from_artifacts(hparams.data.artifacts, self.spec)
+            layers = auto_layers if layers is None else layers
+            vocab_rows = auto_rows if vocab_rows is None else vocab_rows
+        self.strategy = strategy or make_strategy(hparams.distribution.strategy,
+                                                  tpu=hparams.distribution.tpu)
+        self.preprocessor = Preprocessor(self.spec, layers, list_size=hparams.data.list_size,
+                                         sequence_length=hparams.data.sequence_length,
+                                         vocab_rows=vocab_rows)
+        self.datasets = DatasetBuilder(hparams.data, self.preprocessor, parse_fn=parse_fn,
+                                       seed=hparams.training.seed)
+        self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
+                                 hparams.training.steps_per_execution)
+        self.chief = is_chief(self.strategy)
+
+    def validate(self, element_spec: Any) -> None:
+        """Strategy-specific checks (TPU: static shapes, batch divisibility, ...)."""
+        if self.hp.distribution.strategy == "tpu":
+            validate_tpu_settings(
+                list_size=self.hp.data.list_size, drop_remainder=self.hp.data.drop_remainder,
+                global_batch_size=self.hp.data.train_batch_size,
+                num_replicas=self.strategy.num_replicas_in_sync,
+                steps_per_execution=self.hp.training.steps_per_execution, loop=self.loop,
+                element_spec=element_spec)
+
+    def build_model(self, element_spec: Any) -> keras.Model:
+        """The model under the strategy's scope (compiled for the fit loop)."""
+        hp = self.hp
+        keras.utils.set_random_seed(hp.training.seed)
+        with self.strategy.scope():
+            model = RankingModelBuilder(self.preprocessor, hp.model,
+                                        global_batch_size=hp.data.train_batch_size
+                                        ).build(element_spec[0])
+            if self.loop == "fit":
+                model.compile(
+                    optimizer=make_optimizer(hp.training.optimizer, hp.training.learning_rate),
+                    loss=get_loss(hp.training.loss), metrics=ranking_metrics(hp.training.metrics_k),
+                    steps_per_execution=hp.training.steps_per_execution,
+                    jit_compile=hp.distribution.strategy == "tpu")
+        return model
+
+    def _dir(self, sub: str) -> str:
+        if self.chief:
+            return os.path.join(self.hp.training.model_dir, sub)
+        return os.path.join(tempfile.mkdtemp(prefix="beam_prep_worker_"), sub)
+
+    def run(self) -> TrainResult:
+        """Trains (resuming if ``model_dir`` holds state), then exports if configured."""
+        train_ds = self.datasets.train_dataset()
+        valid_ds = self.datasets.valid_dataset()
+        self.validate(train_ds.element_spec)
+        model = self.build_model(train_ds.element_spec)
+        start = time.perf_counter()
+        if self.loop == "fit":
+            history, steps = self._fit(model, train_ds, valid_ds)
+        else:
+            from beam_prep.ranking.strategy import train_custom_loop
+
+            history, steps = train_custom_loop(self, model, train_ds, valid_ds)
+        seconds = time.perf_counter() - start
+        export_path = None
+        if self.hp.training.export_dir and self.chief:
+            from beam_prep.ranking.export import export_ranker
+
+            export_path = export_ranker(model, self.preprocessor, self.hp.training.export_dir,
+                                        parse_fn=self.datasets.parse_fn)
+        return TrainResult(model, history, steps, seconds, export_path)
+
+    def steps_per_epoch(self) -> int:
+        """``training.steps_per_epoch`` or one pass over the training files."""
+        if self.hp.training.steps_per_epoch:
+            return self.hp.training.steps_per_epoch
+        n = sum(1 for _ in tf.data.TFRecordDataset(
+            self.datasets.files(self.hp.data.train_pattern)))
+        return max(1, n // self.hp.data.train_batch_size)
+
+    def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
+             valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
+        tr = self.hp.training
+        save_freq: Any = tr.checkpoint_every_steps or "epoch"
+        callbacks: list[Any] = [
+            keras.callbacks.BackupAndRestore(self._dir("backup"), save_freq=save_freq,
+                                             delete_checkpoint=False),
+            keras.callbacks.ModelCheckpoint(
+                os.path.join(self._dir("ckpt"), "ckpt-{epoch:04d}.weights.h5"),
+                save_weights_only=True, save_freq=save_freq),
+        ]
+        if tensorboard_available():
+            callbacks.append(keras.callbacks.TensorBoard(self._dir("logs"), update_freq="epoch"))
+        if tr.early_stopping_metric and valid_ds is not None:
+            callbacks.append(keras.callbacks.EarlyStopping(
+                monitor=tr.early_stopping_metric, patience=tr.early_stopping_patience,
+                mode="min" if "loss" in tr.early_stopping_metric else "max",
+                restore_best_weights=True))
+        history = model.fit(train_ds, epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
+                            validation_data=valid_ds, validation_steps=tr.validation_steps,
+                            callbacks=callbacks, verbose=0)
+        steps = int(model.optimizer.iterations.numpy())
+        return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps
+
+
+def _from_artifacts(path: str | None, spec: ElwcFeatureSpec
+                    ) -> tuple[dict[str, Any], dict[str, int]]:
+    """Preprocessing layers and table rows of the spec's features found in the artifacts."""
+    if not path:
+        return {}, {}
+    import beam_prep
+    from beam_prep.ranking.embeddings import table_rows
+
+    art = beam_prep.Artifacts(path)
+    names = {f.name for f in (*spec.context, *spec.example)} & set(art.feature_names)
+    all_layers = beam_prep.layers_from_artifacts(path)
+    layers = {n: all_layers[n] for n in names if n in all_layers}
+    rows = {}
+    for n in names:
+        if art.feature(n).kind in ("string", "integer", "text", "hashed"):
+            rows[n] = table_rows(art, n)
+    return layers, rows
+
+
+def build_launcher(hparams: RankingHparams, **kwargs: Any) -> RankingLauncher:
+    """Convenience constructor (same arguments as :class:`RankingLauncher`)."""
+    return RankingLauncher(hparams, **kwargs)
