@@ -286,32 +286,29 @@ def add_ngrams(tokens: pa.ListArray, widths: Sequence[int]) -> pa.ListArray:
     if widths == (1,):
         return _list_array(offsets, values)
     lengths = np.diff(offsets)
-    n_rows = len(lengths)
-    counts = [np.maximum(lengths - (w - 1), 0) for w in widths]
-    out_per_row = np.sum(counts, axis=0, dtype=np.int64)
+    # counts[i][r]: n-grams of widths[i] in row r; a row's output is these blocks in order.
+    counts = np.stack([np.maximum(lengths - (w - 1), 0) for w in widths])
+    block_end = np.cumsum(counts, axis=0)
+    out_offsets = np.concatenate(([0], np.cumsum(block_end[-1], dtype=np.int64)))
+    # Output slot of the n-gram of widths[i] starting at token t (position p in its row):
+    # out_offsets[row] + block_end[i - 1][row] + p. Fill each slot's first token and width.
+    position = np.arange(len(values), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    first_token = np.empty(int(out_offsets[-1]), dtype=np.int64)
+    width = np.empty(int(out_offsets[-1]), dtype=np.int64)
+    for i, w in enumerate(widths):
+        block_start = out_offsets[:-1] + (block_end[i - 1] if i else 0)
+        starts = np.flatnonzero(position <= np.repeat(lengths - w, lengths))
+        slots = np.repeat(block_start, counts[i]) + position[starts]
+        first_token[slots] = starts
+        width[slots] = w
+    # Gather each n-gram's tokens as one list, then join every list with the separator.
+    gram_offsets = np.concatenate(([0], np.cumsum(width)))
+    token_index = (np.arange(gram_offsets[-1], dtype=np.int64)
+                   - np.repeat(gram_offsets[:-1] - first_token, width))
+    grams = pa.LargeListArray.from_arrays(pa.array(gram_offsets),
+                                          values.take(pa.array(token_index)))
     separator = pa.scalar(NGRAM_SEPARATOR, type=values.type)
-    out_offsets = np.concatenate(([0], np.cumsum(out_per_row, dtype=np.int64)))
-    block_start = out_offsets[:-1].copy()   # where the current width's block begins per row
-    pieces: list[pa.Array] = []
-    destinations: list[np.ndarray] = []
-    for w, count in zip(widths, counts):
-        total = int(count.sum())
-        rows = np.repeat(np.arange(n_rows, dtype=np.int64), count)
-        first = np.cumsum(count, dtype=np.int64) - count
-        within = np.arange(total, dtype=np.int64) - np.repeat(first, count)
-        starts = offsets[:-1][rows] + within
-        if w == 1:
-            pieces.append(values.take(pa.array(starts)))
-        else:
-            columns = [values.take(pa.array(starts + k)) for k in range(w)]
-            pieces.append(pc.binary_join_element_wise(*columns, separator))
-        destinations.append(block_start[rows] + within)
-        block_start += count
-    all_values = pa.concat_arrays(pieces)
-    dest = np.concatenate(destinations)
-    order = np.empty(len(dest), dtype=np.int64)
-    order[dest] = np.arange(len(dest), dtype=np.int64)
-    return _list_array(out_offsets, all_values.take(pa.array(order)))
+    return _list_array(out_offsets, pc.binary_join(grams, separator))
 
 
 def tokenize(texts: pa.Array, feature: TextFeature) -> pa.ListArray:
@@ -384,6 +381,11 @@ def document_frequencies(texts: pa.Array, feature: TextFeature) -> tuple[pa.Arra
     dictionary = encoded.dictionary
     ids = np.asarray(encoded.indices).astype(np.int64)
     rows = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    pairs = np.unique(rows * len(dictionary) + ids)
-    document_counts = np.bincount(pairs % len(dictionary), minlength=len(dictionary))
+    # Distinct (row, token) pairs: sort the combined keys and keep the first of each run.
+    # (np.sort + a diff is much faster here than np.unique.)
+    keys = np.sort(rows * len(dictionary) + ids)
+    first = np.empty(len(keys), dtype=bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    document_counts = np.bincount(keys[first] % len(dictionary), minlength=len(dictionary))
     return dictionary, pa.array(document_counts.astype(np.int64))
