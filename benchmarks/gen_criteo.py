@@ -34,7 +34,7 @@ import json
 import os
 import sys
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
