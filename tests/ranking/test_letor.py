@@ -1,0 +1,106 @@
+"""LETOR/LibSVM parsing: checked against a plain per-token reference parser written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from beam_prep.errors import InputError
+from beam_prep.ranking.letor import parse_letor, parse_query_sizes
+
+LIGHTGBM = "/work/shared/data/letor/lightgbm/"
+
+
+def reference_parse(text: str) -> list[tuple[str | None, float, dict[int, np.float32]]]:
+    """(qid, label, {id: value}) per non-blank line; the last value of a repeated id wins."""
+    out = []
+    for line in text.splitlines():
+        body = line.split("#", 1)[0].split()
+        if not body:
+            continue
+        qid = None
+        feats: dict[int, np.float32] = {}
+        for tok in body[1:]:
+            key, value = tok.split(":", 1)
+            if key == "qid":
+                qid = value
+            else:
+                feats[int(key)] = np.float32(float(value))
+        out.append((qid, float(body[0]), feats))
+    return out
+
+
+def rows_of(p) -> list[tuple[str, float, dict[int, np.float32]]]:
+    rows = []
+    for i in range(len(p.labels)):
+        s, e = p.indptr[i], p.indptr[i + 1]
+        rows.append((p.qids[i], p.labels[i], dict(zip(p.ids[s:e].tolist(), p.values[s:e]))))
+    return rows
+
+
+def test_grammar_comments_repeats_and_order():
+    text = ("2 qid:7 3:0.5 1:1 # a comment with 9:9\n"
+            "\n"
+            "# only a comment\n"
+            "0 qid:7 1:2 1:3 10:-1.5e-2\r\n"
+            "  1   qid:x:y\t4:.25  \n"
+            "3 qid:8\n")
+    p = parse_letor(text.encode(), fmt="letor")
+    assert p.rejected == ()
+    assert p.num_lines == 4
+    assert p.line_numbers.tolist() == [1, 4, 5, 6]
+    assert rows_of(p) == reference_parse(text)
+    # the repeated id 1 keeps the last value, and ids stay in line order
+    assert p.ids[2:4].tolist() == [1, 10]
+    assert p.values[2] == np.float32(3.0)
+
+
+def test_rejected_lines_have_line_numbers_and_reasons():
+    text = ("1 qid:1 1:0.5\n"
+            "abc qid:1 1:0.5\n"
+            "1 qid:1 1:zz\n"
+            "1 2:0.5\n"
+            "1 qid:1 1:0.5 qid:2\n"
+            "1 qid:1 nan:3\n"
+            "0 qid:2 1:1\n")
+    p = parse_letor(text.encode(), fmt="letor")
+    assert p.qids.tolist() == ["1", "2"]
+    assert [r[0] for r in p.rejected] == [2, 3, 4, 5, 6]
+    reasons = [r[1] for r in p.rejected]
+    assert "label 'abc'" in reasons[0]
+    assert "'1:zz'" in reasons[1]
+    assert "missing qid" in reasons[2]
+    assert "qid: must follow the label" in reasons[3]
+    assert "'nan:3'" in reasons[4]
+    assert p.rejected[1][2] == "1 qid:1 1:zz"
+
+
+def test_num_features_bounds():
+    p = parse_letor(b"1 qid:1 1:1 3:1\n0 qid:1 4:1\n0 qid:1 0:1\n", fmt="letor", num_features=3)
+    assert p.line_numbers.tolist() == [1]
+    assert [r[0] for r in p.rejected] == [2, 3]
+    assert "outside [1, 3]" in p.rejected[0][1]
+
+
+def test_lightgbm_sample_matches_reference():
+    with open(LIGHTGBM + "rank.train", "rb") as f:
+        data = f.read()
+    with open(LIGHTGBM + "rank.train.query", "rb") as f:
+        sizes = parse_query_sizes(f.read())
+    p = parse_letor(data, fmt="lightgbm", query_sizes=sizes, source="rank.train")
+    ref = reference_parse(data.decode())
+    assert len(p.labels) == len(ref) == 3005
+    assert p.rejected == ()
+    got = rows_of(p)
+    assert [(lab, feats) for _, lab, feats in got] == [(lab, feats) for _, lab, feats in ref]
+    # group g holds sizes[g] consecutive rows
+    expected_q = np.repeat(np.arange(len(sizes)), sizes)
+    assert [int(q.split(":")[1]) for q in p.qids] == expected_q.tolist()
+    assert len(set(p.qids)) == 201
+
+
+def test_lightgbm_group_size_mismatch_is_an_error():
+    with pytest.raises(InputError, match="sums to 3 rows"):
+        parse_letor(b"1 1:1\n0 1:2\n", fmt="lightgbm", query_sizes=np.array([1, 2]))
+    with pytest.raises(InputError, match="one integer"):
+        parse_query_sizes(b"3\nx\n")
