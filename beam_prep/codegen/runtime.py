@@ -194,7 +194,11 @@ class PreprocessingLayers:
         preprocessor = self.build_preprocessor(stage=stage)
 
         def preprocess(features: dict[str, Any], *rest: Any) -> Any:
-            encoded = preprocessor(self.raw_columns(features))
+            raw = self.raw_columns(features)
+            encoded = preprocessor(raw)
+            batch = next(iter(raw.values())).shape[0]
+            for key, value in encoded.items():
+                value.set_shape((batch, self.output_specs[key][1][1]))
             return (encoded, *rest) if rest else encoded
 
         return preprocess

@@ -49,7 +49,8 @@ def text_tokens(text: str, feature: Any) -> list[str]:
 
 
 def _order(counts: dict[str, int]) -> list[str]:
-    return sorted(counts, key=lambda t: (-counts[t], [-b for b in t.encode("utf-8")]))
+    by_bytes_desc = sorted(counts, key=lambda t: t.encode("utf-8"), reverse=True)
+    return sorted(by_bytes_desc, key=lambda t: -counts[t])  # stable: ties keep bytes desc
 
 
 def _ranked(counts: dict[str, int], top: int | None, min_count: int) -> list[str]:
