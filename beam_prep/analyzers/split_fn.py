@@ -75,21 +75,37 @@ def _fill_missing(arr: pa.Array, default: Any) -> pa.Array:
 
 
 class _VocabState:
-    """Per-split vocabulary accumulator of one feature."""
+    """Per-split vocabulary accumulator of one feature.
+
+    Raw value arrays are buffered and counted in one pass per ``FLUSH_VALUES`` values (one
+    hash table, or a bincount over dictionary indices), rather than batch by batch.
+    """
+
+    FLUSH_VALUES = 1 << 22
 
     def __init__(self) -> None:
+        self.raw: list[pa.Array] = []
+        self.raw_values = 0
         self.tables: list[pa.Table] = []
-        self.rows = 0
 
-    def add(self, table: pa.Table) -> None:
+    def add_values(self, values: pa.Array) -> None:
+        self.raw.append(values)
+        self.raw_values += len(values)
+        if self.raw_values >= self.FLUSH_VALUES:
+            self._flush()
+
+    def add_table(self, table: pa.Table) -> None:
         self.tables.append(table)
-        self.rows += table.num_rows
-        if len(self.tables) > 1 and (len(self.tables) >= 32 or self.rows > (
-                voc.COMPACT_ROWS + self.tables[0].num_rows)):
-            merged = voc.merge_tables(self.tables)
-            self.tables, self.rows = [merged], merged.num_rows
+        if len(self.tables) >= 16:
+            self.tables = [voc.merge_tables(self.tables)]
+
+    def _flush(self) -> None:
+        if self.raw:
+            self.add_table(voc.count_chunks(self.raw))
+        self.raw, self.raw_values = [], 0
 
     def result(self) -> pa.Table:
+        self._flush()
         return voc.merge_tables(self.tables)
 
 
@@ -147,8 +163,10 @@ class AnalyzeSplitFn(beam.DoFn):
                 if f.kind == "numeric":
                     values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
                     numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
+                elif f.kind == "text":
+                    vocab[f.name].add_table(self._count_text(f, filled, meta))
                 else:
-                    vocab[f.name].add(self._count(f, filled, meta))
+                    vocab[f.name].add_values(colmod.flatten_values(filled))
         for name, state in vocab.items():
             for part, table in voc.split_by_partition(state.result(), self._num_partitions):
                 yield ((name, part), table)
@@ -159,21 +177,18 @@ class AnalyzeSplitFn(beam.DoFn):
         yield beam.pvalue.TaggedOutput(META, meta)
 
     @staticmethod
-    def _count(f: Feature, arr: pa.Array, meta: dict) -> pa.Table:
-        if f.kind == "text":
-            from beam_prep import text
+    def _count_text(f: Feature, arr: pa.Array, meta: dict) -> pa.Table:
+        from beam_prep import text
 
-            flat = arr.flatten() if pa.types.is_large_list(arr.type) else arr
-            present = pc.is_valid(flat)
-            meta["documents"][f.name] += int(pc.sum(present).as_py() or 0)
-            flat = flat.filter(present)
-            tokens = text.tokenize(flat, f)
-            if f.output_mode == "tf_idf":
-                offsets = np.asarray(tokens.offsets.to_numpy(zero_copy_only=False))
-                doc_ids = np.repeat(np.arange(len(tokens), dtype=np.int64), np.diff(offsets))
-                return voc.count_values(pc.list_flatten(tokens), pa.array(doc_ids))
-            return voc.count_values(pc.list_flatten(tokens))
-        values = colmod.flatten_values(arr)
-        if f.kind == "integer":
-            values = values.cast(pa.large_string())
-        return voc.count_values(values)
+        flat = arr.flatten() if pa.types.is_large_list(arr.type) else arr
+        if pa.types.is_dictionary(flat.type):
+            flat = flat.dictionary_decode()
+        present = pc.is_valid(flat)
+        meta["documents"][f.name] += int(pc.sum(present).as_py() or 0)
+        flat = flat.filter(present)
+        tokens = text.tokenize(flat, f)
+        if f.output_mode == "tf_idf":
+            offsets = np.asarray(tokens.offsets.to_numpy(zero_copy_only=False))
+            doc_ids = np.repeat(np.arange(len(tokens), dtype=np.int64), np.diff(offsets))
+            return voc.count_values(pc.list_flatten(tokens), pa.array(doc_ids))
+        return voc.count_chunks([pc.list_flatten(tokens)])

@@ -69,6 +69,45 @@ def count_values(values: pa.Array, doc_ids: pa.Array | None = None) -> pa.Table:
          out.column("count_all").cast(pa.int64())], schema=SCHEMA)
 
 
+def _dictionary_counts(chunks: list[pa.Array]) -> pa.Table:
+    """Counts dictionary-encoded chunks on their integer indices (no string hashing)."""
+    unified = pa.chunked_array(chunks).unify_dictionaries()
+    dictionary = unified.chunks[0].dictionary
+    counts = np.zeros(len(dictionary), dtype=np.int64)
+    for chunk in unified.chunks:
+        idx = pc.drop_null(chunk.indices).to_numpy(zero_copy_only=False)
+        if idx.size:
+            counts += np.bincount(idx, minlength=len(dictionary))
+    present = np.nonzero(counts)[0]
+    tokens = dictionary.take(pa.array(present)).cast(pa.large_string())
+    table = pa.Table.from_arrays([tokens, pa.array(counts[present]),
+                                  pa.array(np.zeros(len(present), np.int64))], schema=SCHEMA)
+    # A dictionary may hold the same string twice (e.g. after a cast): merge to be safe.
+    return merge_tables([table]) if len(pc.unique(tokens)) != len(tokens) else table
+
+
+def count_chunks(chunks: list[pa.Array]) -> pa.Table:
+    """Counts the non-null values of several flat arrays in one pass.
+
+    Dictionary-encoded chunks are counted on their indices; other arrays are hashed once
+    as a chunked array. Integers are counted as integers, then written as decimal strings.
+    """
+    chunks = [c for c in chunks if len(c)]
+    if not chunks:
+        return empty_table()
+    if all(pa.types.is_dictionary(c.type) for c in chunks):
+        return _dictionary_counts(chunks)
+    flat = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in chunks]
+    if len({c.type for c in flat}) > 1:
+        flat = [c.cast(pa.large_string()) for c in flat]
+    vc = pc.value_counts(pa.chunked_array(flat))
+    values = vc.field("values")
+    keep = pc.is_valid(values)
+    values, counts = values.filter(keep), vc.field("counts").filter(keep)
+    return pa.Table.from_arrays([values.cast(pa.large_string()), counts.cast(pa.int64()),
+                                 pa.array(np.zeros(len(values), np.int64))], schema=SCHEMA)
+
+
 def merge_tables(tables: Iterable[pa.Table]) -> pa.Table:
     """Sums counts and dfs of the same token across tables."""
     tables = [t for t in tables if t.num_rows]

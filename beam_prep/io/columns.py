@@ -97,6 +97,11 @@ def _normalize_flat(arr: pa.Array, target: str) -> tuple[pa.Array, np.ndarray, s
     t = arr.type
     n = len(arr)
     if pa.types.is_dictionary(t):
+        if target == "string" and (pa.types.is_string(t.value_type)
+                                   or pa.types.is_large_string(t.value_type)):
+            # Keep the encoding: only the (small) dictionary needs a type change.
+            d = arr.dictionary.cast(pa.large_string())
+            return (pa.DictionaryArray.from_arrays(arr.indices, d), _no_bad(n), None)
         return _normalize_flat(arr.dictionary_decode(), target)
     if pa.types.is_null(t):
         return pa.nulls(n, _TARGET[target]), _no_bad(n), None

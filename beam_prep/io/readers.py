@@ -144,7 +144,8 @@ def _open(split: Split):
 
 
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
-                 csv_delimiter: str) -> Iterator[formats.RawBatch]:
+                 csv_delimiter: str, dictionary_columns: Sequence[str] = ()
+                 ) -> Iterator[formats.RawBatch]:
     with _open(split) as f:
         if split.format == "csv":
             if not f.seekable():
@@ -158,7 +159,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
         elif split.format == "parquet":
             yield from formats.iter_parquet(f, columns, batch_size=batch_size,
                                             row_groups=split.row_groups,
-                                            first_row=split.first_row)
+                                            first_row=split.first_row,
+                                            dictionary_columns=dictionary_columns)
         elif split.format == "tfrecord":
             yield from _iter_tfrecord(f, columns, batch_size, split.path)
         else:
@@ -224,10 +226,12 @@ def read_split(split: Split, columns: Mapping[str, str], *,
         csv_delimiter: Field delimiter for CSV.
 
     Yields:
-        :class:`ReadResult` per batch, in file order.
+        :class:`ReadResult` per batch, in file order. String columns of Parquet files
+        stay dictionary-encoded (``dictionary<int32, large_string>``).
     """
     names = list(columns)
-    for raw in _raw_batches(split, names, batch_size, csv_delimiter):
+    strings = [c for c, t in columns.items() if t == "string"]
+    for raw in _raw_batches(split, names, batch_size, csv_delimiter, strings):
         n = raw.batch.num_rows
         bad_any = np.zeros(n, dtype=bool)
         converted = []
