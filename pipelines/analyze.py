@@ -115,10 +115,23 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     return result
 
 
+def _log_progress() -> None:
+    """Shows one line per analysed split on stderr (Beam's own logs stay at WARNING)."""
+    logger = logging.getLogger("beam_prep")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("beam-prep: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry: runs the job, prints a summary; returns the exit code."""
     args, beam_args = build_parser().parse_known_args(list(argv) if argv is not None else None)
     dry_run = bool(PipelineOptions(beam_args).get_all_options().get("dry_run"))
+    if not args.quiet:
+        _log_progress()
     start = time.monotonic()
     try:
         result = run(argv)

@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+import logging
+import time
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +38,8 @@ NUMERIC = "numeric"
 META = "meta"
 REJECTED = "rejected"
 NUMERIC_GROUPS = 64
+
+_LOG = logging.getLogger("beam_prep.analyze")
 
 _TYPE_OF_KIND = {"string": "string", "text": "string", "integer": "int64", "numeric": "float64"}
 
@@ -134,6 +138,7 @@ class AnalyzeSplitFn(beam.DoFn):
 
     def process(self, split: Split) -> Iterator[Any]:
         spec = self._spec
+        started = time.monotonic()
         vocab = {f.name: _VocabState() for f in spec.of_kind("string", "integer", "text")}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric")}
@@ -175,6 +180,8 @@ class AnalyzeSplitFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(
                 NUMERIC, (numeric_group(split.split_id), (split.split_id, partials)))
         yield beam.pvalue.TaggedOutput(META, meta)
+        _LOG.info("analyzed %s: %d rows (%d rejected) in %.1fs", split.split_id,
+                  meta["rows_read"], meta["rows_rejected"], time.monotonic() - started)
 
     @staticmethod
     def _count_text(f: Feature, arr: pa.Array, meta: dict) -> pa.Table:
