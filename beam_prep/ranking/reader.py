@@ -162,7 +162,8 @@ def parse_elwc_batch(
         features[name] = value
     labels = tf.cast(features.pop(spec.label.name), tf.float32)
     labels = tf.where(mask, labels, tf.constant(spec.label.padding, tf.float32))
-    features.update(tf.io.parse_example(context, _parse_spec(spec.context)))
+    if spec.context:
+        features.update(tf.io.parse_example(context, _parse_spec(spec.context)))
     features[MASK_KEY] = tf.cast(mask, mask_dtype)
     return features, labels
 

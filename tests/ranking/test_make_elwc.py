@@ -1,0 +1,260 @@
+"""End-to-end tests of the make-elwc job (DirectRunner) read back with the tf.data reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import input_pb2
+
+from beam_prep.errors import ArtifactError, InputError
+from beam_prep.ranking.feature_spec import ElwcFeatureSpec
+from beam_prep.ranking.reader import MASK_KEY, make_dataset
+from pipelines import make_elwc
+
+LIGHTGBM = "/work/shared/data/letor/lightgbm/"
+
+
+def read_all(pattern, **kw):
+    """Every list of the output as (features dict of numpy, labels) with padding removed."""
+    out = []
+    for f, lab in make_dataset(pattern, list_size=None, batch_size=16, **kw):
+        mask = f[MASK_KEY].numpy()
+        f = {k: v if isinstance(v, tf.RaggedTensor) else v.numpy() for k, v in f.items()}
+        for b in range(lab.shape[0]):
+            n = int(mask[b].sum())
+            out.append(({k: v[b] for k, v in f.items()}, lab[b].numpy()[:n]))
+    return out
+
+
+def reference_groups():
+    """Per query (in .query order): list of (label, {id: float32}) parsed line by line here."""
+    with open(LIGHTGBM + "rank.train") as f:
+        rows = []
+        for line in f:
+            tok = line.split()
+            rows.append((float(tok[0]), {int(k): np.float32(float(v))
+                                         for k, v in (t.split(":") for t in tok[1:])}))
+    sizes = [int(x) for x in open(LIGHTGBM + "rank.train.query").read().split()]
+    groups, start = [], 0
+    for s in sizes:
+        groups.append(rows[start:start + s])
+        start += s
+    return groups
+
+
+def files_of(directory):
+    out = {}
+    for root, _, names in os.walk(directory):
+        for n in names:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, directory)] = open(p, "rb").read()
+    return out
+
+
+LGB_ARGS = ["--input", LIGHTGBM + "rank.train", "--input_format", "lightgbm",
+            "--query_id_feature", "qid", "--num_shards", "3",
+            "--splits", "train:0.7,validation:0.3"]
+
+
+@pytest.fixture(scope="module")
+def lightgbm_out(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("lgb") / "elwc")
+    assert make_elwc.main([*LGB_ARGS, "--output", out]) == 0
+    return out
+
+
+def test_lightgbm_round_trip_is_exact(lightgbm_out):
+    groups = reference_groups()
+    lists = read_all(os.path.join(lightgbm_out, "*.tfrecord"))
+    assert len(lists) == 201 == len(groups)
+    spec = ElwcFeatureSpec.load(os.path.join(lightgbm_out, "feature_spec.json"))
+    all_ids = sorted({i for g in groups for _, feats in g for i in feats})
+    assert [f.name for f in spec.example] == [f"f{i}" for i in all_ids]
+    seen = set()
+    for f, labels in lists:
+        qid = f["qid"].decode()
+        name, index = qid.split(":")
+        assert name == "rank.train"
+        g = groups[int(index)]
+        seen.add(int(index))
+        assert labels.tolist() == [lab for lab, _ in g]
+        for i in all_ids:
+            got = f[f"f{i}"][:len(g)]
+            want = np.array([feats.get(i, np.float32(0)) for _, feats in g], np.float32)
+            np.testing.assert_array_equal(got, want)
+    assert seen == set(range(201))
+    stats = json.load(open(os.path.join(lightgbm_out, "stats.json")))
+    assert stats["lists"] == 201 and stats["documents"] == 3005
+    labels = [lab for g in groups for lab, _ in g]
+    assert stats["label_histogram"] == {str(int(v)): labels.count(v) for v in sorted(set(labels))}
+    assert sum(s["lists"] for s in stats["splits"].values()) == 201
+    assert sorted(stats["output_files"]) == ["train", "validation"]
+    assert len(stats["output_files"]["train"]) == 3
+
+
+def test_multi_process_runner_gives_identical_files(lightgbm_out, tmp_path):
+    out = str(tmp_path / "mp")
+    make_elwc.run([*LGB_ARGS, "--output", out, "--direct_running_mode=multi_processing",
+                   "--direct_num_workers=2"])
+    assert files_of(out) == files_of(lightgbm_out)
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def test_split_across_files_rejected_lines_and_bad_fraction(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    _write(d / "a.txt", "1 qid:A 1:1\n0 qid:B 1:9\n0 qid:A 1:2\n2 qid:A 2:3\n")
+    _write(d / "b.txt", "0 qid:A 1:4\nbroken line\n1 qid:A 1:5\n0 qid:A 1:6\n1 qid:A 1:7\n")
+    out = str(tmp_path / "out")
+    make_elwc.run(["--input", str(d / "*.txt"), "--output", out, "--max_list_size", "3",
+                   "--query_id_feature", "qid", "--max_bad_fraction", "0.2", "--num_shards", "2"])
+    lists = read_all(os.path.join(out, "*.tfrecord"))
+    by_q = sorted((f["qid"].decode(), f["f1"][:len(lab)].tolist(), lab.tolist())
+                  for f, lab in lists)
+    # query A: 7 documents in input order (a.txt then b.txt) → balanced parts 3, 2, 2
+    assert by_q == [("A", [1, 2, 0], [1, 0, 2]), ("A", [4, 5], [0, 1]), ("A", [6, 7], [0, 1]),
+                    ("B", [9], [0])]
+    rejected = [json.loads(x) for x in open(os.path.join(out, "rejected/rejected.jsonl"))]
+    assert rejected == [{"file": "b.txt", "line": 2, "reason": "label 'broken' is not a number",
+                         "text": "broken line"}]
+    stats = json.load(open(os.path.join(out, "stats.json")))
+    assert stats["events"] == {"queries_split": 1, "extra_lists_from_split": 2}
+    assert stats["list_size_histogram"] == {"1": 1, "2": 2, "3": 1}
+    assert stats["input"]["lines_rejected"] == 1 and stats["input"]["lines"] == 9
+
+    out2 = str(tmp_path / "out2")
+    with pytest.raises(InputError, match="1 of 9 input lines were rejected"):
+        make_elwc.run(["--input", str(d / "*.txt"), "--output", out2, "--max_bad_fraction", "0.1"])
+    assert not [n for n in os.listdir(out2) if n.endswith(".tfrecord")]
+    assert json.load(open(os.path.join(out2, "stats.json")))["status"] == "failed"
+    with pytest.raises(ArtifactError, match="not empty"):
+        make_elwc.run(["--input", str(d / "*.txt"), "--output", out2])
+
+
+ROWS = [  # qid, label, query text (context), doc text, score, tokens
+    ("q2", 1, "red shoes", "shoe one", 0.5, ["a", "b"]),
+    ("q1", 0, "blue hat", "hat one", 1.25, []),
+    ("q2", 0, "red shoes", "shoe two", None, ["c"]),
+    ("q1", 2, "blue hat", "hat two", -3.0, ["d", "e", "f"]),
+]
+
+
+def _table(with_lists):
+    cols = {"qid": [r[0] for r in ROWS], "label": [r[1] for r in ROWS],
+            "query": [r[2] for r in ROWS], "doc": [r[3] for r in ROWS],
+            "score": [r[4] for r in ROWS]}
+    if with_lists:
+        cols["tokens"] = [r[5] for r in ROWS]
+    return pa.table(cols)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_tabular_inputs_with_context_and_example_columns(tmp_path, fmt):
+    d = tmp_path / "in"
+    d.mkdir()
+    table = _table(with_lists=fmt != "csv")
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+        pacsv.write_csv(table, str(d / "x.csv"))
+    elif fmt == "jsonl":
+        _write(d / "x.jsonl", "".join(json.dumps(r) + "\n" for r in table.to_pylist()))
+    else:
+        pq.write_table(table, str(d / "x.parquet"), row_group_size=2)
+    out = str(tmp_path / "out")
+    make_elwc.run(["--input", str(d / "*"), "--input_format", fmt, "--output", out,
+                   "--context_columns", "query", "--label_dtype", "int64"])
+    spec = json.load(open(os.path.join(out, "feature_spec.json")))
+    kinds = {f["name"]: (f["dtype"], f["shape"]) for f in spec["context"] + spec["example"]}
+    assert kinds["query"] == ("string", []) and kinds["doc"] == ("string", [])
+    assert kinds["score"] == ("float", [])
+    assert spec["label"] == {"name": "relevance", "dtype": "int64", "padding": -1.0}
+    lists = read_all(os.path.join(out, "*.tfrecord"))
+    got = {}
+    for f, lab in lists:
+        n = len(lab)
+        docs = [x.decode() for x in f["doc"][:n]]
+        got[f["query"].decode()] = (docs, lab.tolist(), f["score"][:n].tolist(),
+                                            f["tokens"][:n].to_list() if "tokens" in f else None)
+    for q, text in (("q1", "blue hat"), ("q2", "red shoes")):
+        rows = [r for r in ROWS if r[0] == q]
+        docs, labels, scores, tokens = got[text]
+        assert docs == [r[3] for r in rows]
+        assert labels == [r[1] for r in rows]
+        assert scores == [0.0 if r[4] is None else r[4] for r in rows]
+        if fmt != "csv":
+            assert tokens == [[t.encode() for t in r[5]] for r in rows]
+
+
+def test_library_transform_in_test_pipeline(tmp_path):
+    import apache_beam as beam
+    from apache_beam.testing.test_pipeline import TestPipeline
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beam_prep.ranking.options import ElwcOptions
+    from beam_prep.ranking.transforms import ConvertToELWC, list_input_files
+
+    _write(tmp_path / "a.txt", "1 qid:7 3:0.5\n0 qid:7 1:1\n2 qid:8 1:2\n")
+    opts = ElwcOptions(input_format="letor")
+    files = list_input_files([str(tmp_path / "a.txt")], opts)
+
+    def summarize(kv):
+        (split, shard), (qid, part, data) = kv
+        elwc = input_pb2.ExampleListWithContext.FromString(data)
+        return (split, shard, qid, part, [
+            (e.features.feature["relevance"].float_list.value[0],
+             e.features.feature["f1"].float_list.value[0],
+             e.features.feature["f3"].float_list.value[0]) for e in elwc.examples])
+
+    with TestPipeline() as p:
+        res = p | ConvertToELWC(files, opts)
+        assert_that(res["lists"] | beam.Map(summarize), equal_to([
+            ("train", 0, "7", 0, [(1.0, 0.0, 0.5), (0.0, 1.0, 0.0)]),
+            ("train", 0, "8", 0, [(2.0, 2.0, 0.0)])]), label="CheckLists")
+        assert_that(res["counts"], equal_to([{"documents_read": 3, "files": 1, "lines": 3,
+                                              "lines_rejected": 0}]), label="CheckCounts")
+
+
+def test_help_explains_every_option(capsys):
+    parser = make_elwc.build_parser()
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            assert action.help and len(action.help) > 10, action.dest
+    from beam_prep import cli
+    with pytest.raises(SystemExit):
+        cli.main(["make-elwc", "--help"])
+    text = capsys.readouterr().out
+    for opt in ("--max_list_size", "--list_policy", "--splits", "--num_shards", "--compression",
+                "--max_bad_fraction", "--context_columns", "--label_dtype"):
+        assert opt in text
+
+
+def test_gzip_output_is_deterministic_and_readable(tmp_path):
+    src = tmp_path / "in.txt"
+    shutil.copy(LIGHTGBM + "rank.test", src)
+    shutil.copy(LIGHTGBM + "rank.test.query", str(src) + ".query")
+    outs = []
+    for k in range(2):
+        out = str(tmp_path / f"o{k}")
+        make_elwc.run(["--input", str(src), "--input_format", "lightgbm", "--output", out,
+                       "--compression", "gzip", "--num_features", "300"])
+        outs.append(files_of(out))
+    assert outs[0] == outs[1]
+    assert list(k for k in outs[0] if k.endswith(".gz")) == ["train-00000-of-00001.tfrecord.gz"]
+    lists = read_all(str(tmp_path / "o0" / "*.tfrecord.gz"))
+    assert len(lists) == 50 and sum(len(lab) for _, lab in lists) == 768
+    assert "f300" in lists[0][0]
+    raw = [r.numpy() for r in tf.data.TFRecordDataset(
+        str(tmp_path / "o0" / "train-00000-of-00001.tfrecord.gz"), "GZIP")]
+    assert len(input_pb2.ExampleListWithContext.FromString(raw[0]).examples[0].features.feature
+               ) == 301
