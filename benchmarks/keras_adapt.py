@@ -56,20 +56,25 @@ def run(argv: list[str] | None = None) -> dict:
     rows = table.num_rows
     del table
     t_load = time.perf_counter()
+    import tensorflow as tf
+
+    def batches(values):
+        return tf.data.Dataset.from_tensor_slices(values).batch(args.batch_size)
+
     vocabs, stats = {}, {}
     for name, column, top_k in cats:
         layer = keras.layers.StringLookup(
             max_tokens=None if top_k is None else top_k + 1, num_oov_indices=1)
-        layer.adapt(data[column].astype(object), batch_size=args.batch_size)
+        layer.adapt(batches(data[column].astype(object)))
         vocabs[name] = [t for t in layer.get_vocabulary()[1:]]
     for name, column, num_buckets, epsilon in nums:
         norm = keras.layers.Normalization(axis=None)
-        norm.adapt(data[column], batch_size=args.batch_size)
+        norm.adapt(batches(data[column]))
         s = {"mean": float(np.asarray(norm.mean).reshape(-1)[0]),
              "variance": float(np.asarray(norm.variance).reshape(-1)[0])}
         if num_buckets:
             disc = keras.layers.Discretization(num_bins=num_buckets, epsilon=epsilon)
-            disc.adapt(data[column], batch_size=args.batch_size)
+            disc.adapt(batches(data[column]))
             s["boundaries"] = [float(b) for b in disc.bin_boundaries]
         stats[name] = s
     t_end = time.perf_counter()

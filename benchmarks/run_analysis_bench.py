@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in contenders:
         if c not in ALL_CONTENDERS:
             p.error(f"--contenders: unknown {c!r}; choose from {ALL_CONTENDERS}")
-    out = args.out or os.path.join(
+    out = os.path.abspath(args.out) if args.out else os.path.join(
         HERE, "results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + f"_{args.rows}")
     os.makedirs(out, exist_ok=True)
     sizes = {args.small_rows: args.data_small or data_dir_for(args.data_root, args.small_rows),
