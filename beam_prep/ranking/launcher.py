@@ -91,9 +91,16 @@ class DatasetBuilder:
         pre = self.preprocessor
         parse = self.parse_fn
 
+        static = self.data.drop_remainder or training
+
+        def fix(x: Any) -> Any:
+            # Parsing loses the static batch size; TPUs need it back (drop_remainder holds).
+            return tf.ensure_shape(x, [batch_size, *x.shape[1:]]) if static else x
+
         def transform(serialized: Any) -> tuple[dict[str, Any], Any]:
             features, labels = parse(serialized)
-            return pre(features), tf.cast(labels, tf.float32)
+            out = {k: fix(v) for k, v in pre(features).items()}
+            return out, fix(tf.cast(labels, tf.float32))
 
         ds = ds.map(transform, num_parallel_calls=tf.data.AUTOTUNE)
         options = tf.data.Options()
@@ -168,13 +175,14 @@ class RankingLauncher:
                  vocab_rows: Mapping[str, int] | None = None, parse_fn: ParseFn | None = None,
                  strategy: tf.distribute.Strategy | None = None) -> None:
         self.hp = hparams
+        # First: MultiWorkerMirroredStrategy must exist before TensorFlow runs any op.
+        self.strategy = strategy or make_strategy(hparams.distribution.strategy,
+                                                  tpu=hparams.distribution.tpu)
         self.spec = ElwcFeatureSpec.load(hparams.data.feature_spec)
         if layers is None or vocab_rows is None:
             auto_layers, auto_rows = _from_artifacts(hparams.data.artifacts, self.spec)
             layers = auto_layers if layers is None else layers
             vocab_rows = auto_rows if vocab_rows is None else vocab_rows
-        self.strategy = strategy or make_strategy(hparams.distribution.strategy,
-                                                  tpu=hparams.distribution.tpu)
         self.preprocessor = Preprocessor(self.spec, layers, list_size=hparams.data.list_size,
                                          sequence_length=hparams.data.sequence_length,
                                          vocab_rows=vocab_rows)

@@ -85,7 +85,7 @@ def test_string_feature_without_layer_is_refused():
         Preprocessor(SPEC, {}, list_size=4)
 
 
-@pytest.mark.parametrize("loop", ["fit", "custom"])
+@pytest.mark.parametrize("loop", ["fit", pytest.param("custom", marks=pytest.mark.slow)])
 def test_train_on_sample_then_resume(tmp_path, loop):
     paths = copy_sample(tmp_path)
     model_dir = str(tmp_path / "model")
