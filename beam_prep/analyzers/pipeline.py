@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apache_beam as beam
+import pyarrow as pa
 
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import split_fn
@@ -72,12 +73,14 @@ class _WriteVocabulary(beam.DoFn):
         for _, table, d in parts:
             drops = voc.add_drop_stats(drops, d) if d else drops
             tables.append(table)
-        merged = voc.sort_vocabulary(voc.merge_tables(tables))
+        # Partitions hold disjoint tokens: concatenate, no re-aggregation needed.
+        merged = voc.sort_vocabulary(pa.concat_tables([t for t in tables if t.num_rows])
+                                     if any(t.num_rows for t in tables) else voc.empty_table())
         top_k = (feature.max_vocabulary_tokens() if feature.kind == "text"
                  else feature.top_k)
         if top_k is not None and merged.num_rows > top_k:
-            drops = voc.add_drop_stats(drops, {"dropped_top_k": voc._summary(merged.slice(top_k))})
-            merged = merged.slice(0, top_k)
+            merged, rest = voc.take_first(merged, top_k)
+            drops = voc.add_drop_stats(drops, {"dropped_top_k": voc.summary(rest)})
         with_df = feature.kind == "text" and feature.output_mode == "tf_idf"
         files = {}
         for role, rel, body in (
@@ -90,7 +93,7 @@ class _WriteVocabulary(beam.DoFn):
 
             files[role] = {"path": rel, "sha256": hashlib.sha256(body).hexdigest(),
                            "bytes": len(body)}
-        kept = voc._summary(merged)
+        kept = voc.summary(merged)
         yield name, {"files": files, "vocabulary_size": kept["tokens"],
                      "kept_count": kept["count"], "drops": drops}
 

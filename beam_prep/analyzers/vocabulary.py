@@ -21,7 +21,6 @@ from collections.abc import Iterable
 
 import apache_beam as beam
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -121,26 +120,65 @@ def merge_tables(tables: Iterable[pa.Table]) -> pa.Table:
         [out.column("token"), out.column("count_sum"), out.column("df_sum")], schema=SCHEMA)
 
 
+_HASH_MULT = np.uint64(0x100000001B3)  # FNV-1a 64-bit prime, used as polynomial base
+_MIX = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def _token_hashes(tokens: pa.Array) -> np.ndarray:
+    """64-bit polynomial hash of each token's UTF-8 bytes, vectorised over Arrow buffers.
+
+    Pure numpy on the offsets and data buffers (no Python string per token), and the same in
+    every process, unlike Python's salted ``hash()``.
+    """
+    tokens = tokens.cast(pa.large_string())
+    n = len(tokens)
+    all_offsets = np.frombuffer(tokens.buffers()[1], dtype=np.int64)
+    offsets = all_offsets[tokens.offset:tokens.offset + n + 1]
+    data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8) if tokens.buffers()[2] else (
+        np.zeros(0, np.uint8))
+    start, end = int(offsets[0]), int(offsets[-1])
+    body = data[start:end].astype(np.uint64)
+    lengths = np.diff(offsets)
+    starts = offsets[:-1] - start
+    if body.size == 0:
+        return np.zeros(n, dtype=np.uint64)
+    max_len = int(lengths.max())
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(max_len, _HASH_MULT, dtype=np.uint64)) // _HASH_MULT
+        powers[0] = np.uint64(1)
+        position = np.arange(body.size, dtype=np.int64) - np.repeat(starts, lengths)
+        weighted = (body + np.uint64(1)) * powers[position]
+        nonempty = lengths > 0
+        sums = np.zeros(n, dtype=np.uint64)
+        if nonempty.any():
+            sums[nonempty] = np.add.reduceat(weighted, starts[nonempty])
+        h = sums + lengths.astype(np.uint64)
+        h ^= h >> np.uint64(31)
+        h *= _MIX
+        h ^= h >> np.uint64(29)
+    return h
+
+
 def stable_partition(tokens: pa.Array, num_partitions: int) -> np.ndarray:
     """Partition index per token from a hash that is the same in every process."""
     if num_partitions == 1 or len(tokens) == 0:
         return np.zeros(len(tokens), dtype=np.int64)
-    hashed = pd.util.hash_array(tokens.to_numpy(zero_copy_only=False), categorize=False)
-    return (hashed % np.uint64(num_partitions)).astype(np.int64)
+    return (_token_hashes(tokens) % np.uint64(num_partitions)).astype(np.int64)
 
 
 def split_by_partition(table: pa.Table, num_partitions: int) -> list[tuple[int, pa.Table]]:
-    """Splits a table into per-partition tables (empty partitions omitted)."""
+    """Splits a table into compact per-partition tables (empty partitions omitted).
+
+    ``take`` (not ``slice``) on purpose: a pickled slice would carry its parent's buffers.
+    """
     if table.num_rows == 0:
         return []
     part = stable_partition(table.column("token").combine_chunks(), num_partitions)
     if num_partitions == 1:
-        return [(0, table)]
+        return [(0, table.combine_chunks())]
     order = np.argsort(part, kind="stable")
-    sorted_parts = part[order]
-    bounds = np.searchsorted(sorted_parts, np.arange(num_partitions + 1))
-    taken = table.take(pa.array(order))
-    return [(p, taken.slice(bounds[p], bounds[p + 1] - bounds[p]))
+    bounds = np.searchsorted(part[order], np.arange(num_partitions + 1))
+    return [(p, table.take(pa.array(order[bounds[p]:bounds[p + 1]])))
             for p in range(num_partitions) if bounds[p + 1] > bounds[p]]
 
 
@@ -158,9 +196,15 @@ def unwritable_mask(tokens: pa.Array) -> pa.Array:
                   pc.match_substring_regex(tokens, _UNWRITABLE_RE))
 
 
-def _summary(table: pa.Table) -> dict[str, int]:
+def summary(table: pa.Table) -> dict[str, int]:
     count = pc.sum(table.column("count")).as_py() if table.num_rows else 0
     return {"tokens": int(table.num_rows), "count": int(count or 0)}
+
+
+def take_first(table: pa.Table, k: int) -> tuple[pa.Table, pa.Table]:
+    """(first k rows, the rest) as compact tables (safe to pickle; see split_by_partition)."""
+    idx = np.arange(table.num_rows, dtype=np.int64)
+    return table.take(pa.array(idx[:k])), table.take(pa.array(idx[k:]))
 
 
 def prune(table: pa.Table, *, min_count: int, top_k: int | None) -> tuple[pa.Table, dict]:
@@ -182,11 +226,10 @@ def prune(table: pa.Table, *, min_count: int, top_k: int | None) -> tuple[pa.Tab
     table = sort_vocabulary(table.filter(pc.invert(low)))
     dropped_top = empty_table()
     if top_k is not None and table.num_rows > top_k:
-        dropped_top = table.slice(top_k)
-        table = table.slice(0, top_k)
-    return table, {"excluded_unwritable": _summary(excluded),
-                   "dropped_min_count": _summary(dropped_min),
-                   "dropped_top_k": _summary(dropped_top)}
+        table, dropped_top = take_first(table, top_k)
+    return table, {"excluded_unwritable": summary(excluded),
+                   "dropped_min_count": summary(dropped_min),
+                   "dropped_top_k": summary(dropped_top)}
 
 
 def add_drop_stats(a: dict, b: dict) -> dict:
