@@ -205,3 +205,30 @@ def test_dataflow_translation_dry_run(tmp_path, rows):
          "--temp_location=gs://fake-bucket/tmp", "--dry_run=True"],
         capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_tokens_a_line_file_cannot_hold_are_excluded_and_counted(tmp_path):
+    values = (["plain"] * 3 + ["two\nlines"] * 5 + ["para\u2029sep"] * 4 + [""] * 6
+              + ["tab\tis fine"] * 2 + ["Ξ"] * 2 + ["a b"] * 2)
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"s": v}) + "\n" for v in values), encoding="utf-8")
+    csv_data = tmp_path / "d.csv"
+    with open(csv_data, "w", encoding="utf-8", newline="") as f:
+        import csv
+
+        writer = csv.writer(f, quoting=csv.QUOTE_ALL)  # "" is an empty string, not missing
+        writer.writerow(["s"])
+        writer.writerows([v] for v in values)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("features:\n  - {name: s, kind: string, top_k: 3}\n")
+    for src in (data, csv_data):
+        out = tmp_path / f"o_{src.suffix[1:]}"
+        analyze.run(["--spec", str(spec), "--input", str(src), "--output", str(out)])
+        art = Artifacts(str(out))
+        # Ties (count 2) in reverse byte order: 'Ξ' (0xCE 0x9E) > 'tab…' > 'a b'; top_k=3.
+        assert art.vocabulary("s") == ["plain", "Ξ", "tab\tis fine"], src
+        stats = art.stats("s")
+        assert stats["excluded_unwritable"] == {"tokens": 3, "count": 15}, src
+        assert stats["dropped_top_k"] == {"tokens": 1, "count": 2}, src
+        assert (out / "vocab" / "s.txt").read_text(encoding="utf-8").splitlines() == \
+            art.vocabulary("s")

@@ -105,7 +105,8 @@ def iter_csv(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: s
     reader = pa_csv.open_csv(
         f,
         read_options=pa_csv.ReadOptions(use_threads=False, block_size=1 << 23),
-        parse_options=pa_csv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid),
+        parse_options=pa_csv.ParseOptions(delimiter=delimiter, invalid_row_handler=on_invalid,
+                                          newlines_in_values=True),
         convert_options=pa_csv.ConvertOptions(
             include_columns=[c for c in columns if c in header],
             column_types={c: pa.binary() for c in header},
