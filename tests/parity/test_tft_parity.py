@@ -2,7 +2,9 @@
 
 One TFT run (``tft_reference.py`` in a subprocess: importing tensorflow_transform would
 switch ``tf.keras`` to Keras 2 in this process) and one ``beam-prep analyze`` run
-(``pipelines.analyze.run`` on a CSV of the same rows) are shared by every test here.
+(``pipelines.analyze.run`` on a CSV of the same rows) are shared by every test here; a
+second ``beam-prep analyze`` run on the same rows as TFRecord of ``tf.Example`` (written by
+the reference script) must give the same vocabularies and statistics as the CSV run.
 
 What is compared:
 
@@ -97,7 +99,8 @@ def runs(tmp_path_factory) -> dict[str, Any]:
     script = Path(__file__).with_name("tft_reference.py")
     proc = subprocess.run(
         [sys.executable, str(script), "--data", str(root / "columns.json"),
-         "--config", str(root / "config.json"), "--output", str(root / "tft")],
+         "--config", str(root / "config.json"), "--output", str(root / "tft"),
+         "--write_tfrecord", str(root / "data.tfrecord")],
         env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         pytest.fail(f"TFT reference failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -105,7 +108,10 @@ def runs(tmp_path_factory) -> dict[str, Any]:
 
     analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
                  "--output", str(root / "ours"), "--quiet"])
+    analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.tfrecord"),
+                 "--output", str(root / "ours_tfrecord"), "--quiet"])
     return {"columns": columns, "tft": tft_results, "ours": Artifacts(str(root / "ours")),
+            "ours_tfrecord": Artifacts(str(root / "ours_tfrecord")),
             "assets": Path(tft_results["assets_dir"])}
 
 
@@ -180,6 +186,19 @@ def test_mean_and_variance_match_tft(runs, column):
     assert theirs["var"] == pytest.approx(var, rel=1e-9)
     assert ours["count"] == len(x)
     assert ours["min"] == x.min() and ours["max"] == x.max()
+
+
+def test_tfrecord_input_gives_the_same_artifacts_as_csv(runs):
+    """The same rows as tf.Example (float_list is float32: exact for this data)."""
+    csv_art, tfr_art = runs["ours"], runs["ours_tfrecord"]
+    for name, *_ in VOCABULARIES:
+        assert (Path(tfr_art.vocabulary_path(name)).read_bytes()
+                == Path(csv_art.vocabulary_path(name)).read_bytes()), name
+        assert tfr_art.counts(name) == csv_art.counts(name), name
+    for column in datagen.NUMERIC_COLUMNS:
+        a, b = csv_art.stats(column), tfr_art.stats(column)
+        for key in ("count", "mean", "variance", "min", "max", "boundaries"):
+            assert a[key] == b[key], (column, key)
 
 
 def _rank_errors(data: np.ndarray, boundaries: list[float], num_buckets: int) -> list[float]:

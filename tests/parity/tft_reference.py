@@ -17,7 +17,8 @@ Usage::
 Writes ``DIR/transform_fn/`` (TFT's ``WriteTransformFn``: vocabulary files in
 ``transform_fn/assets/<name>``) and ``DIR/results.json`` with, per numeric feature,
 ``mean`` and ``var`` (``tft.mean``/``tft.var`` on the value cast to float64) and
-``boundaries`` (``tft.quantiles`` on the float32 value, flattened).
+``boundaries`` (``tft.quantiles`` on the float32 value, flattened). With
+``--write_tfrecord PATH`` the rows are also written as ``tf.Example`` records.
 """
 
 from __future__ import annotations
@@ -84,6 +85,22 @@ def _instances(columns: dict[str, list], spec: dict) -> list[dict]:
     return [dict(zip(names, row)) for row in zip(*(encoded[c] for c in names))]
 
 
+def _write_tfrecord(instances: list[dict], spec: dict, path: str) -> None:
+    """Same rows as tf.Example: bytes_list, int64_list and float_list (float32) features."""
+    def feature(value, dtype) -> tf.train.Feature:
+        if dtype == tf.string:
+            return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+        if dtype == tf.int64:
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+        return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
+
+    with tf.io.TFRecordWriter(path) as w:
+        for row in instances:
+            ex = tf.train.Example(features=tf.train.Features(
+                feature={c: feature(row[c], spec[c].dtype) for c in spec}))
+            w.write(ex.SerializeToString())
+
+
 def _float64(bits: tf.Tensor) -> float:
     return float(tf.bitcast(bits[:1], tf.float64).numpy()[0])
 
@@ -93,6 +110,8 @@ def main() -> None:
     p.add_argument("--data", required=True)
     p.add_argument("--config", required=True)
     p.add_argument("--output", required=True)
+    p.add_argument("--write_tfrecord", default=None,
+                   help="Also write the rows as tf.Example records to this file.")
     args = p.parse_args()
     with open(args.data, encoding="utf-8") as f:
         columns = json.load(f)
@@ -101,6 +120,8 @@ def main() -> None:
     spec = _feature_spec(config)
     metadata = dataset_metadata.DatasetMetadata.from_feature_spec(spec)
     instances = _instances(columns, spec)
+    if args.write_tfrecord:
+        _write_tfrecord(instances, spec, args.write_tfrecord)
     transform_dir = os.path.join(args.output, "transform_fn_root")
     with tempfile.TemporaryDirectory() as tmp:
         with beam.Pipeline(runner=FnApiRunner()) as pipeline:
