@@ -27,7 +27,7 @@ quickstart: install
 		--output $(OUT)/artifacts
 	$(BIN)/beam-prep generate --artifacts $(OUT)/artifacts --output $(OUT)/preprocessing.py
 	$(BIN)/python examples/train_and_export.py --artifacts $(OUT)/artifacts \
-		--module $(OUT)/preprocessing.py --data examples/data/sample.csv --export $(OUT)/model
+		--preprocessing $(OUT)/preprocessing.py --output $(OUT)/model
 	@echo "Artifacts: $(OUT)/artifacts   Generated module: $(OUT)/preprocessing.py   Model: $(OUT)/model"
 
 test: install-test

@@ -205,9 +205,9 @@ class TextFeature(_FeatureBase):
         split: whitespace, character or none.
         ngrams: Largest n-gram width; tokens of widths 1..ngrams are counted (Keras
             ``ngrams=int``). null or 1 = unigrams only.
-        max_tokens: As in Keras: the layer's vocabulary size *including* the padding
-            token and the OOV token, so at most ``max_tokens - 2`` tokens are written.
-            null = all tokens.
+        max_tokens: As in Keras: the layer's vocabulary size *including* the OOV token and,
+            in ``int`` mode, the padding token: at most ``max_tokens - 2`` tokens are written
+            (``max_tokens - 1`` in the other modes). null = all tokens.
         output_mode: int, multi_hot, count or tf_idf (tf_idf also records document
             frequencies and the document count).
         output_sequence_length: Pad/truncate length for ``int`` output; null = ragged
@@ -249,8 +249,14 @@ class TextFeature(_FeatureBase):
             raise _fail(self.name, "default_value", self.default_value, "a string or null")
 
     def max_vocabulary_tokens(self) -> int | None:
-        """Tokens written to the vocabulary file at most (``max_tokens`` minus pad and OOV)."""
-        return None if self.max_tokens is None else self.max_tokens - 2
+        """Tokens written to the vocabulary file at most, as Keras counts them.
+
+        ``max_tokens`` minus the OOV slot, and minus the padding slot in ``int`` mode (Keras
+        has a padding index only when ``output_mode='int'``).
+        """
+        if self.max_tokens is None:
+            return None
+        return self.max_tokens - (2 if self.output_mode == "int" else 1)
 
     def ngram_widths(self) -> tuple[int, ...]:
         """The n-gram widths counted, e.g. (1, 2) for ``ngrams=2``."""

@@ -22,7 +22,8 @@ def test_issue_example_spec_loads_with_defaults():
   - {name: user_id, kind: hashed, num_bins: 1024}
 """)
     assert spec.names() == ("country", "item_id", "title", "price", "user_id")
-    assert spec.feature("title").max_vocabulary_tokens() == 49998
+    assert spec.feature("title").max_vocabulary_tokens() == 49999  # tf_idf: no padding slot
+    assert TextFeature("t", max_tokens=10).max_vocabulary_tokens() == 8  # int: pad + OOV
     assert spec.feature("title").ngram_widths() == (1, 2)
     assert spec.feature("price").resolved_epsilon() == 0.01
     assert NumericFeature("p", num_buckets=50).resolved_epsilon() == 0.01
