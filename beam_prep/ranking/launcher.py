@@ -2,7 +2,7 @@
 
 :class:`DatasetBuilder` reads TFRecord files of serialized ELWC, shuffles serialized records,
 batches them (``drop_remainder`` for static shapes), parses each batch with the ELWC reader
-(``beam_prep.ranking.reader``: padded to ``list_size``, labels ``-1`` on padding) and runs the
+(``reader.parse_elwc_batch``: padded to ``list_size``, labels ``-1`` on padding) and runs the
 :class:`~beam_prep.ranking.model.Preprocessor` in ``tf.data``.
 
 :class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
@@ -48,10 +48,17 @@ ParseFn = Callable[[Any], tuple[dict[str, Any], Any]]
 
 
 def default_parse_fn(spec: ElwcFeatureSpec, list_size: int) -> ParseFn:
-    """The ELWC reader's batch parser: serialized ``[B]`` -> (features, labels ``[B, L]``)."""
-    from beam_prep.ranking import reader
+    """The ELWC reader's batch parser: serialized ``[B]`` -> (features, labels ``[B, L]``).
 
-    return reader.make_parse_fn(spec, list_size=list_size)
+    Uses :func:`beam_prep.ranking.reader.parse_elwc_batch` (mask as int32; the model does not
+    take it: padded entries are recognised by their label ``-1``).
+    """
+    from beam_prep.ranking.reader import parse_elwc_batch
+
+    def parse(serialized: Any) -> tuple[dict[str, Any], Any]:
+        return parse_elwc_batch(serialized, spec, list_size=list_size, mask_dtype=tf.int32)
+
+    return parse
 
 
 class DatasetBuilder:

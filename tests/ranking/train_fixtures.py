@@ -1,7 +1,6 @@
 """Fixtures for the training tests: the TF Ranking ELWC sample, its feature spec, configs.
 
-``elwc_parse_fn`` is a *test-only stand-in* for the ELWC reader's batch parser
-(``beam_prep.ranking.reader``) so these tests do not wait for it; the launcher uses the reader.
+``elwc_parse_fn`` is the ELWC reader's batch parser (``beam_prep.ranking.reader``).
 """
 
 from __future__ import annotations
@@ -26,64 +25,11 @@ SPEC = ElwcFeatureSpec(
 )
 
 
-def _descriptor_source() -> str:
-    from google.protobuf import descriptor_pb2
-
-    fds = descriptor_pb2.FileDescriptorSet()
-    seen = set()
-
-    def add(fd):
-        if fd.name in seen:
-            return
-        seen.add(fd.name)
-        for dep in fd.dependencies:
-            add(dep)
-        fd.CopyToProto(fds.file.add())
-
-    add(input_pb2.DESCRIPTOR)
-    import tempfile
-
-    fd, path = tempfile.mkstemp(suffix=".desc")
-    with os.fdopen(fd, "wb") as f:
-        f.write(fds.SerializeToString())
-    return path
-
-
 def elwc_parse_fn(spec: ElwcFeatureSpec, list_size: int):
-    """serialized ELWC [B] -> (features, labels [B, list_size]); test-only stand-in."""
-    def parse(serialized):
-        _, (examples, context) = tf.io.decode_proto(
-            serialized, "tensorflow.serving.ExampleListWithContext",
-            ["examples", "context"], [tf.string, tf.string],
-            descriptor_source=_DESC)
-        b = tf.shape(serialized)[0]
-        ctx = tf.io.parse_example(tf.reshape(context, [-1]), {
-            f.name: tf.io.RaggedFeature(tf.string) if f.is_var_len else
-            tf.io.FixedLenFeature(f.shape, _dt(f), f.default) for f in spec.context})
-        ex_spec = {f.name: tf.io.RaggedFeature(_dt(f)) if f.is_var_len else
-                   tf.io.FixedLenFeature(f.shape, _dt(f), f.default) for f in spec.example}
-        ex_spec[spec.label.name] = tf.io.FixedLenFeature(
-            (), tf.float32 if spec.label.dtype == "float" else tf.int64,
-            -1 if spec.label.dtype == "int64" else -1.0)
-        # decode_proto pads repeated fields with "" up to the longest list in the batch.
-        n = tf.shape(examples)[1]
-        examples = examples[:, :list_size]
-        examples = tf.pad(examples, [[0, 0], [0, tf.maximum(0, list_size - n)]])
-        flat = tf.io.parse_example(tf.reshape(examples, [-1]), ex_spec)
-        valid = tf.reshape(tf.strings.length(examples) > 0, [-1])
-        out = dict(ctx)
-        for f in spec.example:
-            x = flat[f.name]
-            if isinstance(x, tf.RaggedTensor):
-                out[f.name] = tf.RaggedTensor.from_uniform_row_length(x, list_size)
-            else:
-                out[f.name] = tf.reshape(x, tf.concat([[b, list_size], tf.shape(x)[1:]], 0))
-        labels = tf.where(valid, tf.cast(flat[spec.label.name], tf.float32), -1.0)
-        return out, tf.reshape(labels, [b, list_size])
-    return parse
+    """The launcher's default parser (the ELWC reader), for tests that pass it explicitly."""
+    from beam_prep.ranking.launcher import default_parse_fn
 
-
-_DESC = _descriptor_source()
+    return default_parse_fn(spec, list_size)
 
 
 def _dt(f):
