@@ -55,6 +55,11 @@ TEXT_CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "t_tfidf": (", output_mode: tf_idf", {"output_mode": "tf_idf"}),
     "t_tfidf_bigrams": (", ngrams: 2, output_mode: tf_idf",
                         {"ngrams": 2, "output_mode": "tf_idf"}),
+    # Outside int mode Keras has no padding slot: max_tokens - 1 tokens, not - 2.
+    "t_tfidf_max_tokens": (", max_tokens: 20, output_mode: tf_idf",
+                           {"max_tokens": 20, "output_mode": "tf_idf"}),
+    "t_multi_hot_max_tokens": (", max_tokens: 20, output_mode: multi_hot",
+                               {"max_tokens": 20, "output_mode": "multi_hot"}),
 }
 
 
@@ -226,9 +231,11 @@ def test_greek_corpus_vocabulary_has_expected_shape(runs):
     assert not any(c in t for t in vocab for c in ",.:")
     assert "οἵ ῥ᾽" in runs["text"].vocabulary("t_bigrams")
     assert len(runs["text"].vocabulary("t_max_tokens")) == 18
+    assert len(runs["text"].vocabulary("t_tfidf_max_tokens")) == 19
+    assert len(runs["text"].vocabulary("t_multi_hot_max_tokens")) == 19
 
 
-@pytest.mark.parametrize("name", ["t_tfidf", "t_tfidf_bigrams"])
+@pytest.mark.parametrize("name", ["t_tfidf", "t_tfidf_bigrams", "t_tfidf_max_tokens"])
 def test_tf_idf_weights_match_adapt(runs, name):
     kwargs = TEXT_CASES[name][1]
     layer = _adapted_text_layer(kwargs)
