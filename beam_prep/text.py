@@ -264,6 +264,57 @@ def _check_widths(widths: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(w) for w in widths)
 
 
+class _Grams:
+    """The n-grams of split tokens, one block per width, each block in token order.
+
+    Attributes:
+        offsets: Row offsets into the split tokens (from 0).
+        row_of_token: Row of every split token.
+        blocks: Per width: (index of each n-gram's first token, the n-grams).
+    """
+
+    def __init__(self, offsets: np.ndarray, values: pa.Array, widths: tuple[int, ...]):
+        self.offsets = offsets
+        lengths = np.diff(offsets)
+        n_tokens = len(values)
+        self.row_of_token = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        # Tokens from each token to the end of its row, itself included.
+        remaining = offsets[1:][self.row_of_token] - np.arange(n_tokens, dtype=np.int64)
+        separator = pa.scalar(NGRAM_SEPARATOR, type=values.type)
+        self.blocks: list[tuple[np.ndarray, pa.Array]] = []
+        for w in widths:
+            if w == 1:
+                self.blocks.append((np.arange(n_tokens, dtype=np.int64), values))
+                continue
+            starts = np.flatnonzero(remaining >= w)
+            parts = [values.take(pa.array(starts + k)) for k in range(w)]
+            self.blocks.append((starts, pc.binary_join_element_wise(*parts, separator)))
+
+    def values(self) -> pa.Array:
+        """Every n-gram, blocks one after the other (not in row order)."""
+        return pa.concat_arrays([grams for _, grams in self.blocks])
+
+    def rows(self) -> np.ndarray:
+        """The row of every n-gram of :meth:`values`."""
+        return np.concatenate([self.row_of_token[starts] for starts, _ in self.blocks])
+
+    def in_row_order(self) -> pa.ListArray:
+        """Per row: the block of the first width, then the next width, … (Keras order)."""
+        counts = np.stack([np.bincount(self.row_of_token[starts], minlength=len(self.offsets) - 1)
+                           for starts, _ in self.blocks])
+        block_end = np.cumsum(counts, axis=0)
+        out_offsets = np.concatenate(([0], np.cumsum(block_end[-1], dtype=np.int64)))
+        # The n-gram of block i starting at token t (row r) goes to output slot
+        # t + out_offsets[r] + block_end[i - 1][r] - offsets[r].
+        slots = []
+        for i, (starts, _) in enumerate(self.blocks):
+            shift = out_offsets[:-1] - self.offsets[:-1] + (block_end[i - 1] if i else 0)
+            slots.append(starts + shift[self.row_of_token[starts]])
+        source = np.empty(int(out_offsets[-1]), dtype=np.int64)
+        source[np.concatenate(slots)] = np.arange(len(source), dtype=np.int64)
+        return _list_array(out_offsets, self.values().take(pa.array(source)))
+
+
 def add_ngrams(tokens: pa.ListArray, widths: Sequence[int]) -> pa.ListArray:
     """Replaces each row's tokens by its n-grams of the given widths, in Keras order.
 
@@ -285,30 +336,12 @@ def add_ngrams(tokens: pa.ListArray, widths: Sequence[int]) -> pa.ListArray:
     offsets, values = _flat(tokens)
     if widths == (1,):
         return _list_array(offsets, values)
-    lengths = np.diff(offsets)
-    # counts[i][r]: n-grams of widths[i] in row r; a row's output is these blocks in order.
-    counts = np.stack([np.maximum(lengths - (w - 1), 0) for w in widths])
-    block_end = np.cumsum(counts, axis=0)
-    out_offsets = np.concatenate(([0], np.cumsum(block_end[-1], dtype=np.int64)))
-    # Output slot of the n-gram of widths[i] starting at token t (position p in its row):
-    # out_offsets[row] + block_end[i - 1][row] + p. Fill each slot's first token and width.
-    position = np.arange(len(values), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    first_token = np.empty(int(out_offsets[-1]), dtype=np.int64)
-    width = np.empty(int(out_offsets[-1]), dtype=np.int64)
-    for i, w in enumerate(widths):
-        block_start = out_offsets[:-1] + (block_end[i - 1] if i else 0)
-        starts = np.flatnonzero(position <= np.repeat(lengths - w, lengths))
-        slots = np.repeat(block_start, counts[i]) + position[starts]
-        first_token[slots] = starts
-        width[slots] = w
-    # Gather each n-gram's tokens as one list, then join every list with the separator.
-    gram_offsets = np.concatenate(([0], np.cumsum(width)))
-    token_index = (np.arange(gram_offsets[-1], dtype=np.int64)
-                   - np.repeat(gram_offsets[:-1] - first_token, width))
-    grams = pa.LargeListArray.from_arrays(pa.array(gram_offsets),
-                                          values.take(pa.array(token_index)))
-    separator = pa.scalar(NGRAM_SEPARATOR, type=values.type)
-    return _list_array(out_offsets, pc.binary_join(grams, separator))
+    return _Grams(offsets, values, widths).in_row_order()
+
+
+def _grams(texts: pa.Array, feature: TextFeature) -> _Grams:
+    offsets, values = _flat(split(standardize(texts, feature.standardize), feature.split))
+    return _Grams(offsets, values, feature.ngram_widths())
 
 
 def tokenize(texts: pa.Array, feature: TextFeature) -> pa.ListArray:
@@ -352,7 +385,7 @@ def token_counts(texts: pa.Array, feature: TextFeature) -> tuple[pa.Array, pa.Ar
         >>> dict(zip(toks.to_pylist(), counts.to_pylist()))
         {'a': 2, 'b': 1}
     """
-    _, values = _flat(tokenize(texts, feature))
+    values = _grams(texts, feature).values()
     if len(values) == 0:
         return _empty_counts(values)
     counted = pc.value_counts(values)
@@ -374,13 +407,14 @@ def document_frequencies(texts: pa.Array, feature: TextFeature) -> tuple[pa.Arra
         >>> dict(zip(toks.to_pylist(), df.to_pylist()))
         {'a': 2, 'b': 1}
     """
-    offsets, values = _flat(tokenize(texts, feature))
+    grams = _grams(texts, feature)
+    values = grams.values()
     if len(values) == 0:
         return _empty_counts(values)
     encoded = pc.dictionary_encode(values)
     dictionary = encoded.dictionary
     ids = np.asarray(encoded.indices).astype(np.int64)
-    rows = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+    rows = grams.rows()
     # Distinct (row, token) pairs: sort the combined keys and keep the first of each run.
     # (np.sort + a diff is much faster here than np.unique.)
     keys = np.sort(rows * len(dictionary) + ids)
