@@ -269,12 +269,14 @@ class _Grams:
 
     Attributes:
         offsets: Row offsets into the split tokens (from 0).
+        widths: The n-gram widths, in output order.
         row_of_token: Row of every split token.
         blocks: Per width: (index of each n-gram's first token, the n-grams).
     """
 
     def __init__(self, offsets: np.ndarray, values: pa.Array, widths: tuple[int, ...]):
         self.offsets = offsets
+        self.widths = widths
         lengths = np.diff(offsets)
         n_tokens = len(values)
         self.row_of_token = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
@@ -300,8 +302,8 @@ class _Grams:
 
     def in_row_order(self) -> pa.ListArray:
         """Per row: the block of the first width, then the next width, … (Keras order)."""
-        counts = np.stack([np.bincount(self.row_of_token[starts], minlength=len(self.offsets) - 1)
-                           for starts, _ in self.blocks])
+        lengths = np.diff(self.offsets)
+        counts = np.stack([np.maximum(lengths - (w - 1), 0) for w in self.widths])
         block_end = np.cumsum(counts, axis=0)
         out_offsets = np.concatenate(([0], np.cumsum(block_end[-1], dtype=np.int64)))
         # The n-gram of block i starting at token t (row r) goes to output slot
