@@ -12,8 +12,9 @@ Layout (all paths relative to the artifact directory)::
 Vocabulary order (the one ``tft.vocabulary`` writes): count descending, ties broken by
 the token's UTF-8 bytes in *descending* order; integers are ranked as decimal strings.
 Line ``i`` (0-based) of ``vocab/<feature>.txt`` gets index ``i + num_oov_indices``
-(+1 if a mask token is set) in StringLookup/IntegerLookup, and ``i + 2`` in
-TextVectorization (0 = padding, 1 = ``[UNK]``).
+(+1 if a mask token is set, in ``int`` mode) in StringLookup/IntegerLookup, and in
+TextVectorization ``i + 2`` in ``int`` mode (0 = padding, 1 = ``[UNK]``), ``i + 1``
+otherwise (0 = ``[UNK]``).
 
 Example:
     >>> art = Artifacts("artifacts/")          # doctest: +SKIP
