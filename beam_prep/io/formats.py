@@ -254,24 +254,42 @@ def iter_parquet(f: IO[bytes], columns: Sequence[str], *, batch_size: int,
 _LEN = struct.Struct("<Q")
 
 
-def iter_tfrecord_payloads(f: IO[bytes], source: str
+def iter_tfrecord_payloads(f: IO[bytes], source: str, *, block_bytes: int = 1 << 24
                            ) -> Iterator[tuple[int, bytes | None, RejectedRow | None]]:
-    """Splits TFRecord framing: yields (record number, payload or None, rejection)."""
+    """Splits TFRecord framing: yields (record number, payload or None, rejection).
+
+    Reads large blocks and walks the length prefixes in memory (one ``unpack_from`` per
+    record, no read call per record). CRCs are not verified; a truncated tail is reported.
+    """
     number = 0
+    buf = b""
+    pos = 0
+    eof = False
+    unpack = _LEN.unpack_from
     while True:
-        head = f.read(12)
-        if not head:
+        if len(buf) - pos < 12 and not eof:
+            chunk = f.read(block_bytes)
+            eof = not chunk
+            buf = buf[pos:] + chunk
+            pos = 0
+            continue
+        if len(buf) - pos == 0 and eof:
             return
         number += 1
-        if len(head) < 12:
+        if len(buf) - pos < 12:
             yield number, None, RejectedRow(source, number, REASON_RECORD,
                                             "truncated record header", "")
             return
-        (length,) = _LEN.unpack_from(head)
-        payload = f.read(length)
-        footer = f.read(4)
-        if len(payload) < length or len(footer) < 4:
+        (length,) = unpack(buf, pos)
+        need = 12 + length + 4
+        while len(buf) - pos < need and not eof:
+            chunk = f.read(max(block_bytes, need))
+            eof = not chunk
+            buf = buf[pos:] + chunk
+            pos = 0
+        if len(buf) - pos < need:
             yield number, None, RejectedRow(source, number, REASON_RECORD,
                                             "truncated record", "")
             return
-        yield number, payload, None
+        yield number, buf[pos + 12:pos + 12 + length], None
+        pos += need
