@@ -109,9 +109,8 @@ class ListBuilder:
             out.append((split, k, encode_elwc([examples[int(r)] for r in rows], context)))
             sizes[str(len(rows))] += 1
             docs += len(rows)
-            vals, counts = np.unique(chunk.labels[rows], return_counts=True)
-            for v, c in zip(vals, counts):
-                labels[_label_key(v)] += int(c)
+            for v, c in collections.Counter(chunk.labels[rows].tolist()).items():
+                labels[_label_key(v)] += c
         stats = {"queries": 1, "lists": len(parts), "documents": docs,
                  "list_size_histogram": dict(sizes), "label_histogram": dict(labels),
                  "splits": {split: {"lists": len(parts), "documents": docs}},

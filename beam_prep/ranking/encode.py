@@ -33,10 +33,13 @@ import numpy as np
 from beam_prep.errors import InputError
 
 _FLOAT = struct.Struct("<f")
+_SMALL = [bytes((i,)) for i in range(0x80)]
 
 
 def varint(n: int) -> bytes:
     """Protobuf base-128 varint of a non-negative int (negative int64 → two's complement)."""
+    if 0 <= n < 0x80:
+        return _SMALL[n]
     if n < 0:
         n += 1 << 64
     out = bytearray()
@@ -119,6 +122,7 @@ class DenseFloatEncoder:
         self._post_cols = np.array([c for c, _ in post_off], np.int64)
         self._post_offs = np.array([o for _, o in post_off], np.int64)
         self._label_key = _ld(0x0A, label_name.encode("utf-8"))
+        self._label_cache: dict[str, bytes] = {}
 
     def _fill(self, template: np.ndarray, cols: np.ndarray, offs: np.ndarray,
               values: np.ndarray) -> np.ndarray:
@@ -130,6 +134,13 @@ class DenseFloatEncoder:
         return out
 
     def _label_entry(self, label: float) -> bytes:
+        key = label.hex()  # keeps -0.0 apart from 0.0
+        cached = self._label_cache.get(key)
+        if cached is None:
+            cached = self._label_cache[key] = self._make_label_entry(label)
+        return cached
+
+    def _make_label_entry(self, label: float) -> bytes:
         if self.label_dtype == "float":
             feat = b"\x12\x06\x0a\x04" + _FLOAT.pack(label)
         else:
