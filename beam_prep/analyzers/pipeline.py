@@ -262,7 +262,8 @@ def summarize(manifest: dict) -> str:
     inp = manifest["input"]
     lines = [f"rows read: {inp['rows_read']:,}   rejected: {inp['rows_rejected']:,}"
              + (f" {json.dumps(inp['rejected_by_reason'])}" if inp["rows_rejected"] else "")]
-    for name, entry in manifest["features"].items():
+    for name in (f["name"] for f in manifest["spec"]["features"]):
+        entry = manifest["features"][name]
         s = entry["stats"]
         kind = entry["kind"]
         if kind in ("string", "integer", "text"):
