@@ -45,15 +45,23 @@ def main() -> None:
     from beam_prep.ranking.metrics import ndcg
 
     hp = RankingHparams.from_dict({
-        "data": {"feature_spec": spec, "train_pattern": train, "list_size": 64,
+        "data": {"feature_spec": spec, "train_pattern": train, "list_size": 32,
                  "train_batch_size": 16, "shuffle_buffer": 256},
-        "model": {"hidden_sizes": [64, 32, 16], "batch_norm": True, "dropout": 0.1},
+        "model": {"hidden_sizes": [64, 32, 16], "batch_norm": False, "dropout": 0.0},
         "training": {"model_dir": f"{w}/model", "loss": args.loss, "learning_rate": 0.001,
                      "epochs": 1, "steps_per_epoch": args.steps},
     })
-    launcher = RankingLauncher(hp, layers={}, vocab_rows={})
+    import tensorflow as tf
+
+    from beam_prep.ranking.feature_spec import ElwcFeatureSpec
+
+    def log1p(x):  # signed log1p: LETOR features span several orders of magnitude
+        return tf.math.log1p(tf.abs(x)) * tf.sign(x)
+
+    names = [f.name for f in ElwcFeatureSpec.load(spec).example]
+    launcher = RankingLauncher(hp, layers={n: log1p for n in names}, vocab_rows={})
     result = launcher.run()
-    test = launcher.datasets.build(os.path.join(test_dir, "*.tfrecord*"), 64, training=False)
+    test = launcher.datasets.build(os.path.join(test_dir, "*.tfrecord*"), 10, training=False)
     m = ndcg(10)
     for features, labels in test:
         m.update_state(labels, result.model(features, training=False))
