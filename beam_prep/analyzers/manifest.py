@@ -14,7 +14,7 @@ from beam_prep.analyzers import numeric as num
 from beam_prep.io import artifacts as layout
 from beam_prep.spec import Spec
 
-_DROP_KEYS = ("excluded_unwritable", "dropped_min_count", "dropped_top_k")
+_DROP_KEYS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
 
 
 def library_versions() -> dict[str, str]:

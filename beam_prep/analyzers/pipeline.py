@@ -37,6 +37,8 @@ from beam_prep.io import filesystem as fs
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 
+TEXT_RESERVED_TOKENS = ("[UNK]",)
+
 
 class _ListSplits(beam.DoFn):
     def __init__(self, fmt: str, parquet_rows_per_split: int) -> None:
@@ -47,10 +49,11 @@ class _ListSplits(beam.DoFn):
         yield from list_splits(path, self._fmt, parquet_rows_per_split=self._rows)
 
 
-def _prune(kv: tuple[tuple[str, int], Any], limits: dict[str, tuple[int, int | None]]):
+def _prune(kv: tuple[tuple[str, int], Any],
+           limits: dict[str, tuple[int, int | None, tuple[str, ...]]]):
     (name, part), table = kv
-    min_count, top_k = limits[name]
-    pruned, drops = voc.prune(table, min_count=min_count, top_k=top_k)
+    min_count, top_k, reserved = limits[name]
+    pruned, drops = voc.prune(table, min_count=min_count, top_k=top_k, reserved=reserved)
     return name, (part, pruned, drops)
 
 
@@ -189,10 +192,12 @@ class AnalyzeToArtifacts(beam.PTransform):
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         spec_dict = self._spec.to_dict()
         vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")]
-        limits = {f.name: (getattr(f, "min_count", 1), None) for f in vocab_features}
-        for f in vocab_features:
-            limits[f.name] = (getattr(f, "min_count", 1),
-                              f.max_vocabulary_tokens() if f.kind == "text" else f.top_k)
+        # TextVectorization refuses its OOV token "[UNK]" inside a vocabulary ("" is
+        # already unwritable); StringLookup/IntegerLookup read such a token from a file.
+        limits = {f.name: (getattr(f, "min_count", 1),
+                           f.max_vocabulary_tokens() if f.kind == "text" else f.top_k,
+                           TEXT_RESERVED_TOKENS if f.kind == "text" else ())
+                  for f in vocab_features}
         p = pbegin.pipeline
         splits = (pbegin
                   | "InputFiles" >> beam.Create(self._files)

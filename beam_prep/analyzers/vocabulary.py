@@ -207,20 +207,32 @@ def take_first(table: pa.Table, k: int) -> tuple[pa.Table, pa.Table]:
     return table.take(pa.array(idx[:k])), table.take(pa.array(idx[k:]))
 
 
-def prune(table: pa.Table, *, min_count: int, top_k: int | None) -> tuple[pa.Table, dict]:
+def prune(table: pa.Table, *, min_count: int, top_k: int | None,
+          reserved: tuple[str, ...] = ()) -> tuple[pa.Table, dict]:
     """Drops unwritable tokens, applies ``min_count``, sorts, keeps the first ``top_k``.
 
     Correct on a hash partition too: the global top_k is contained in the union of the
     partitions' top_k, so pruning each partition first is exact.
 
+    Args:
+        table: Counted tokens.
+        min_count: Frequency threshold.
+        top_k: Maximum tokens kept (None = all).
+        reserved: Tokens the Keras layer reserves (``[UNK]`` for TextVectorization),
+            dropped and counted in ``excluded_reserved``.
+
     Returns:
         (sorted pruned table, drop statistics with ``excluded_unwritable``,
+        ``excluded_reserved``,
         ``dropped_min_count`` and ``dropped_top_k`` as {tokens, count}).
     """
     tokens = table.column("token")
     bad = unwritable_mask(tokens)
     excluded = table.filter(bad)
     table = table.filter(pc.invert(bad))
+    is_reserved = pc.is_in(table.column("token"), pa.array(list(reserved), pa.large_string()))
+    reserved_rows = table.filter(is_reserved)
+    table = table.filter(pc.invert(is_reserved))
     low = pc.less(table.column("count"), min_count)
     dropped_min = table.filter(low)
     table = sort_vocabulary(table.filter(pc.invert(low)))
@@ -228,6 +240,7 @@ def prune(table: pa.Table, *, min_count: int, top_k: int | None) -> tuple[pa.Tab
     if top_k is not None and table.num_rows > top_k:
         table, dropped_top = take_first(table, top_k)
     return table, {"excluded_unwritable": summary(excluded),
+                   "excluded_reserved": summary(reserved_rows),
                    "dropped_min_count": summary(dropped_min),
                    "dropped_top_k": summary(dropped_top)}
 

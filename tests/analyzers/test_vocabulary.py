@@ -124,3 +124,12 @@ def test_files_round_trip_any_token():
     parsed = [json.loads(line) for line in lines]
     assert parsed == [[t, c, 0] for t, c in _as_pairs(table)]
     assert voc.vocabulary_text(pa.array([], pa.large_string())) == b""
+
+
+def test_reserved_tokens_are_dropped_and_counted():
+    table = voc.count_values(pa.array(["[UNK]"] * 4 + ["a"] * 2 + ["b"]))
+    pruned, drops = voc.prune(table, min_count=1, top_k=None, reserved=("[UNK]",))
+    assert _as_pairs(pruned) == [("a", 2), ("b", 1)]
+    assert drops["excluded_reserved"] == {"tokens": 1, "count": 4}
+    kept, _ = voc.prune(table, min_count=1, top_k=None)
+    assert _as_pairs(kept)[0] == ("[UNK]", 4)
