@@ -96,6 +96,10 @@ class ListBuilder:
     def build(self, chunk: DocChunk) -> tuple[list[tuple[str, int, bytes]], dict[str, Any]]:
         """Returns ``[(split, part index, ELWC bytes)]`` and the query's statistics."""
         o = self.opts
+        if o.label_dtype == "int64" and not np.all(np.mod(chunk.labels, 1) == 0):
+            bad = chunk.labels[np.mod(chunk.labels, 1) != 0][0]
+            raise InputError(f"label {bad} of query {chunk.qid!r} is not an integer but "
+                             "--label_dtype=int64; use --label_dtype=float.")
         parts, events = plan_lists(len(chunk), chunk.labels, max_list_size=o.max_list_size,
                                    policy=o.list_policy, min_list_size=o.min_list_size,
                                    drop_no_positive=o.drop_no_positive, seed=o.seed, qid=chunk.qid)
