@@ -69,7 +69,7 @@ def run(argv: list[str] | None = None) -> dict:
         vocabs[name] = [t for t in layer.get_vocabulary()[1:]]
     for name, column, num_buckets, epsilon in nums:
         norm = keras.layers.Normalization(axis=None)
-        norm.adapt(batches(data[column]))
+        norm.adapt(data[column])  # numpy path (a batched dataset breaks axis=None)
         s = {"mean": float(np.asarray(norm.mean).reshape(-1)[0]),
              "variance": float(np.asarray(norm.variance).reshape(-1)[0])}
         if num_buckets:

@@ -296,6 +296,9 @@ def agreement(runs: list[dict[str, Any]], big: int, data: str,
             print(f"[bench] agreement {contender}/{fmt} failed: {res['error']}", flush=True)
             continue
         pairs.append({"a": contender, "b": "tft", "format": fmt, "result": res})
+        if contender.startswith("beam_prep") and ("floor", "parquet") in last:
+            res = compare(a, _common.read_dump(last[("floor", "parquet")]), cats, nums, values)
+            pairs.append({"a": contender, "b": "floor", "format": fmt, "result": res})
     if ("tft", "parquet") in last and ("tft", "tfrecord") in last:
         res = compare(_common.read_dump(last[("tft", "parquet")]),
                       _common.read_dump(last[("tft", "tfrecord")]), cats, nums, values)
@@ -323,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tft_args", default="--runner=" + PINNED_RUNNER,
                    help="Beam flags for TFT (default: the runner beam-prep analyze pins).")
     p.add_argument("--no_rank_check", action="store_true")
+    p.add_argument("--reuse_small", default=None,
+                   help="results.json of an earlier run on this machine: reuse its successful "
+                        "small-size runs instead of running them again (saves TFT start-ups).")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
 
@@ -351,6 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         skipped["keras"] = f"{args.rows:,} rows > --keras_max_rows={args.keras_max_rows:,}"
 
     runs: list[dict[str, Any]] = []
+    reused: set[tuple[str, str]] = set()
+    if args.reuse_small:
+        with open(args.reuse_small) as f:
+            for r in json.load(f)["runs"]:
+                if r["rows"] == args.small_rows and r["rc"] == 0 and r["contender"] in contenders:
+                    runs.append({**r, "reused_from": args.reuse_small})
+                    reused.add((r["contender"], r["format"]))
     for rep in range(args.repeats):
         for rows, data in sizes.items():
             for fmt in formats:
@@ -358,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                     if c in PARQUET_ONLY and fmt != "parquet":
                         continue
                     if c == "keras" and rows > args.keras_max_rows:
+                        continue
+                    if rows == args.small_rows and (c, fmt) in reused:
                         continue
                     run_id = f"{c}_{fmt}_{rows}_r{rep}"
                     target = os.path.join(out, "outputs", run_id)
