@@ -23,6 +23,7 @@ INSTALL_REQUIRES = [
     "pyyaml>=6",
     "jinja2>=3.1",
     "keras-rs>=0.4",
+    "tensorboard>=2.21,<2.22",
 ]
 
 TEST_REQUIRES = [
