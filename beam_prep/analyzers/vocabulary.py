@@ -251,11 +251,22 @@ def add_drop_stats(a: dict, b: dict) -> dict:
             for k in set(a) | set(b)}
 
 
+def _lines_bytes(lines: pa.Array) -> bytes:
+    """Concatenates ``line + "\\n"`` for every element, straight from the Arrow buffers."""
+    if len(lines) == 0:
+        return b""
+    if isinstance(lines, pa.ChunkedArray):
+        lines = lines.combine_chunks()
+    terminated = pc.binary_join_element_wise(lines.cast(pa.large_string()), _ls("\n"), _ls(""))
+    offsets = np.frombuffer(terminated.buffers()[1], dtype=np.int64)
+    start = int(offsets[terminated.offset])
+    end = int(offsets[terminated.offset + len(terminated)])
+    return terminated.buffers()[2].to_pybytes()[start:end]
+
+
 def vocabulary_text(tokens: pa.Array) -> bytes:
     """The .txt file body: one token per line, UTF-8, trailing newline (empty if none)."""
-    if len(tokens) == 0:
-        return b""
-    return ("\n".join(tokens.to_pylist()) + "\n").encode("utf-8")
+    return _lines_bytes(tokens)
 
 
 def _ls(text: str) -> pa.Scalar:
@@ -281,8 +292,7 @@ def counts_jsonl(table: pa.Table, *, with_df: bool) -> bytes:
     for n in nums:
         parts += [_ls(","), n]
     parts += [_ls("]"), sep]
-    lines = pc.binary_join_element_wise(*parts)
-    return ("\n".join(lines.to_pylist()) + "\n").encode("utf-8")
+    return _lines_bytes(pc.binary_join_element_wise(*parts))
 
 
 class VocabularyCombineFn(beam.CombineFn):
