@@ -144,6 +144,17 @@ class TrainResult:
     export_path: str | None = None
 
 
+class ValidationRemainderWarning(UserWarning):
+    """``data.drop_remainder`` drops part of the validation set (see
+    :meth:`RankingLauncher.check_validation_remainder`)."""
+
+
+def count_records(files: list[str]) -> int:
+    """Number of records in TFRecord ``files`` (reads the framing, parses nothing)."""
+    ds = tf.data.TFRecordDataset(files)
+    return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+
+
 def tensorboard_available() -> bool:
     """True when the ``tensorboard`` package is importable (tf.summary needs it).
 
@@ -235,6 +246,7 @@ class RankingLauncher:
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
+        self.check_validation_remainder()
         model = self.build_model(train_ds.element_spec)
         start = time.perf_counter()
         if self.loop == "fit":
@@ -256,9 +268,38 @@ class RankingLauncher:
         """``training.steps_per_epoch`` or one pass over the training files."""
         if self.hp.training.steps_per_epoch:
             return self.hp.training.steps_per_epoch
-        n = sum(1 for _ in tf.data.TFRecordDataset(
-            self.datasets.files(self.hp.data.train_pattern)))
+        n = count_records(self.datasets.files(self.hp.data.train_pattern))
         return max(1, n // self.hp.data.train_batch_size)
+
+    def check_validation_remainder(self) -> int:
+        """Warns when ``data.drop_remainder`` would silently drop validation lists.
+
+        With ``drop_remainder: true`` (required on TPU) the last partial validation batch is
+        dropped, so validation metrics would skip ``n % valid_batch_size`` lists. Counting the
+        lists reads the record framing of the validation files once (no parsing). Nothing is
+        checked when ``training.validation_steps`` is set (validation is capped anyway).
+
+        Returns:
+            The number of validation lists that are dropped (0 when none or not checked).
+        """
+        data = self.hp.data
+        if (not data.valid_pattern or not data.drop_remainder
+                or self.hp.training.validation_steps):
+            return 0
+        n = count_records(self.datasets.files(data.valid_pattern))
+        batch = data.resolved_valid_batch_size
+        dropped = n % batch
+        if dropped:
+            import warnings
+
+            divisors = [d for d in range(batch, 0, -1) if n % d == 0]
+            warnings.warn(
+                f"`data.drop_remainder: true` drops {dropped} of the {n} validation lists "
+                f"(valid_batch_size={batch}): validation metrics ignore them. Set "
+                f"`data.valid_batch_size` to a divisor of {n} (e.g. {divisors[0]}), or "
+                "`data.drop_remainder: false` when not training on TPU.",
+                ValidationRemainderWarning, stacklevel=2)
+        return dropped
 
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
              valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
@@ -272,7 +313,8 @@ class RankingLauncher:
                 save_weights_only=True, save_freq=save_freq),
         ]
         if tensorboard_available():
-            callbacks.append(keras.callbacks.TensorBoard(self._dir("logs"), update_freq="epoch"))
+            callbacks.append(keras.callbacks.TensorBoard(self._dir("logs"), update_freq="epoch",
+                                                         write_graph=False))
         if tr.early_stopping_metric and valid_ds is not None:
             callbacks.append(keras.callbacks.EarlyStopping(
                 monitor=tr.early_stopping_metric, patience=tr.early_stopping_patience,

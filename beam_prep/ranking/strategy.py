@@ -158,7 +158,10 @@ def train_custom_loop(launcher: Any, model: Any, train_ds: tf.data.Dataset,
     not, and with ``steps_per_execution > 1`` on several replicas. Checkpoints
     (model + optimizer + step) go to ``model_dir/ckpt`` every ``checkpoint_every_steps`` and at
     each epoch end, the run resumes from the latest one, the training loss is logged to
-    TensorBoard (``model_dir/logs``), and early stopping watches a validation metric.
+    TensorBoard (``model_dir/logs``: ``loss`` per execution, ``val_<metric>`` per epoch), and
+    early stopping watches a validation metric: a strict improvement resets the patience, and
+    at the end the model gets the weights of the best epoch back (as Keras ``EarlyStopping``
+    with ``restore_best_weights=True`` does in the fit loop).
     Validation runs on each worker over the whole validation set (no collectives), so every
     worker takes the same early-stopping decision.
 
@@ -209,6 +212,7 @@ def train_custom_loop(launcher: Any, model: Any, train_ds: tf.data.Dataset,
     spe = tr.steps_per_execution
     history: dict[str, list[float]] = {}
     best, bad_epochs = None, 0
+    best_weights: list[Any] | None = None
     done = int(optimizer.iterations.numpy())
     first_epoch = done // steps_per_epoch
     last_ckpt = done
@@ -235,6 +239,10 @@ def train_custom_loop(launcher: Any, model: Any, train_ds: tf.data.Dataset,
                     m.update_state(labels, scores)
             for m in metrics:
                 history.setdefault(f"val_{m.name}", []).append(float(m.result()))
+                if writer is not None:
+                    with writer.as_default():
+                        tf.summary.scalar(f"val_{m.name}", history[f"val_{m.name}"][-1],
+                                          step=int(optimizer.iterations.numpy()))
         manager.save(checkpoint_number=int(optimizer.iterations.numpy()))
         last_ckpt = int(optimizer.iterations.numpy())
         watch = tr.early_stopping_metric
@@ -243,9 +251,16 @@ def train_custom_loop(launcher: Any, model: Any, train_ds: tf.data.Dataset,
             sign = -1.0 if "loss" in watch else 1.0
             if best is None or sign * value > sign * best:
                 best, bad_epochs = value, 0
+                best_weights = model.get_weights()
             else:
                 bad_epochs += 1
                 if bad_epochs >= tr.early_stopping_patience:
                     break
+    if best_weights is not None:
+        # Like Keras EarlyStopping(restore_best_weights=True): the returned (and exported)
+        # model holds the weights of the best epoch; checkpoints keep the last state.
+        model.set_weights(best_weights)
+    if writer is not None:
+        writer.flush()
     del keras
     return history, int(optimizer.iterations.numpy())
