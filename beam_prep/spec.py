@@ -77,6 +77,14 @@ def _check_choice(feature: str, field: str, value: Any, allowed: tuple[str, ...]
         raise _fail(feature, field, value, "one of " + ", ".join(repr(a) for a in allowed))
 
 
+def _check_lookup_fields(f: Any) -> None:
+    """Fields shared by string and integer lookups."""
+    _check_positive_int(f.name, "top_k", f.top_k, optional=True)
+    _check_positive_int(f.name, "min_count", f.min_count, optional=False)
+    _check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0)
+    _check_choice(f.name, "output_mode", f.output_mode, LOOKUP_OUTPUT_MODES)
+
+
 @dataclasses.dataclass(frozen=True)
 class _FeatureBase:
     """Fields shared by every kind.
@@ -144,11 +152,7 @@ class StringFeature(_FeatureBase):
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
-        _check_positive_int(self.name, "top_k", self.top_k, optional=True)
-        _check_positive_int(self.name, "min_count", self.min_count, optional=False)
-        _check_positive_int(self.name, "num_oov_indices", self.num_oov_indices,
-                            optional=False, minimum=0)
-        _check_choice(self.name, "output_mode", self.output_mode, LOOKUP_OUTPUT_MODES)
+        _check_lookup_fields(self)
         if self.mask_token is not None and not isinstance(self.mask_token, str):
             raise _fail(self.name, "mask_token", self.mask_token, "a string or null")
         if self.default_value is not None and not isinstance(self.default_value, str):
@@ -185,11 +189,7 @@ class IntegerFeature(_FeatureBase):
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
-        _check_positive_int(self.name, "top_k", self.top_k, optional=True)
-        _check_positive_int(self.name, "min_count", self.min_count, optional=False)
-        _check_positive_int(self.name, "num_oov_indices", self.num_oov_indices,
-                            optional=False, minimum=0)
-        _check_choice(self.name, "output_mode", self.output_mode, LOOKUP_OUTPUT_MODES)
+        _check_lookup_fields(self)
         for field in ("mask_token", "default_value"):
             value = getattr(self, field)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
