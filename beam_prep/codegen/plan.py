@@ -33,6 +33,14 @@ refused.
 Stages: every output is computed in the ``data`` stage (``tf.data``) except Normalization,
 which is in the ``model`` stage: the TPU split of the Keras preprocessing guide.
 
+Missing values (``default_value``): the analysis replaces a missing cell by the feature's
+``default_value`` before counting, so the layers must too. At the layer input "missing" is
+``""`` for string and text inputs, ``NaN`` for float32 inputs and :data:`MISSING_INTEGER`
+(the smallest int64) for int64 inputs; a feature with a ``default_value`` gets a
+``FillMissing`` layer ``<name>_fill_missing`` (:attr:`FeaturePlan.fill`) applied to the raw
+input before every chain of that feature (one shared instance, so it also runs inside the
+model stage before Normalization). Features without ``default_value`` get no such layer.
+
 Empty vocabularies: Keras cannot build a lookup table from an empty file or list, so an
 empty vocabulary becomes a one-token *list* vocabulary holding a sentinel that real data
 never contains; every real input then maps to OOV (``[UNK]`` for text). The layer's
@@ -58,6 +66,10 @@ Stage = Literal["data", "model"]
 # columns) and the integer one (the smallest int64).
 EMPTY_VOCABULARY_TOKEN = "\x00beam_prep:empty_vocabulary\x00"
 EMPTY_VOCABULARY_INTEGER = -(2**63)
+
+# "Missing" at an int64 layer input (the analysis' null); never a real value in practice.
+MISSING_INTEGER = -(2**63)
+FILL_MISSING_CLASS = "FillMissing"
 
 INPUT_DTYPES = {"string": "string", "integer": "int64", "text": "string", "numeric": "float32"}
 BUCKET_SUFFIX = "_bucket"
@@ -147,6 +159,8 @@ class FeaturePlan:
         summary: One-line description for docstrings.
         tf_idf: Set for tf_idf text features.
         column: Data column the raw input reads (``tf.data`` batches are keyed by column).
+        fill: The ``FillMissing`` layer (arg ``default_value``) applied to the raw input
+            before each output's ``layers``; None when the feature has no default_value.
     """
 
     name: str
@@ -156,6 +170,11 @@ class FeaturePlan:
     summary: str
     tf_idf: TfIdfPlan | None = None
     column: str = ""
+    fill: LayerPlan | None = None
+
+    def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
+        """Every layer applied to the raw input for ``output`` (the fill layer first)."""
+        return ((self.fill,) if self.fill is not None else ()) + output.layers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +194,10 @@ class ModulePlan:
     def outputs(self) -> tuple[OutputPlan, ...]:
         """All outputs in feature order."""
         return tuple(o for f in self.features for o in f.outputs)
+
+    def has_defaults(self) -> bool:
+        """Whether any feature replaces missing inputs by its default_value."""
+        return any(f.fill is not None for f in self.features)
 
 
 def _vocabulary_arg(art: Artifacts, name: str, empty_token: Any) -> tuple[Any, bool, int]:
@@ -279,7 +302,8 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
             boundaries = []
             summary += "; no boundaries (no data): every value in bucket 0"
         else:
-            summary += f"; {len(boundaries) + 1} buckets, NaN in the last one"
+            summary += f"; {len(boundaries) + 1} buckets" + (
+                ", NaN in the last one" if f.default_value is None else "")
         disc = LayerPlan("Discretization", f"{f.name}_discretization",
                          (("bin_boundaries", [float(b) for b in boundaries]),))
         outputs.append(OutputPlan(f.name + BUCKET_SUFFIX, (disc,), dtype="int32"))
@@ -300,12 +324,32 @@ def _hashed(f: Any) -> FeaturePlan:
     return FeaturePlan(f.name, "hashed", dtype, (output,), summary)
 
 
+def _with_fill(fp: FeaturePlan, f: Any) -> FeaturePlan:
+    """Adds the FillMissing layer (and a note in the summary) when ``f`` has a default."""
+    default = getattr(f, "default_value", None)
+    if default is None:
+        return dataclasses.replace(fp, column=f.source_column)
+    if fp.dtype == "float32":
+        default = float(default)
+        if default != default or default in (float("inf"), float("-inf")):
+            raise SpecError(
+                f"Feature {f.name!r}: `default_value` must be a finite number for the "
+                f"generated layers. Received: default_value={default!r}. Fix: use a finite "
+                "number, or drop default_value."
+            )
+    missing = {"string": '""', "int64": "the smallest int64", "float32": "NaN"}[fp.dtype]
+    fill = LayerPlan(FILL_MISSING_CLASS, f"{f.name}_fill_missing", (("default_value", default),))
+    summary = fp.summary + f" Missing ({missing}) is replaced by default_value={default!r}."
+    return dataclasses.replace(fp, column=f.source_column, fill=fill, summary=summary)
+
+
 def _check_names(features: tuple[FeaturePlan, ...]) -> None:
     owner: dict[str, str] = {}
     for fp in features:
         names = [("input", fp.name)]
         names += [("output", o.key) for o in fp.outputs if o.key != fp.name]
         names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
+        names += [("layer", fp.fill.name)] if fp.fill is not None else []
         for what, n in names:
             if n in owner:
                 raise SpecError(
@@ -344,8 +388,7 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
             features.append(_numeric(art, f))
         else:
             features.append(_hashed(f))
-    planned = tuple(dataclasses.replace(fp, column=f.source_column)
-                    for fp, f in zip(features, art.spec.features))
+    planned = tuple(_with_fill(fp, f) for fp, f in zip(features, art.spec.features))
     _check_names(planned)
     files = []
     for name in art.feature_names:

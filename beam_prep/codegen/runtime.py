@@ -4,7 +4,9 @@
 (:mod:`beam_prep.codegen.plan`) and offers the generated module's functions as methods:
 ``raw_inputs``, ``input_signature``, ``build_layers``, ``build_preprocessor(stage=...)``,
 ``encoded_inputs``, ``raw_columns``, ``make_dataset_fn`` and ``build_inference_model``.
-Layer classes, arguments and names are identical, so outputs are too (tested).
+Layer classes, arguments and names are identical, so outputs are too (tested), including
+the ``FillMissing`` layer (:mod:`beam_prep.codegen.missing`) that replaces missing raw
+inputs by a feature's ``default_value``.
 
 Example:
     >>> import beam_prep
@@ -21,6 +23,8 @@ from typing import Any
 
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_TOKEN,
+    FILL_MISSING_CLASS,
+    MISSING_INTEGER,
     LayerPlan,
     TfIdfPlan,
     TfIdfState,
@@ -74,7 +78,13 @@ class PreprocessingLayers:
         input_columns: Feature name -> data column read by ``raw_columns``.
         outputs: Encoded key -> (raw input name, stage).
         output_specs: Encoded key -> (dtype, shape) of what the layers return.
+        default_values: Feature name -> default_value, for the features whose missing
+            raw inputs are replaced (the generated module's ``DEFAULT_VALUES``).
+        missing_values: Raw dtype -> the value that means "missing" at the layer input.
     """
+
+    missing_values: dict[str, Any] = {"string": "", "float32": float("nan"),
+                                      "int64": MISSING_INTEGER}
 
     def __init__(self, path: str, *, verify: bool = True) -> None:
         self.path = path
@@ -84,6 +94,8 @@ class PreprocessingLayers:
         self.input_columns = {f.name: f.column for f in self.plan.features}
         self.outputs = {o.key: (f.name, o.stage) for f in self.plan.features for o in f.outputs}
         self.output_specs = {o.key: (o.dtype, (None, o.width)) for o in self.plan.outputs()}
+        self.default_values = {f.name: f.fill.args[0][1] for f in self.plan.features
+                               if f.fill is not None}
 
     @property
     def fingerprint(self) -> str:
@@ -101,6 +113,10 @@ class PreprocessingLayers:
                 assert tf_idf is not None
                 value = tf_idf[0] if value.part == "vocabulary" else tf_idf[1]
             kwargs[key] = value
+        if lp.cls == FILL_MISSING_CLASS:
+            from beam_prep.codegen.missing import FillMissing
+
+            return FillMissing(**kwargs, name=lp.name)
         return getattr(keras.layers, lp.cls)(**kwargs, name=lp.name)
 
     def build_feature_layers(self, name: str) -> dict[str, list[Any]]:
@@ -108,7 +124,10 @@ class PreprocessingLayers:
         for fp in self.plan.features:
             if fp.name == name:
                 state = tf_idf_state(self.path, fp.tf_idf) if fp.tf_idf else None
-                return {o.key: [self._layer(lp, state) for lp in o.layers] for o in fp.outputs}
+                # One FillMissing instance shared by the feature's outputs (unique name).
+                fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
+                return {o.key: fill + [self._layer(lp, state) for lp in o.layers]
+                        for o in fp.outputs}
         raise SpecError(f"No feature named {name!r}. Known features: {list(self.input_dtypes)}")
 
     def build_layers(self) -> dict[str, list[Any]]:

@@ -5,7 +5,9 @@ Python (Counter, sorted, math) from in-memory columns, following the contract in
 ``beam_prep/io/artifacts.py``: count descending, ties by the token's UTF-8 bytes
 descending; integers ranked as decimal strings; text standardised like Keras for ASCII
 (lower-case, strip ``string.punctuation``), split on whitespace, n-grams joined by spaces.
-Boundaries are passed in by hand (``boundaries={name: [...]}``).
+Boundaries are passed in by hand (``boundaries={name: [...]}``). A missing cell (None) is
+replaced by the feature's ``default_value`` before counting, as the analysis does; NaN is
+not missing (excluded from the moments).
 
 Example:
     >>> write_artifacts(tmp, {"features": [{"name": "c", "kind": "string"}]},
@@ -119,7 +121,8 @@ def write_artifacts(path: str, spec: dict[str, Any], columns: dict[str, list[Any
                                           "dropped_top_k": _dropped(),
                                           "excluded_unwritable": _dropped()}}
         elif f.kind == "numeric":
-            xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+            filled = [v if v is not None else f.default_value for v in values]
+            xs = [float(v) for v in filled if v is not None and not math.isnan(float(v))]
             n = len(xs)
             mean = sum(xs) / n if n else None
             var = sum((x - mean) ** 2 for x in xs) / n if n else None

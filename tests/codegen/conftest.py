@@ -43,12 +43,52 @@ ALL_KINDS_DATA: dict[str, list[Any]] = {
 }
 PRICE_BOUNDARIES = [9.5, 12.5, 15.0]
 
+# Every kind that has a default_value, with missing cells (None) in the data; `city`,
+# `age` and `user_id` have none and must behave as in the all-kinds module.
+DEFAULTS_SPEC: dict[str, Any] = {"features": [
+    {"name": "country", "kind": "string", "num_oov_indices": 2, "default_value": "US"},
+    {"name": "device", "kind": "string", "output_mode": "one_hot", "column": "device_type",
+     "default_value": "phone"},
+    {"name": "rare", "kind": "string", "min_count": 100, "default_value": "zz"},
+    {"name": "city", "kind": "string"},
+    {"name": "store_id", "kind": "integer", "default_value": 99},
+    {"name": "shelf", "kind": "integer", "output_mode": "multi_hot", "default_value": 0},
+    {"name": "title", "kind": "text", "ngrams": 2, "output_sequence_length": 5,
+     "default_value": "no title"},
+    {"name": "review", "kind": "text", "output_mode": "tf_idf", "default_value": "none"},
+    {"name": "price", "kind": "numeric", "num_buckets": 4, "default_value": 20.0},
+    {"name": "age", "kind": "numeric"},
+    {"name": "user_id", "kind": "hashed", "num_bins": 16, "salt": 7},
+]}
+
+DEFAULTS_DATA: dict[str, list[Any]] = {
+    "country": ["US", "DE", None, "FR", "DE", None, "JP", "DE"],
+    "device_type": ["tablet", None, "desktop", "phone", None, "desktop", "tv", "desktop"],
+    "rare": ["x", None, "y", "x", "z", None, "x", "y"],
+    "city": ["Paris", None, "Rome", "Paris", "Oslo", "Rome", "Paris", None],
+    "store_id": [10, 20, None, 10, 30, None, 20, None],
+    "shelf": [3, None, 3, 1, 2, 3, None, 1],
+    "title": ["Red shoes", None, "red hat", "blue shoes", None, "hat", "scarf", "red scarf"],
+    "review": ["great shoes", "bad fit", None, "great fit", None, "ok", None, "great"],
+    "price": [10.0, None, 7.5, 12.0, float("nan"), 15.0, None, 30.0],
+    "age": [31.0, 45.0, None, 38.0, 22.0, 51.0, 27.0, 33.0],
+    "user_id": ["u1", "u2", "u3", "u1", "u4", "u5", "u2", "u6"],
+}
+DEFAULTS_PRICE_BOUNDARIES = [10.0, 15.0, 20.0]
+
 
 @pytest.fixture(scope="session")
 def all_kinds_artifacts(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(tmp_path_factory.mktemp("artifacts_all_kinds"))
     return write_artifacts(path, ALL_KINDS_SPEC, ALL_KINDS_DATA,
                            boundaries={"price": PRICE_BOUNDARIES})
+
+
+@pytest.fixture(scope="session")
+def defaults_artifacts(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("artifacts_defaults"))
+    return write_artifacts(path, DEFAULTS_SPEC, DEFAULTS_DATA,
+                           boundaries={"price": DEFAULTS_PRICE_BOUNDARIES})
 
 
 def import_module_from(path: str, name: str) -> ModuleType:

@@ -1,0 +1,71 @@
+"""The ``FillMissing`` Keras layer of the runtime twin: missing raw input -> default_value.
+
+The analysis replaces a missing cell by the feature's ``default_value`` before counting;
+this layer does the same at the layer input, so training and serving see the data the
+statistics describe. "Missing" at the layer input:
+
+=============  =========================================================================
+raw dtype      missing value
+=============  =========================================================================
+string         ``""`` (also what ``tf.data.experimental.CsvDataset`` gives an empty field)
+float32        ``NaN`` (a real NaN is indistinguishable, so it is replaced too)
+int64          :data:`MISSING_INTEGER`, the smallest int64
+=============  =========================================================================
+
+The generated module renders the same class from ``templates/fill_missing.py.j2``; a test
+checks the two definitions are identical. Imports Keras and TensorFlow (import lazily).
+
+Example:
+    >>> fill = FillMissing(0.0, name="price_fill_missing")            # doctest: +SKIP
+    >>> fill(tf.constant([[float("nan")], [2.0]])).numpy().tolist()   # doctest: +SKIP
+    [[0.0], [2.0]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from beam_prep.codegen.plan import MISSING_INTEGER
+
+MISSING_VALUES: dict[str, Any] = {"string": "", "float32": float("nan"), "int64": MISSING_INTEGER}
+
+
+class FillMissing(keras.layers.Layer):
+    """Replaces missing raw inputs by the feature's ``default_value``, as the analysis did.
+
+    Missing is ``""`` for strings, ``NaN`` for floats and ``MISSING_INTEGER`` for integers.
+    Other values pass through unchanged (same dtype and shape).
+
+    Example:
+        >>> fill = FillMissing("US", name="country_fill_missing")
+        >>> fill(tf.constant([[""], ["DE"]])).numpy().tolist()
+        [[b'US'], [b'DE']]
+    """
+
+    def __init__(self, default_value: Any, **kwargs: Any) -> None:
+        super().__init__(trainable=False, autocast=False, **kwargs)
+        self.default_value = default_value
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+
+    def call(self, inputs: Any) -> Any:
+        x = tf.convert_to_tensor(inputs)
+        if x.dtype == tf.string:
+            missing = tf.equal(x, "")
+        elif x.dtype.is_floating:
+            missing = tf.math.is_nan(x)
+        else:
+            missing = tf.equal(x, tf.constant(MISSING_INTEGER, x.dtype))
+        return tf.where(missing, tf.constant(self.default_value, x.dtype), x)
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape
+
+    def compute_output_spec(self, inputs: Any) -> Any:
+        return keras.KerasTensor(inputs.shape, dtype=inputs.dtype)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "default_value": self.default_value}
