@@ -331,12 +331,6 @@ def _with_fill(fp: FeaturePlan, f: Any) -> FeaturePlan:
         return dataclasses.replace(fp, column=f.source_column)
     if fp.dtype == "float32":
         default = float(default)
-        if default != default or default in (float("inf"), float("-inf")):
-            raise SpecError(
-                f"Feature {f.name!r}: `default_value` must be a finite number for the "
-                f"generated layers. Received: default_value={default!r}. Fix: use a finite "
-                "number, or drop default_value."
-            )
     missing = {"string": '""', "int64": "the smallest int64", "float32": "NaN"}[fp.dtype]
     fill = LayerPlan(FILL_MISSING_CLASS, f"{f.name}_fill_missing", (("default_value", default),))
     summary = fp.summary + f" Missing ({missing}) is replaced by default_value={default!r}."

@@ -15,18 +15,27 @@ from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
 from tests.codegen.artifact_fixtures import write_artifacts
 
-GOLDEN = os.path.join(os.path.dirname(os.path.dirname(__file__)), "golden",
-                      "preprocessing_all_kinds.py")
+GOLDEN_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "golden")
 DEFAULT_DIR = "gs://example-bucket/run-1/artifacts"
+# Fixture -> golden file. The all-kinds spec has no default_value: its module must not
+# change when the missing-value handling does (no FillMissing code rendered).
+GOLDENS = [("all_kinds_artifacts", "preprocessing_all_kinds.py"),
+           ("defaults_artifacts", "preprocessing_defaults.py")]
+FIXTURES = [fixture for fixture, _ in GOLDENS]
+CODEGEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "beam_prep", "codegen")
 
 
-def test_golden_file(all_kinds_artifacts: str) -> None:
-    code = render_module(Artifacts(all_kinds_artifacts), default_artifacts_dir=DEFAULT_DIR)
+@pytest.mark.parametrize("fixture,golden", GOLDENS)
+def test_golden_file(fixture: str, golden: str, request: pytest.FixtureRequest) -> None:
+    art = Artifacts(request.getfixturevalue(fixture))
+    code = render_module(art, default_artifacts_dir=DEFAULT_DIR)
+    path = os.path.join(GOLDEN_DIR, golden)
     if os.environ.get("BEAM_PREP_UPDATE_GOLDEN"):
-        with open(GOLDEN, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8") as f:
             f.write(code)
-    with open(GOLDEN, encoding="utf-8") as f:
-        assert code == f.read(), "rendered module differs from tests/golden (see git diff)"
+    with open(path, encoding="utf-8") as f:
+        assert code == f.read(), f"rendered module differs from tests/golden/{golden}"
 
 
 def test_deterministic_and_independent_of_location(all_kinds_artifacts: str,
@@ -45,9 +54,11 @@ def test_deterministic_and_independent_of_location(all_kinds_artifacts: str,
     assert f'ARTIFACTS_DIR = "{os.path.abspath(copy)}"' in local
 
 
-def test_ruff_clean_and_imports_only_keras_tensorflow(all_kinds_artifacts: str,
-                                                      tmp_path) -> None:
-    code = render_module(Artifacts(all_kinds_artifacts), default_artifacts_dir=DEFAULT_DIR)
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_ruff_clean_and_imports_only_keras_tensorflow(fixture: str, tmp_path,
+                                                      request: pytest.FixtureRequest) -> None:
+    code = render_module(Artifacts(request.getfixturevalue(fixture)),
+                         default_artifacts_dir=DEFAULT_DIR)
     path = tmp_path / "preprocessing.py"
     path.write_text(code, encoding="utf-8")
     ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
@@ -65,19 +76,60 @@ def test_ruff_clean_and_imports_only_keras_tensorflow(all_kinds_artifacts: str,
     assert third_party == {"keras", "tensorflow"}
 
 
-def test_one_builder_per_feature_with_explicit_names(all_kinds_artifacts: str) -> None:
-    code = render_module(Artifacts(all_kinds_artifacts), default_artifacts_dir=DEFAULT_DIR)
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_one_builder_per_feature_with_explicit_names(fixture: str,
+                                                     request: pytest.FixtureRequest) -> None:
+    art = Artifacts(request.getfixturevalue(fixture))
+    code = render_module(art, default_artifacts_dir=DEFAULT_DIR)
     tree = ast.parse(code)
     builders = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)
                 and n.name.startswith("build_") and n.name.endswith("_layers")
                 and n.name != "build_layers"]
-    names = Artifacts(all_kinds_artifacts).feature_names
-    assert builders == [f"build_{n}_layers" for n in names]
+    assert builders == [f"build_{n}_layers" for n in art.feature_names]
     for call in ast.walk(tree):
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Attribute)
-                and call.func.value.attr == "layers"):
+        if isinstance(call, ast.Call) and (
+                (isinstance(call.func, ast.Attribute)
+                 and isinstance(call.func.value, ast.Attribute)
+                 and call.func.value.attr == "layers")
+                or (isinstance(call.func, ast.Name) and call.func.id == "FillMissing")):
             assert "name" in [k.arg for k in call.keywords], ast.unparse(call)
+
+
+def _class_def(code: str, name: str) -> ast.ClassDef:
+    (node,) = [n for n in ast.parse(code).body if isinstance(n, ast.ClassDef) and n.name == name]
+    return node
+
+
+def test_fill_missing_rendered_only_with_defaults(all_kinds_artifacts: str,
+                                                  defaults_artifacts: str) -> None:
+    plain = render_module(Artifacts(all_kinds_artifacts), default_artifacts_dir=DEFAULT_DIR)
+    for absent in ("FillMissing", "MISSING_INTEGER", "DEFAULT_VALUES", "_fill_missing"):
+        assert absent not in plain
+    code = render_module(Artifacts(defaults_artifacts), default_artifacts_dir=DEFAULT_DIR)
+    # The generated class is the runtime twin's class, statement for statement.
+    with open(os.path.join(CODEGEN, "missing.py"), encoding="utf-8") as f:
+        library = f.read()
+    assert ast.dump(_class_def(code, "FillMissing")) == \
+        ast.dump(_class_def(library, "FillMissing"))
+    namespace: dict = {}
+    exec(compile(ast.Module([n for n in ast.parse(code).body if isinstance(n, ast.Assign)
+                             and n.targets[0].id in ("MISSING_INTEGER", "DEFAULT_VALUES")],
+                            []), "<generated>", "exec"), namespace)
+    assert namespace["MISSING_INTEGER"] == -(2**63)
+    # Every feature with a default_value in the spec, typed like its raw input.
+    assert namespace["DEFAULT_VALUES"] == {
+        "country": "US", "device": "phone", "rare": "zz", "store_id": 99, "shelf": 0,
+        "title": "no title", "review": "none", "price": 20.0}
+    assert isinstance(namespace["DEFAULT_VALUES"]["price"], float)
+    # One FillMissing per defaulted feature, shared by all of its outputs.
+    for name in namespace["DEFAULT_VALUES"]:
+        assert code.count(f"name={name + '_fill_missing'!r}") == 1, name
+    builder = [n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)
+               and n.name == "build_price_layers"][0]
+    returned = builder.body[-1]
+    assert isinstance(returned, ast.Return) and isinstance(returned.value, ast.Dict)
+    assert [ast.literal_eval(k) for k in returned.value.keys] == ["price", "price_bucket"]
+    assert [ast.unparse(c.elts[0]) for c in returned.value.values] == ["fill", "fill"]
 
 
 def _fixture(tmp_path, features, data) -> Artifacts:
