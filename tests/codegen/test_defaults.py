@@ -153,3 +153,59 @@ def test_defaults_data_has_missing_cells_for_each_defaulted_feature() -> None:
     columns = {"device": "device_type"}
     for name in DEFAULTED:
         assert None in DEFAULTS_DATA[columns.get(name, name)], name
+
+
+CSV = """country,store_id,title,price,label
+US,10,red shoes,10.5,1
+,20,,,0
+DE,,blue hat,12.0,1
+,10,red hat,,0
+FR,30,,7.0,1
+US,,hat,4.5,0
+"""
+SPEC_YAML = """features:
+  - {name: country, kind: string, default_value: DE}
+  - {name: store_id, kind: integer, default_value: 0}
+  - {name: title, kind: text, output_sequence_length: 3, default_value: unknown}
+  - {name: price, kind: numeric, default_value: 0.0}
+"""
+
+
+def test_real_analysis_and_csv_dataset_agree_on_missing_cells(tmp_path) -> None:
+    """Empty CSV fields: the analysis fills them, and so does the generated module."""
+    from pipelines import analyze
+
+    (tmp_path / "data.csv").write_text(CSV, encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text(SPEC_YAML, encoding="utf-8")
+    artifacts = str(tmp_path / "artifacts")
+    analyze.run(["--spec", str(tmp_path / "spec.yaml"), "--input", str(tmp_path / "data.csv"),
+                 "--output", artifacts])
+    generate(artifacts, str(tmp_path / "pp.py"))
+    pp = import_module_from(str(tmp_path / "pp.py"), "bp_generated_defaults_csv")
+
+    # tf.data reads an empty field as the missing marker of its column's dtype.
+    missing = {"string": "", "int64": tf.constant(pp.MISSING_INTEGER, tf.int64),
+               "float32": tf.constant(NAN, tf.float32)}
+    header = CSV.splitlines()[0].split(",")
+    defaults = [missing[pp.INPUT_DTYPES[c]] if c in pp.INPUT_DTYPES else tf.constant(0, tf.int64)
+                for c in header]
+    ds = tf.data.experimental.CsvDataset(str(tmp_path / "data.csv"), defaults, header=True)
+    ds = ds.map(lambda *cols: dict(zip(header, cols))).batch(6).map(pp.make_dataset_fn())
+    got = {k: v.numpy() for k, v in next(iter(ds)).items()}
+
+    # country, filled: DE 1+2, US 2, FR 1 -> DE=1, US=2, FR=3 (one OOV slot).
+    assert got["country"][:, 0].tolist() == [2, 1, 1, 1, 3, 2]
+    # store_id, filled: 10 x2, 0 x2, 30, 20 -> 10=1, 0=2, 30=3, 20=4 (ties by decimal
+    # string descending).
+    assert got["store_id"][:, 0].tolist() == [1, 4, 2, 1, 3, 2]
+    # Moments of the filled column (the analysis counted the 0.0 defaults).
+    filled = np.array([10.5, 0.0, 12.0, 0.0, 7.0, 4.5])
+    np.testing.assert_allclose(got["price"][:, 0], (filled - filled.mean()) / filled.std(),
+                               rtol=1e-5)
+    # Missing titles encode like the text "unknown", a vocabulary token (not [UNK] = 1).
+    unknown = pp.build_preprocessor()({
+        "country": tf.constant([["DE"]]), "store_id": tf.constant([[0]], tf.int64),
+        "title": tf.constant([["unknown"]]), "price": tf.constant([[0.0]])})
+    for row in (1, 4):
+        np.testing.assert_array_equal(got["title"][row], unknown["title"].numpy()[0])
+    assert got["title"][1][0] >= 2 and got["title"][1][1:].tolist() == [0, 0]
