@@ -2,8 +2,10 @@
 
 Every option not listed in ``--help`` is passed to Beam (``--runner``,
 ``--direct_running_mode``, ``--direct_num_workers``, Dataflow flags, ...). The default runner is
-the DirectRunner in ``in_memory`` mode, pinned explicitly so a machine where Prism can be
-downloaded gives the same files as one where it cannot.
+Beam's FnApiRunner (in-process; ``--direct_running_mode=multi_processing
+--direct_num_workers=N`` for N worker processes), pinned by its dotted path as in
+``pipelines/analyze.py`` so a machine where Prism can be downloaded gives the same files as one
+where it cannot.
 
 Example:
     $ beam-prep make-elwc --input 'logs/*.txt' --input_format letor --output elwc/ \\
@@ -20,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from beam_prep.errors import ArtifactError, InputError, SpecError
 from beam_prep.io import filesystem
@@ -32,11 +34,17 @@ from beam_prep.ranking.options import (
     parse_splits,
 )
 from beam_prep.ranking.transforms import (
+    DEFAULT_SPLIT_BYTES,
     STATS_FILENAME,
     ConvertToELWC,
     WriteELWC,
     list_input_files,
 )
+
+# Beam's in-process FnApiRunner (what the DirectRunner falls back to when it cannot download
+# Prism), named explicitly as in pipelines/analyze.py so the local run does not depend on a
+# download. It honours --direct_running_mode=multi_processing and --direct_num_workers.
+DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 
 
 def _csv(text: str | None) -> tuple[str, ...]:
@@ -68,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--example_columns", default=None,
                    help="Tabular inputs: comma-separated document-level columns written as "
                         "example features. Default: every other column.")
+    g.add_argument("--input_split_bytes", type=int, default=DEFAULT_SPLIT_BYTES,
+                   help="LETOR: uncompressed files are parsed in pieces of at most this many "
+                        "bytes, cut at line starts, so several workers share a large file (0: "
+                        f"whole files). The output does not depend on it. Default: "
+                        f"{DEFAULT_SPLIT_BYTES}.")
     g.add_argument("--max_bad_fraction", type=float, default=0.01,
                    help="Fail (write no shard) when rejected lines / lines exceeds this. "
                         "Default: 0.01.")
@@ -167,12 +180,12 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     opts = options_from_args(args)
     files = list_input_files(args.input, opts)
     _prepare_output(args.output, args.overwrite)
-    if not any(a.startswith("--runner") for a in beam_args):
-        beam_args = ["--runner=DirectRunner", *beam_args]
-        if not any(a.startswith("--direct_running_mode") for a in beam_args):
-            beam_args.append("--direct_running_mode=in_memory")
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
-    _ = pipeline | "ConvertToELWC" >> ConvertToELWC(files, opts) \
+    options = PipelineOptions(beam_args)
+    if options.view_as(StandardOptions).runner is None:
+        options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | "ConvertToELWC" >> ConvertToELWC(files, opts,
+                                                   split_bytes=args.input_split_bytes) \
         | "WriteELWC" >> WriteELWC(args.output, opts)
     result = pipeline.run()
     result.wait_until_finish()

@@ -1,30 +1,43 @@
-"""Turn the merged documents of one query into serialized ELWC lists (no Beam here).
+"""Turn the documents of one output shard into serialized ELWC lists (no Beam here).
+
+The shard's blocks are merged in input order, the documents sorted by query id (stable, so a
+query keeps its input order), each query cut into lists by the list policy, and whole batches of
+documents encoded at once (dense LETOR features: one numpy fill per batch; each list is then a
+slice of a byte matrix).
 
 Example:
     >>> import numpy as np
-    >>> from beam_prep.ranking.lists import DocChunk
+    >>> from beam_prep.ranking.lists import DocBlock
     >>> opts = ElwcOptions(input_format="letor")
     >>> spec = feature_spec_from_layout({"ids": np.array([1, 2])}, opts)
     >>> [f.name for f in spec.example]
     ['f1', 'f2']
-    >>> c = DocChunk("q", 0, np.array([1]), np.array([1.0]),
-    ...              sparse=(np.array([0, 1]), np.array([2]), np.array([0.5], np.float32)))
+    >>> b = DocBlock((0, 0), np.array(["q", "p"], dtype=object), np.array([0, 1, 0]),
+    ...              np.array([1.0, 0.0, 2.0]),
+    ...              sparse=(np.array([0, 1, 1, 2]), np.array([2, 1]),
+    ...                      np.array([0.5, 3.0], np.float32)))
     >>> builder = ListBuilder(opts, {"ids": np.array([1, 2])})
-    >>> [(split, part) for split, part, _ in builder.build(c)[0]]
-    [('train', 0)]
+    >>> [(qid, part) for qid, part, _ in builder.build("train", [b])[0]]
+    [('p', 0), ('q', 0)]
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from beam_prep.errors import InputError
-from beam_prep.ranking.encode import DenseFloatEncoder, encode_elwc, encode_features
+from beam_prep.ranking.encode import (
+    DenseFloatEncoder,
+    encode_elwc,
+    encode_features,
+    frame_example,
+)
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
-from beam_prep.ranking.lists import DocChunk, plan_lists, split_of
+from beam_prep.ranking.lists import DocBlock, csr_rows, merge_blocks, plan_lists
 from beam_prep.ranking.options import ElwcOptions
 
 
@@ -71,16 +84,19 @@ def _label_key(x: float) -> str:
 
 
 class ListBuilder:
-    """Builds the ELWC records of one query; construct once per worker (it caches encoders).
+    """Builds the ELWC records of one output shard; construct once per worker (caches encoders).
 
     Args:
         opts: conversion options.
         layout: merged feature layout from :class:`~beam_prep.ranking.sources.LayoutCombineFn`.
+        batch_documents: documents encoded per numpy batch (bounds the temporary matrices).
     """
 
-    def __init__(self, opts: ElwcOptions, layout: dict[str, Any]) -> None:
+    def __init__(self, opts: ElwcOptions, layout: dict[str, Any], *,
+                 batch_documents: int = 8192) -> None:
         self.opts = opts
         self.spec = feature_spec_from_layout(layout, opts)
+        self.batch_documents = batch_documents
         self._ids = letor_ids(layout, opts) if opts.is_letor else None
         self._dense = None
         if opts.is_letor:
@@ -92,64 +108,118 @@ class ListBuilder:
             raise InputError(f"label name {opts.label_name!r} is also a feature name; choose "
                              "another --label_name or rename the column.")
         self._kinds = {f.name: f.dtype for f in (*self.spec.context, *self.spec.example)}
+        self._empty_context = encode_elwc([], encode_features({}))
 
-    def build(self, chunk: DocChunk) -> tuple[list[tuple[str, int, bytes]], dict[str, Any]]:
-        """Returns ``[(split, part index, ELWC bytes)]`` and the query's statistics."""
+    def build(self, split: str, blocks: Iterable[DocBlock]
+              ) -> tuple[list[tuple[str, int, bytes]], dict[str, Any]]:
+        """ELWC records of one ``(split, shard)``, in output order, and their statistics.
+
+        Args:
+            split: the split every query of ``blocks`` belongs to (for the statistics).
+            blocks: the shard's documents; merged in input order.
+
+        Returns:
+            ``[(query id, part index, ELWC bytes)]`` sorted by query id then part, and a
+            statistics dict (``{}`` when there is no query) to be summed over shards.
+        """
         o = self.opts
-        if o.label_dtype == "int64" and not np.all(np.mod(chunk.labels, 1) == 0):
-            bad = chunk.labels[np.mod(chunk.labels, 1) != 0][0]
-            raise InputError(f"label {bad} of query {chunk.qid!r} is not an integer but "
-                             "--label_dtype=int64; use --label_dtype=float.")
-        parts, events = plan_lists(len(chunk), chunk.labels, max_list_size=o.max_list_size,
+        block = merge_blocks(blocks)
+        if len(block) == 0:
+            return [], {}
+        names = block.qid_names.tolist()
+        if o.label_dtype == "int64":
+            frac = np.mod(block.labels, 1) != 0
+            if frac.any():
+                i = int(np.flatnonzero(frac)[0])
+                raise InputError(f"label {block.labels[i]} of query {names[block.qid_codes[i]]!r} "
+                                 "is not an integer but --label_dtype=int64; use "
+                                 "--label_dtype=float.")
+        order = np.argsort(block.qid_codes, kind="stable")
+        labels = block.labels[order]
+        bounds = np.zeros(len(names) + 1, np.int64)
+        np.cumsum(np.bincount(block.qid_codes, minlength=len(names)), out=bounds[1:])
+        events: collections.Counter[str] = collections.Counter()
+        plans: list[tuple[int, list[np.ndarray]]] = []
+        for q, qid in enumerate(names):
+            a, b = int(bounds[q]), int(bounds[q + 1])
+            parts, ev = plan_lists(b - a, labels[a:b], max_list_size=o.max_list_size,
                                    policy=o.list_policy, min_list_size=o.min_list_size,
-                                   drop_no_positive=o.drop_no_positive, seed=o.seed, qid=chunk.qid)
-        split = split_of(chunk.qid, o.splits, o.split_seed)
-        context = self._context(chunk)
-        examples = self._examples(chunk)
-        out, sizes = [], collections.Counter()
-        labels: collections.Counter[str] = collections.Counter()
-        docs = 0
-        for k, rows in enumerate(parts):
-            out.append((split, k, encode_elwc([examples[int(r)] for r in rows], context)))
-            sizes[str(len(rows))] += 1
-            docs += len(rows)
-            for v, c in collections.Counter(chunk.labels[rows].tolist()).items():
-                labels[_label_key(v)] += c
-        stats = {"queries": 1, "lists": len(parts), "documents": docs,
-                 "list_size_histogram": dict(sizes), "label_histogram": dict(labels),
-                 "splits": {split: {"lists": len(parts), "documents": docs}},
-                 "events": events}
+                                   drop_no_positive=o.drop_no_positive, seed=o.seed, qid=qid)
+            events.update(ev)
+            plans.append((q, [p + a for p in parts]))
+        out: list[tuple[str, int, bytes]] = []
+        q0 = 0
+        while q0 < len(names):  # encode whole queries, about batch_documents at a time
+            q1 = int(np.searchsorted(bounds, bounds[q0] + self.batch_documents, side="right")) - 1
+            q1 = min(max(q1, q0 + 1), len(names))
+            a, b = int(bounds[q0]), int(bounds[q1])
+            framed = self._frame(block, order[a:b], labels[a:b])
+            for q in range(q0, q1):
+                parts = plans[q][1]
+                if not parts:
+                    continue
+                context = self._context(block, names[q], int(order[bounds[q]]))
+                for k, rows in enumerate(parts):
+                    out.append((names[q], k, _join_rows(framed, rows - a) + context))
+            q0 = q1
+        kept = np.concatenate([p for _, parts in plans for p in parts] or [np.zeros(0, np.int64)])
+        values, counts = np.unique(labels[kept], return_counts=True)
+        label_hist: collections.Counter[str] = collections.Counter()
+        for v, c in zip(values.tolist(), counts.tolist()):
+            label_hist[_label_key(v)] += c
+        sizes = collections.Counter(str(len(p)) for _, parts in plans for p in parts)
+        docs = len(kept)
+        stats = {"queries": len(names), "lists": len(out), "documents": docs,
+                 "list_size_histogram": dict(sizes),
+                 "label_histogram": dict(label_hist),
+                 "splits": {split: {"lists": len(out), "documents": docs}},
+                 "events": dict(events)}
         return out, stats
 
-    def _context(self, chunk: DocChunk) -> bytes:
+    def _context(self, block: DocBlock, qid: str, first_row: int) -> bytes:
+        """The ``context`` field of the query's lists (query id and context columns)."""
         feats: dict[str, tuple[str, Any]] = {}
         if self.opts.query_id_feature:
-            feats[self.opts.query_id_feature] = ("string", [chunk.qid])
-        for name, value in chunk.context.items():
+            feats[self.opts.query_id_feature] = ("string", [qid])
+        for name, values in (block.context or {}).items():
+            value = values[first_row]
             if value is not None:
                 feats[name] = (self._kinds[name], _as_list(value))
-        return encode_features(feats)
+        if not feats:
+            return self._empty_context
+        return encode_elwc([], encode_features(feats))
 
-    def _examples(self, chunk: DocChunk) -> list[bytes]:
+    def _frame(self, block: DocBlock, rows: np.ndarray, labels: np.ndarray
+               ) -> np.ndarray | list[bytes]:
+        """Framed examples of the documents ``rows`` (see ``DenseFloatEncoder.frame_examples``)."""
         if self._dense is not None:
-            indptr, ids, vals = chunk.sparse  # type: ignore[misc]
-            dense = np.full((len(chunk), len(self._ids)), self.opts.missing_value, np.float32)
-            rows = np.repeat(np.arange(len(chunk)), np.diff(indptr))
-            dense[rows, np.searchsorted(self._ids, ids)] = vals
-            return self._dense.encode(dense, chunk.labels)
+            indptr, ids, vals = block.sparse  # type: ignore[misc]
+            idx, sub_indptr = csr_rows(indptr, rows)
+            dense = np.full((len(rows), len(self._ids)), self.opts.missing_value, np.float32)
+            doc = np.repeat(np.arange(len(rows)), np.diff(sub_indptr))
+            dense[doc, np.searchsorted(self._ids, ids[idx])] = vals[idx]
+            return self._dense.frame_examples(dense, labels)
         label_dtype = self.opts.label_dtype
-        cols = chunk.columns or {}
+        cols = block.columns or {}
         out = []
-        for i in range(len(chunk)):
-            lab = chunk.labels[i]
+        for r, lab in zip(rows.tolist(), labels.tolist()):
             feats: dict[str, tuple[str, Any]] = {
                 self.opts.label_name: (label_dtype, [int(lab) if label_dtype == "int64" else lab])}
             for name, values in cols.items():
-                v = values[i]
+                v = values[r]
                 if v is not None:
                     feats[name] = (self._kinds[name], _as_list(v))
-            out.append(encode_features(feats))
+            out.append(frame_example(encode_features(feats)))
         return out
+
+
+def _join_rows(framed: np.ndarray | list[bytes], rows: np.ndarray) -> bytes:
+    """Concatenated framed examples of ``rows`` (increasing)."""
+    if isinstance(framed, np.ndarray):
+        if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+            return framed[int(rows[0]):int(rows[-1]) + 1].tobytes()
+        return framed[rows].tobytes()
+    return b"".join(framed[int(r)] for r in rows)
 
 
 def _as_list(v: Any) -> list[Any]:

@@ -81,6 +81,11 @@ def encode_features(features: dict[str, tuple[str, Sequence[Any]]]) -> bytes:
     return _ld(0x0A, body) if body else b""
 
 
+def frame_example(example: bytes) -> bytes:
+    """One serialized Example as an ELWC ``examples`` field (what :func:`encode_elwc` joins)."""
+    return _ld(0x0A, example)
+
+
 def encode_elwc(examples: Iterable[bytes], context: bytes) -> bytes:
     """Serialized ``ExampleListWithContext`` (context always present, possibly empty)."""
     return b"".join(_ld(0x0A, e) for e in examples) + _ld(0x12, context)
@@ -147,6 +152,43 @@ class DenseFloatEncoder:
             v = varint(int(label))
             feat = _ld(0x1A, _ld(0x0A, v))
         return _ld(0x0A, self._label_key + _ld(0x12, feat))
+
+    def frame_examples(self, values: np.ndarray, labels: np.ndarray) -> np.ndarray | list[bytes]:
+        """Each document as an ELWC ``examples`` field: tag, length, serialized Example.
+
+        Concatenating the rows of a list and then ``encode_elwc([], context)`` gives the same
+        bytes as ``encode_elwc(self.encode(values, labels), context)``.
+
+        Returns:
+            A uint8 matrix ``[n, width]`` when every row has the same length (float labels, or
+            int64 labels whose varints have one length, e.g. all in ``[0, 127]``); otherwise a
+            list of ``bytes``.
+        """
+        n = values.shape[0]
+        labels = np.asarray(labels, dtype=np.float64)
+        uniq, inverse = np.unique(labels.view(np.int64), return_inverse=True)
+        entries = [self._label_entry(float(x)) for x in uniq.view(np.float64)]
+        if n == 0 or len({len(e) for e in entries}) != 1:
+            return [frame_example(e) for e in self.encode(values, labels)]
+        lab_len = len(entries[0])
+        body_len = self._pre.size + lab_len + self._post.size
+        example = b"\x0a" + varint(body_len)
+        head = b"\x0a" + varint(len(example) + body_len) + example
+        h, pre_end = len(head), len(head) + self._pre.size
+        post_start = pre_end + lab_len
+        template = np.zeros(post_start + self._post.size, np.uint8)
+        template[:h] = np.frombuffer(head, np.uint8)
+        template[h:pre_end] = self._pre
+        template[post_start:] = self._post
+        out = np.broadcast_to(template, (n, template.size)).copy()
+        for cols, offs in ((self._pre_cols, self._pre_offs + h),
+                           (self._post_cols, self._post_offs + post_start)):
+            if cols.size:
+                raw = np.ascontiguousarray(values[:, cols], dtype="<f4").view(np.uint8)
+                out[:, offs[:, None] + np.arange(4)] = raw.reshape(n, cols.size, 4)
+        table = np.frombuffer(b"".join(entries), np.uint8).reshape(len(entries), lab_len)
+        out[:, pre_end:post_start] = table[inverse.reshape(-1)]
+        return out
 
     def encode(self, values: np.ndarray, labels: np.ndarray) -> list[bytes]:
         """Serialized Examples for ``values`` ``[n, len(names)]`` float32 and ``labels`` ``[n]``."""

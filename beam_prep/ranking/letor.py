@@ -20,6 +20,8 @@ Example:
     >>> p = parse_letor(b"2 qid:7 3:0.5 1:1 # doc a\\n0 qid:7 1:2 1:3\\n", fmt="letor")
     >>> p.qids.tolist(), p.labels.tolist(), p.ids.tolist(), p.values.tolist()
     (['7', '7'], [2.0, 0.0], [3, 1, 1], [0.5, 1.0, 3.0])
+    >>> p.qid_names.tolist(), p.qid_codes.tolist()
+    (['7'], [0, 0])
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ class ParsedLetor:
     Attributes:
         line_numbers: 1-based line number of each document, int64 ``[n]``.
         labels: float64 ``[n]``.
-        qids: query id of each document, numpy object array of ``str`` ``[n]``.
+        qid_names: the distinct query ids (numpy object array of ``str``), first-seen order for
+            ``letor``, group order for ``lightgbm`` (may include empty groups).
+        qid_codes: int64 ``[n]``; document ``i`` belongs to query ``qid_names[qid_codes[i]]``.
         indptr: int64 ``[n + 1]``; document ``i``'s features are
             ``ids/values[indptr[i]:indptr[i+1]]``.
         ids: int64 feature ids, duplicates already resolved (last value wins).
@@ -66,12 +70,19 @@ class ParsedLetor:
 
     line_numbers: np.ndarray
     labels: np.ndarray
-    qids: np.ndarray
+    qid_names: np.ndarray
+    qid_codes: np.ndarray
     indptr: np.ndarray
     ids: np.ndarray
     values: np.ndarray
     rejected: tuple[tuple[int, str, str], ...]
     num_lines: int
+
+    @property
+    def qids(self) -> np.ndarray:
+        """Query id of each document (object array of ``str`` ``[n]``); builds ``n`` objects."""
+        return self.qid_names[self.qid_codes] if len(self.qid_codes) else \
+            np.array([], dtype=object)
 
 
 def parse_query_sizes(data: bytes, *, path: str = "<query file>") -> np.ndarray:
@@ -133,13 +144,10 @@ def parse_letor(
                 f"query file for {source!r} sums to {int(query_sizes.sum())} rows but the data "
                 f"file has {n_lines} non-blank lines. Fix the .query file so the sizes add up."
             )
-        groups = np.repeat(np.arange(len(query_sizes)), query_sizes)
+        groups = np.repeat(np.arange(len(query_sizes), dtype=np.int64), query_sizes)
         width = max(6, len(str(max(len(query_sizes) - 1, 0))))
         group_names = np.array([f"{source}:{g:0{width}d}" for g in range(len(query_sizes))],
                                dtype=object)
-        qids_all = group_names[groups] if n_lines else np.array([], dtype=object)
-    else:
-        qids_all = None
 
     ok = pc.match_substring_regex(arr, _LINE).to_numpy(zero_copy_only=False)
     head = pc.extract_regex(arr, _HEAD)
@@ -167,9 +175,12 @@ def parse_letor(
                      pa.float64()).to_numpy(zero_copy_only=False)
     good_lines = line_no[ok_final]
     if fmt == "letor":
-        qids = np.asarray(qid_col.filter(mask).to_pylist(), dtype=object)
+        encoded = pc.dictionary_encode(qid_col.filter(mask))
+        qid_names = np.array(encoded.dictionary.to_pylist(), dtype=object)
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     else:
-        qids = qids_all[ok_final]
+        qid_names = group_names
+        codes = groups[ok_final]
 
     rejected: list[tuple[int, str, str]] = []
     bad_idx = np.flatnonzero(~ok_final)
@@ -191,7 +202,7 @@ def parse_letor(
                                  "(--num_features)", lines[i_line - 1]))
             keep_doc = np.ones(len(counts), dtype=bool)
             keep_doc[bad_docs] = False
-            labels, qids, good_lines = labels[keep_doc], qids[keep_doc], good_lines[keep_doc]
+            labels, codes, good_lines = labels[keep_doc], codes[keep_doc], good_lines[keep_doc]
             keep_feat = keep_doc[doc_of]
             ids, vals64, doc_of = ids[keep_feat], vals64[keep_feat], doc_of[keep_feat]
             counts = counts[keep_doc]
@@ -202,7 +213,8 @@ def parse_letor(
     indptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     return ParsedLetor(
-        line_numbers=good_lines, labels=labels, qids=qids, indptr=indptr, ids=ids,
+        line_numbers=good_lines, labels=labels, qid_names=qid_names, qid_codes=codes,
+        indptr=indptr, ids=ids,
         values=vals, rejected=tuple(rejected), num_lines=n_lines,
     )
 
@@ -213,6 +225,9 @@ def _last_value_wins(
     """Drops earlier duplicates of (doc, id), keeping the original order of the survivors."""
     if len(ids) == 0:
         return ids, vals, np.zeros(n_docs, dtype=np.int64)
+    same_doc = doc_of[1:] == doc_of[:-1]
+    if not (same_doc & (ids[1:] <= ids[:-1])).any():  # ids increase within every document
+        return ids, vals, np.bincount(doc_of, minlength=n_docs).astype(np.int64)
     key = doc_of.astype(np.int64) * (1 << 31) + ids
     rev = key[::-1]
     _, first_in_rev = np.unique(rev, return_index=True)

@@ -1,15 +1,15 @@
 """Per-query document chunks, list policies, stable split/shard hashing and run statistics.
 
-A :class:`DocChunk` holds the documents of one query found in one input file (columnar). After
-GroupByKey the chunks of a query are merged in input order (file index, then line), the list
-policy turns the query into zero or more lists, and each list is assigned to a split and a shard
-by a hash of the query id (BLAKE2b, stable across processes and machines; all parts of a query
-land in the same split and shard).
+A :class:`DocBlock` holds the documents of many queries from one piece of input (columnar).
+Every query is assigned to a split and a shard by a hash of its id (BLAKE2b, stable across
+processes and machines; all parts of a query land in the same split and shard), so the pipeline
+groups blocks by ``(split, shard)``; the blocks of a shard are merged in input order (file,
+piece, line) and the list policy turns each query into zero or more lists.
 
 Example:
     >>> plan_lists(5, np.array([0, 1, 0, 0, 0.0]), max_list_size=2, policy="split",
     ...            min_list_size=1, drop_no_positive=False, seed=0, qid="q")[0]
-    [array([0, 1, 2]), array([3, 4])]
+    [array([0, 1]), array([2, 3]), array([4])]
 """
 
 from __future__ import annotations
@@ -25,57 +25,99 @@ import numpy as np
 
 
 @dataclasses.dataclass(frozen=True)
-class DocChunk:
-    """Documents of one query from one input file, in input order.
+class DocBlock:
+    """Documents of several queries from one piece of input, columnar, in input order.
+
+    One block is what one input split (byte range of a LETOR file, Parquet row group, whole
+    file) contributes to one output ``(split, shard)``; the pipeline moves these few large
+    elements instead of one element per query or per document.
 
     Attributes:
-        qid: query id (string).
-        file_index: index of the file in the sorted input file list.
-        line_numbers: 1-based line (LETOR) or row (tabular) number of each document, int64.
-        labels: float64 labels.
-        sparse: LETOR features as CSR ``(indptr, ids, values)`` or ``None``.
+        order: ``(file index, piece index)``: blocks are concatenated in this order, which is
+            input order (file, line).
+        qid_names: distinct query ids of the block (object array of ``str``).
+        qid_codes: int64 ``[n]``: document ``i`` belongs to ``qid_names[qid_codes[i]]``.
+        labels: float64 ``[n]``.
+        sparse: LETOR features as CSR ``(indptr int64 [n+1], ids int64, values float32)``.
         columns: tabular example features ``{name: per-document values}`` (``None`` = missing).
-        context: tabular context features of the query's first row in this file.
+        context: tabular context features ``{name: per-document values}``; a query takes the
+            value of its first document.
     """
 
-    qid: str
-    file_index: int
-    line_numbers: np.ndarray
+    order: tuple[int, int]
+    qid_names: np.ndarray
+    qid_codes: np.ndarray
     labels: np.ndarray
     sparse: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     columns: dict[str, list[Any]] | None = None
-    context: dict[str, Any] = dataclasses.field(default_factory=dict)
+    context: dict[str, list[Any]] | None = None
 
     def __len__(self) -> int:
         return len(self.labels)
 
+    def take(self, rows: np.ndarray) -> DocBlock:
+        """The documents ``rows`` (increasing) as a new block with compact query codes."""
+        used, codes = np.unique(self.qid_codes[rows], return_inverse=True)
+        sparse = None
+        if self.sparse is not None:
+            indptr, ids, vals = self.sparse
+            idx, new_indptr = csr_rows(indptr, rows)
+            sparse = (new_indptr, ids[idx], vals[idx])
+        keep = rows.tolist()
 
-def merge_chunks(chunks: Iterable[DocChunk]) -> DocChunk:
-    """Concatenates the chunks of one query in input order (file index, first line)."""
-    chunks = sorted(chunks, key=lambda c: (c.file_index, int(c.line_numbers[0]) if len(c) else 0))
-    if len(chunks) == 1:
-        return chunks[0]
-    first = chunks[0]
+        def pick(values: list[Any]) -> list[Any]:
+            return [values[i] for i in keep]
+
+        return DocBlock(
+            order=self.order, qid_names=self.qid_names[used], qid_codes=codes.astype(np.int64),
+            labels=self.labels[rows], sparse=sparse,
+            columns=None if self.columns is None else {k: pick(v) for k, v in self.columns.items()},
+            context=None if self.context is None else {k: pick(v) for k, v in self.context.items()})
+
+
+def csr_rows(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Value positions and new ``indptr`` of the CSR rows ``rows`` (in the given order)."""
+    starts, lens = indptr[rows], indptr[rows + 1] - indptr[rows]
+    new_indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lens, out=new_indptr[1:])
+    idx = np.arange(int(new_indptr[-1]), dtype=np.int64) + np.repeat(starts - new_indptr[:-1], lens)
+    return idx, new_indptr
+
+
+def merge_blocks(blocks: Iterable[DocBlock]) -> DocBlock:
+    """Concatenates blocks in input order; query ids get codes in sorted (str) order.
+
+    The result's ``qid_names`` are sorted and distinct, so a stable sort of ``qid_codes`` lists
+    the queries in id order with each query's documents in input order.
+    """
+    blocks = sorted(blocks, key=lambda b: b.order)
+    if not blocks:
+        return DocBlock((0, 0), np.array([], dtype=object), np.zeros(0, np.int64), np.zeros(0))
+    names = sorted({q for b in blocks for q in b.qid_names.tolist()})
+    code_of = {q: i for i, q in enumerate(names)}
+    codes = [np.array([code_of[q] for q in b.qid_names.tolist()], np.int64)[b.qid_codes]
+             if len(b) else np.zeros(0, np.int64) for b in blocks]
+    first = blocks[0]
     sparse = None
     if first.sparse is not None:
-        indptrs, ids, vals, base = [np.zeros(1, np.int64)], [], [], 0
-        for c in chunks:
-            ip, i, v = c.sparse  # type: ignore[misc]
-            indptrs.append(ip[1:] + base)
-            base += int(ip[-1])
+        indptrs, ids, vals, off = [np.zeros(1, np.int64)], [], [], 0
+        for b in blocks:
+            ip, i, v = b.sparse  # type: ignore[misc]
+            indptrs.append(ip[1:] + off)
+            off += int(ip[-1])
             ids.append(i)
             vals.append(v)
         sparse = (np.concatenate(indptrs), np.concatenate(ids), np.concatenate(vals))
-    columns = None
-    if first.columns is not None:
-        columns = {k: [x for c in chunks for x in c.columns[k]]  # type: ignore[index]
-                   for k in first.columns}
-    return DocChunk(
-        qid=first.qid, file_index=first.file_index,
-        line_numbers=np.concatenate([c.line_numbers for c in chunks]),
-        labels=np.concatenate([c.labels for c in chunks]),
-        sparse=sparse, columns=columns, context=first.context,
-    )
+
+    def cat(attr: str) -> dict[str, list[Any]] | None:
+        if getattr(first, attr) is None:
+            return None
+        return {k: [x for b in blocks for x in getattr(b, attr)[k]] for k in getattr(first, attr)}
+
+    return DocBlock(order=first.order, qid_names=np.array(names, dtype=object),
+                    qid_codes=np.concatenate(codes).astype(np.int64),
+                    labels=np.concatenate([b.labels for b in blocks]), sparse=sparse,
+                    columns=cat("columns"), context=cat("context"))
 
 
 def stable_hash(*parts: str) -> int:

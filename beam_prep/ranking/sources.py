@@ -1,8 +1,11 @@
-"""Read one input file (or Parquet row group) into per-query :class:`DocChunk` s.
+"""Read one input piece (byte range of a LETOR file, Parquet row group, whole file) into blocks.
 
-Files are opened through Beam ``FileSystems`` (local, ``gs://``, ...) and parsed whole with
-pyarrow; documents are grouped by query inside the file so the pipeline moves one element per
-(file, query) instead of one per document.
+Files are opened through Beam ``FileSystems`` (local, ``gs://``, ...). Uncompressed LETOR files
+are cut into byte ranges aligned on line starts (:func:`plan_pieces`), so one large file is
+parsed by several workers; every piece is parsed whole with pyarrow. The documents of a piece
+are cut by output ``(split, shard)`` (a hash of the query id) into columnar
+:class:`~beam_prep.ranking.lists.DocBlock` s, so the pipeline moves a few large elements of
+numpy arrays, never one element per query or per document, and never encoded protos.
 
 Layouts describe the features seen, to be merged over all files (see :class:`LayoutCombineFn`):
 ``{"ids": sorted int array}`` for LETOR, ``{"schema": {column: [dtype, is_list]}}`` for tables.
@@ -11,9 +14,10 @@ Example:
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "a.txt")
     >>> _ = open(p, "w").write("1 qid:3 2:0.5\\n0 qid:3 1:1\\n")
-    >>> r = read_file(p, "a.txt", 0, ElwcOptions(input_format="letor"))
-    >>> [(c.qid, len(c)) for c in r.chunks], r.counts["lines"]
-    ([('3', 2)], 2)
+    >>> opts = ElwcOptions(input_format="letor")
+    >>> r = read_piece(p, "a.txt", 0, plan_pieces(p, opts, 1 << 20)[0], opts)
+    >>> [(key, len(b)) for key, b in r.blocks], r.counts["lines"]
+    ([(('train', 0), 2)], 2)
 """
 
 from __future__ import annotations
@@ -32,46 +36,129 @@ from apache_beam.io.filesystems import FileSystems
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem
 from beam_prep.ranking.letor import parse_letor, parse_query_sizes
-from beam_prep.ranking.lists import DocChunk
+from beam_prep.ranking.lists import DocBlock, shard_of, split_of
 from beam_prep.ranking.options import ElwcOptions
+
+Key = tuple[str, int]  # (split name, shard)
 
 
 @dataclasses.dataclass
-class FileResult:
-    """What one file contributes: chunks, rejected lines, counters and the feature layout."""
+class PieceResult:
+    """What one input piece contributes.
 
-    chunks: list[DocChunk]
+    Attributes:
+        blocks: ``((split, shard), DocBlock)`` for every output shard the piece has documents for.
+        rejected: one dict per rejected line (``file``, ``line`` counted from the piece's first
+            line, ``reason``, ``text``).
+        counts: ``files`` (1 for a file's first piece), ``lines`` (non-blank lines),
+            ``documents_read``, ``lines_rejected``.
+        layout: the features seen (see :class:`LayoutCombineFn`).
+        physical_lines: lines (or rows) in the piece, blank ones included: the offset of the
+            line numbers of later pieces of the same file.
+    """
+
+    blocks: list[tuple[Key, DocBlock]]
     rejected: list[dict[str, Any]]
     counts: dict[str, int]
     layout: dict[str, Any]
+    physical_lines: int
 
 
 def _open(path: str) -> Any:
     return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
 
 
-def _group_rows(qids: np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """(qid, row indices in input order) for every distinct qid, in first-seen order."""
-    if len(qids) == 0:
-        return []
-    uniq, first, inverse = np.unique(qids.astype(str), return_index=True, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.cumsum(np.bincount(inverse, minlength=len(uniq)))[:-1]
-    groups = np.split(order, bounds)
-    return [(str(uniq[g]), groups[g]) for g in np.argsort(first)]
+def plan_pieces(path: str, opts: ElwcOptions, split_bytes: int) -> list[tuple[int, int, int]]:
+    """``(piece index, start, end)`` pieces of one file.
+
+    Uncompressed LETOR files are cut into about equal byte ranges of at most ``split_bytes``
+    (a piece owns the lines that start inside its range; ``split_bytes <= 0``: no cut); Parquet
+    files give one piece per row group; everything else (LightGBM, whose group file counts lines
+    from the start of the file; compressed files; CSV; JSONL) is one piece ``(0, 0, -1)``.
+    """
+    if opts.input_format == "parquet":
+        import pyarrow.parquet as pq
+
+        with FileSystems.open(path) as f:
+            n = pq.ParquetFile(f).metadata.num_row_groups
+        return [(rg, 0, -1) for rg in range(max(n, 1))]
+    if opts.input_format != "letor" or split_bytes <= 0 or \
+            CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED:
+        return [(0, 0, -1)]
+    size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    n = max(1, -(-size // split_bytes))
+    edges = [size * i // n for i in range(n + 1)]
+    return [(i, edges[i], edges[i + 1]) for i in range(n)]
 
 
-def read_file(path: str, relpath: str, file_index: int, opts: ElwcOptions,
-              row_group: int | None = None) -> FileResult:
-    """Parses one file (or Parquet row group) according to ``opts.input_format``."""
+def read_line_range(path: str, start: int, end: int, *, chunk: int = 1 << 16) -> bytes:
+    """The whole lines of an uncompressed file whose first byte lies in ``[start, end)``."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        if start > 0:
+            f.seek(start - 1)
+            head = f.read(end - start + 1)
+            i = head[:end - start].find(b"\n")  # the byte before a line start is a newline
+            if i < 0:
+                return b""
+            data = head[i + 1:]
+        else:
+            data = f.read(end)
+        parts = [data]
+        if data and not data.endswith(b"\n"):
+            while True:  # finish the last line
+                more = f.read(chunk)
+                if not more:
+                    break
+                j = more.find(b"\n")
+                if j >= 0:
+                    parts.append(more[:j + 1])
+                    break
+                parts.append(more)
+    return b"".join(parts)
+
+
+def _count_lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def read_piece(path: str, relpath: str, file_index: int, piece: tuple[int, int, int],
+               opts: ElwcOptions) -> PieceResult:
+    """Parses one piece from :func:`plan_pieces` according to ``opts.input_format``."""
     if opts.is_letor:
-        return _read_letor(path, relpath, file_index, opts)
-    return _read_table(path, relpath, file_index, opts, row_group)
+        return _read_letor(path, relpath, file_index, piece, opts)
+    return _read_table(path, relpath, file_index, piece[0], opts)
 
 
-def _read_letor(path: str, relpath: str, file_index: int, opts: ElwcOptions) -> FileResult:
-    with _open(path) as f:
-        data = f.read()
+def key_blocks(block: DocBlock, opts: ElwcOptions) -> list[tuple[Key, DocBlock]]:
+    """Cuts a block into one block per output ``(split, shard)`` of its queries."""
+    if len(block) == 0:
+        return []
+    keys = [(split_of(q, opts.splits, opts.split_seed), shard_of(q, opts.num_shards))
+            for q in block.qid_names.tolist()]
+    distinct = sorted(set(keys))
+    index = {k: i for i, k in enumerate(distinct)}
+    doc_key = np.array([index[k] for k in keys], np.int64)[block.qid_codes]
+    order = np.argsort(doc_key, kind="stable")
+    bounds = np.searchsorted(doc_key[order], np.arange(len(distinct) + 1))
+    return [(k, block.take(order[bounds[i]:bounds[i + 1]])) for i, k in enumerate(distinct)
+            if bounds[i + 1] > bounds[i]]
+
+
+def _id_set(ids: np.ndarray) -> np.ndarray:
+    """Sorted distinct feature ids."""
+    if len(ids) and int(ids.min()) >= 0 and int(ids.max()) < (1 << 22):
+        return np.flatnonzero(np.bincount(ids)).astype(np.int64)
+    return np.unique(ids).astype(np.int64)
+
+
+def _read_letor(path: str, relpath: str, file_index: int, piece: tuple[int, int, int],
+                opts: ElwcOptions) -> PieceResult:
+    index, start, end = piece
+    if end < 0:
+        with _open(path) as f:
+            data = f.read()
+    else:
+        data = read_line_range(path, start, end)
     sizes = None
     if opts.input_format == "lightgbm":
         qpath = path + ".query"
@@ -81,21 +168,14 @@ def _read_letor(path: str, relpath: str, file_index: int, opts: ElwcOptions) -> 
         sizes = parse_query_sizes(filesystem.read_bytes(qpath), path=qpath)
     p = parse_letor(data, fmt=opts.input_format, query_sizes=sizes,  # type: ignore[arg-type]
                     num_features=opts.num_features, source=relpath)
-    chunks = []
-    for qid, rows in _group_rows(p.qids):
-        starts, ends = p.indptr[rows], p.indptr[rows + 1]
-        lens = ends - starts
-        take = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + \
-            np.arange(int(lens.sum()))
-        indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        chunks.append(DocChunk(qid=qid, file_index=file_index, line_numbers=p.line_numbers[rows],
-                               labels=p.labels[rows],
-                               sparse=(indptr, p.ids[take], p.values[take])))
+    block = DocBlock(order=(file_index, index), qid_names=p.qid_names, qid_codes=p.qid_codes,
+                     labels=p.labels, sparse=(p.indptr, p.ids, p.values))
     rejected = [{"file": relpath, "line": ln, "reason": why, "text": text[:200]}
                 for ln, why, text in p.rejected]
-    counts = {"files": 1, "lines": p.num_lines, "documents_read": len(p.labels),
+    counts = {"files": int(index == 0), "lines": p.num_lines, "documents_read": len(p.labels),
               "lines_rejected": len(rejected)}
-    return FileResult(chunks, rejected, counts, {"ids": np.unique(p.ids)})
+    return PieceResult(key_blocks(block, opts), rejected, counts, {"ids": _id_set(p.ids)},
+                       _count_lines(data))
 
 
 def _arrow_kind(t: pa.DataType, column: str) -> list[Any]:
@@ -115,24 +195,22 @@ def _arrow_kind(t: pa.DataType, column: str) -> list[Any]:
                      "strings or lists of them (or leave the column out).")
 
 
-def _read_table_file(path: str, fmt: str, row_group: int | None) -> tuple[pa.Table, int]:
+
+def _read_table_file(path: str, fmt: str, row_group: int) -> pa.Table:
     with _open(path) as f:
         if fmt == "csv":
             import pyarrow.csv as pacsv
-            return pacsv.read_csv(f), 0
+            return pacsv.read_csv(f)
         if fmt == "jsonl":
             import pyarrow.json as pajson
-            return pajson.read_json(f), 0
+            return pajson.read_json(f)
         import pyarrow.parquet as pq
-        pf = pq.ParquetFile(f)
-        rg = row_group or 0
-        offset = sum(pf.metadata.row_group(i).num_rows for i in range(rg))
-        return pf.read_row_group(rg), offset
+        return pq.ParquetFile(f).read_row_group(row_group)
 
 
-def _read_table(path: str, relpath: str, file_index: int, opts: ElwcOptions,
-                row_group: int | None) -> FileResult:
-    table, offset = _read_table_file(path, opts.input_format, row_group)
+def _read_table(path: str, relpath: str, file_index: int, row_group: int,
+                opts: ElwcOptions) -> PieceResult:
+    table = _read_table_file(path, opts.input_format, row_group)
     names = table.column_names
     for col in (opts.query_id_column, opts.label_column, *opts.context_columns):
         if col not in names:
@@ -145,31 +223,33 @@ def _read_table(path: str, relpath: str, file_index: int, opts: ElwcOptions,
         if col not in names:
             raise InputError(f"example column {col!r} is missing from {relpath!r} "
                              f"(columns: {names}). Fix --example_columns.")
-    rows = np.arange(1, table.num_rows + 1, dtype=np.int64) + offset
     qid_arr = table.column(opts.query_id_column)
-    qids = np.asarray([None if q is None else str(q) for q in qid_arr.to_pylist()], dtype=object)
+    qids = [None if q is None else str(q) for q in qid_arr.to_pylist()]
     labels, bad_label = _labels(table.column(opts.label_column))
     bad_qid = np.array([q is None or q == "" for q in qids], dtype=bool)
     rejected = []
     for i in np.flatnonzero(bad_qid | bad_label):
         why = "missing query id" if bad_qid[i] else \
             f"label {table.column(opts.label_column)[int(i)].as_py()!r} is not a number"
-        rejected.append({"file": relpath, "line": int(rows[i]), "reason": why, "text": ""})
-    good = ~(bad_qid | bad_label)
-    cols = {c: table.column(c).to_pylist() for c in example_cols}
-    ctx_cols = {c: table.column(c).to_pylist() for c in opts.context_columns}
-    chunks = []
-    for qid, idx in _group_rows(qids[good]):
-        idx = np.flatnonzero(good)[idx]
-        chunks.append(DocChunk(
-            qid=qid, file_index=file_index, line_numbers=rows[idx], labels=labels[idx],
-            columns={c: [v[i] for i in idx] for c, v in cols.items()},
-            context={c: v[int(idx[0])] for c, v in ctx_cols.items()}))
+        rejected.append({"file": relpath, "line": int(i) + 1, "reason": why, "text": ""})
+    good = np.flatnonzero(~(bad_qid | bad_label)).tolist()
+    code_of: dict[str, int] = {}
+    codes = np.array([code_of.setdefault(qids[i], len(code_of)) for i in good], np.int64)
+
+    def pick(column: str) -> list[Any]:
+        values = table.column(column).to_pylist()
+        return [values[i] for i in good]
+
+    block = DocBlock(order=(file_index, row_group),
+                     qid_names=np.array(list(code_of), dtype=object), qid_codes=codes,
+                     labels=labels[good], columns={c: pick(c) for c in example_cols},
+                     context={c: pick(c) for c in opts.context_columns})
     schema = {c: _arrow_kind(table.schema.field(c).type, c) for c in (*example_cols,
                                                                      *opts.context_columns)}
-    counts = {"files": 1, "lines": table.num_rows, "documents_read": int(good.sum()),
+    counts = {"files": int(row_group == 0), "lines": table.num_rows, "documents_read": len(good),
               "lines_rejected": len(rejected)}
-    return FileResult(chunks, rejected, counts, {"schema": schema})
+    return PieceResult(key_blocks(block, opts), rejected, counts, {"schema": schema},
+                       table.num_rows)
 
 
 def _labels(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

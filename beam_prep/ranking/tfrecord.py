@@ -8,6 +8,7 @@ Example:
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
     >>> write_tfrecords(p, [b"a", b"bc"])
+    2
     >>> os.path.getsize(p)
     35
 """

@@ -1,16 +1,27 @@
-"""Beam transforms of the ELWC job: files → per-query chunks → GroupByKey → ELWC → shards.
+"""Beam transforms of the ELWC job: files → pieces → blocks by (split, shard) → ELWC → shards.
 
 Graph (stable step labels)::
 
-    files ─ ParseFiles ─┬─ chunks ─ GroupByQuery ─ BuildLists ─┬─ lists ─ GroupByShard ─ WriteShards
-                        ├─ rejected ──────────── WriteRejected  └─ stats ─ SumListStats
-                        ├─ counts ── SumCounts
-                        └─ layouts ─ MergeLayouts (side input of BuildLists)
-                                          WriteReport (stats.json, feature_spec.json)
+    files ─ PlanPieces ─ SpreadPieces ─ ParsePieces ─┬─ blocks ─ GroupByShard ─ BuildLists ─┐
+                                                     ├─ rejected ─ NumberRejected ─ Write…  │
+                                                     ├─ counts ── SumCounts                 │
+                                                     ├─ piece_lines (side input)            │
+                                                     └─ layouts ─ MergeLayouts (side input) │
+          ┌─────────────────────────────────────────────────────────────────────────────────┘
+          └─ lists ─ WriteShards (fused, no second shuffle);  stats ─ SumListStats
+                     WriteReport (stats.json, feature_spec.json)
+
+Why this shape (measured, see docs/ranking_data.md): a query's split and shard are a hash of its
+id, so parsing can already cut its documents by output ``(split, shard)``; the only shuffle moves
+compact columnar blocks (CSR numpy arrays, a few per piece and shard) instead of one element per
+query or the encoded protos (which are about 6x larger than the sparse input). The writer of a
+shard merges its blocks in input order, groups documents by query (stable sort), applies the
+list policy and encodes whole batches with numpy. Large LETOR files are parsed in byte-range
+pieces by several workers.
 
 Inside a shard, lists are sorted by (query id, part index); the shard and the split of a query
 come from a BLAKE2b hash of its id, so the output bytes do not depend on the runner, the number
-of workers or the order in which files are read.
+of workers, the piece size or the order in which files are read.
 
 Example:
     >>> opts = ElwcOptions(input_format="letor")
@@ -33,13 +44,15 @@ from beam_prep.errors import InputError
 from beam_prep.io import filesystem
 from beam_prep.ranking.build import ListBuilder, feature_spec_from_layout
 from beam_prep.ranking.feature_spec import FILENAME as FEATURE_SPEC_FILENAME
-from beam_prep.ranking.lists import CountsCombineFn, merge_chunks, shard_of
+from beam_prep.ranking.lists import CountsCombineFn
 from beam_prep.ranking.options import ElwcOptions
-from beam_prep.ranking.sources import LayoutCombineFn, read_file
+from beam_prep.ranking.sources import LayoutCombineFn, plan_pieces, read_piece
 from beam_prep.ranking.tfrecord import write_tfrecords
 
 STATS_FILENAME = "stats.json"
 REJECTED_PATH = "rejected/rejected.jsonl"
+DEFAULT_SPLIT_BYTES = 16 << 20
+Piece = tuple[int, int, int]  # (piece index, start byte, end byte); see plan_pieces
 
 
 def list_input_files(patterns: Sequence[str], opts: ElwcOptions) -> list[tuple[int, str, str]]:
@@ -77,39 +90,40 @@ def bad_fraction_error(counts: dict[str, Any], max_bad_fraction: float) -> str |
     return None
 
 
-class _ParseFile(beam.DoFn):
+class _PlanPieces(beam.DoFn):
+    """``(index, path, rel)`` → ``(index, path, rel, (piece, start, end))`` per input piece."""
+
+    def __init__(self, opts: ElwcOptions, split_bytes: int) -> None:
+        self.opts = opts
+        self.split_bytes = split_bytes
+
+    def process(self, element: tuple[int, str, str]) -> Iterable[tuple[int, str, str, Piece]]:
+        index, path, rel = element
+        for piece in plan_pieces(path, self.opts, self.split_bytes):
+            yield (index, path, rel, piece)
+
+
+class _ParsePiece(beam.DoFn):
     def __init__(self, opts: ElwcOptions) -> None:
         self.opts = opts
 
-    def process(self, element: tuple[int, str, str, int | None]) -> Iterable[Any]:
-        index, path, rel, row_group = element
-        r = read_file(path, rel, index, self.opts, row_group)
-        for c in r.chunks:
-            yield (c.qid, c)
+    def process(self, element: tuple[int, str, str, Piece]) -> Iterable[Any]:
+        index, path, rel, piece = element
+        r = read_piece(path, rel, index, piece, self.opts)
+        yield from r.blocks
         for rej in r.rejected:
-            yield pvalue.TaggedOutput("rejected", rej)
+            yield pvalue.TaggedOutput("rejected", ((index, piece[0]), rej))
         yield pvalue.TaggedOutput("counts", r.counts)
         yield pvalue.TaggedOutput("layouts", r.layout)
+        yield pvalue.TaggedOutput("piece_lines", ((index, piece[0]), r.physical_lines))
 
 
-class _ExpandRowGroups(beam.DoFn):
-    """Parquet: one element per row group; other formats pass through."""
-
-    def __init__(self, fmt: str) -> None:
-        self.fmt = fmt
-
-    def process(self, element: tuple[int, str, str]) -> Iterable[tuple[int, str, str, int | None]]:
-        index, path, rel = element
-        if self.fmt != "parquet":
-            yield (index, path, rel, None)
-            return
-        import pyarrow.parquet as pq
-        from apache_beam.io.filesystems import FileSystems
-
-        with FileSystems.open(path) as f:
-            n = pq.ParquetFile(f).metadata.num_row_groups
-        for rg in range(max(n, 1)):
-            yield (index, path, rel, rg)
+def _number_rejected(element: tuple[tuple[int, int], dict[str, Any]],
+                     piece_lines: list[tuple[tuple[int, int], int]]) -> dict[str, Any]:
+    """Rejected line numbered from the start of its file (pieces count from their own start)."""
+    (index, piece), rej = element
+    offset = sum(n for (i, p), n in piece_lines if i == index and p < piece)
+    return {**rej, "line": rej["line"] + offset}
 
 
 class _BuildLists(beam.DoFn):
@@ -117,56 +131,66 @@ class _BuildLists(beam.DoFn):
         self.opts = opts
         self._builder: ListBuilder | None = None
 
-    def process(self, element: tuple[str, Iterable[Any]], layout: dict[str, Any]) -> Iterable[Any]:
+    def process(self, element: tuple[tuple[str, int], Iterable[Any]],
+                layout: dict[str, Any]) -> Iterable[Any]:
         if self._builder is None:
             self._builder = ListBuilder(self.opts, layout)
-        qid, chunks = element
-        merged = merge_chunks(chunks)
-        lists, stats = self._builder.build(merged)
-        shard = shard_of(qid, self.opts.num_shards)
-        for split, part, data in lists:
-            yield ((split, shard), (qid, part, data))
-        yield pvalue.TaggedOutput("stats", stats)
+        key, blocks = element
+        records, stats = self._builder.build(key[0], [b for b in blocks if b is not None])
+        yield (key, records)
+        if stats:
+            yield pvalue.TaggedOutput("stats", stats)
 
 
 class ConvertToELWC(beam.PTransform):
-    """Input files → serialized ELWC lists keyed by ``(split, shard)``, plus side results.
+    """Input files → serialized ELWC lists, one element per output ``(split, shard)``.
 
-    Input: ``PBegin``. Output: a dict of PCollections:
-    ``lists`` (``((split, shard), (qid, part, elwc_bytes))``), ``stats`` (one dict: list
-    statistics), ``counts`` (one dict: input totals), ``layout`` (one dict: merged feature layout)
-    and ``rejected`` (one dict per rejected line: file, line, reason, text).
+    Input: ``PBegin``. Output: a dict of PCollections: ``lists``
+    (``((split, shard), [(qid, part, elwc_bytes), ...])``, one element for every split and
+    shard, the records in output order, possibly none), ``stats`` (one dict: list statistics),
+    ``counts`` (one dict: input totals), ``layout`` (one dict: merged feature layout) and
+    ``rejected`` (one dict per rejected line: file, line, reason, text).
 
     Args:
         files: ``(index, path, relative name)`` from :func:`list_input_files`.
         opts: conversion options.
+        split_bytes: uncompressed LETOR files are parsed in pieces of at most this many bytes
+            (<= 0: whole files). The output does not depend on it.
     """
 
-    def __init__(self, files: Sequence[tuple[int, str, str]], opts: ElwcOptions) -> None:
+    def __init__(self, files: Sequence[tuple[int, str, str]], opts: ElwcOptions, *,
+                 split_bytes: int = DEFAULT_SPLIT_BYTES) -> None:
         super().__init__()
         self.files = list(files)
         self.opts = opts
+        self.split_bytes = split_bytes
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        o = self.opts
+        pipeline = pbegin.pipeline
         parsed = (
             pbegin
             | "ListFiles" >> beam.Create(self.files)
-            | "ExpandRowGroups" >> beam.ParDo(_ExpandRowGroups(self.opts.input_format))
-            | "SpreadFiles" >> beam.Reshuffle()
-            | "ParseFiles" >> beam.ParDo(_ParseFile(self.opts)).with_outputs(
-                "rejected", "counts", "layouts", main="chunks")
+            | "PlanPieces" >> beam.ParDo(_PlanPieces(o, self.split_bytes))
+            | "SpreadPieces" >> beam.Reshuffle()
+            | "ParsePieces" >> beam.ParDo(_ParsePiece(o)).with_outputs(
+                "rejected", "counts", "layouts", "piece_lines", main="blocks")
         )
         layout = parsed.layouts | "MergeLayouts" >> beam.CombineGlobally(LayoutCombineFn())
         counts = parsed.counts | "SumCounts" >> beam.CombineGlobally(CountsCombineFn())
+        rejected = parsed.rejected | "NumberRejected" >> beam.Map(
+            _number_rejected, pvalue.AsList(parsed.piece_lines))
+        empty = [((split, s), None) for split, _ in o.splits for s in range(o.num_shards)]
         built = (
-            parsed.chunks
-            | "GroupByQuery" >> beam.GroupByKey()
-            | "BuildLists" >> beam.ParDo(_BuildLists(self.opts), pvalue.AsSingleton(layout))
+            (parsed.blocks, pipeline | "AllShards" >> beam.Create(empty))
+            | "WithEmptyShards" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "BuildLists" >> beam.ParDo(_BuildLists(o), pvalue.AsSingleton(layout))
             .with_outputs("stats", main="lists")
         )
         stats = built.stats | "SumListStats" >> beam.CombineGlobally(CountsCombineFn())
         return {"lists": built.lists, "stats": stats, "counts": counts, "layout": layout,
-                "rejected": parsed.rejected}
+                "rejected": rejected}
 
 
 def shard_path(output: str, split: str, shard: int, num_shards: int, gzip: bool) -> str:
@@ -180,15 +204,14 @@ class _WriteShard(beam.DoFn):
         self.output = output
         self.opts = opts
 
-    def process(self, element: tuple[tuple[str, int], Iterable[Any]],
+    def process(self, element: tuple[tuple[str, int], list[tuple[str, int, bytes]]],
                 counts: dict[str, Any]) -> Iterable[dict[str, Any]]:
         if bad_fraction_error(counts, self.opts.max_bad_fraction):
             return
-        (split, shard), items = element
-        lists = sorted((x for x in items if x is not None), key=lambda x: (x[0], x[1]))
+        (split, shard), records = element
         gzip = self.opts.compression == "gzip"
         path = shard_path(self.output, split, shard, self.opts.num_shards, gzip)
-        n = write_tfrecords(path, (x[2] for x in lists), gzip=gzip)
+        n = write_tfrecords(path, (data for _, _, data in records), gzip=gzip)
         yield {"split": split, "path": path, "lists": n}
 
 
@@ -256,13 +279,8 @@ class WriteELWC(beam.PTransform):
         o = self.opts
         pipeline = results["lists"].pipeline
         counts_side = pvalue.AsSingleton(results["counts"])
-        empty = [((split, s), None) for split, _ in o.splits for s in range(o.num_shards)]
-        shards = (
-            (results["lists"], pipeline | "AllShards" >> beam.Create(empty))
-            | "WithEmptyShards" >> beam.Flatten()
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShards" >> beam.ParDo(_WriteShard(self.output, o), counts_side)
-        )
+        shards = results["lists"] | "WriteShards" >> beam.ParDo(
+            _WriteShard(self.output, o), counts_side)
         rejected = (
             (results["rejected"] | "KeyRejected" >> beam.Map(lambda r: (0, r)),
              pipeline | "NoRejected" >> beam.Create([(0, None)]))

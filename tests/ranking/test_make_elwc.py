@@ -209,18 +209,21 @@ def test_library_transform_in_test_pipeline(tmp_path):
     files = list_input_files([str(tmp_path / "a.txt")], opts)
 
     def summarize(kv):
-        (split, shard), (qid, part, data) = kv
-        elwc = input_pb2.ExampleListWithContext.FromString(data)
-        return (split, shard, qid, part, [
-            (e.features.feature["relevance"].float_list.value[0],
-             e.features.feature["f1"].float_list.value[0],
-             e.features.feature["f3"].float_list.value[0]) for e in elwc.examples])
+        (split, shard), records = kv
+        out = []
+        for qid, part, data in records:
+            elwc = input_pb2.ExampleListWithContext.FromString(data)
+            out.append((qid, part, [
+                (e.features.feature["relevance"].float_list.value[0],
+                 e.features.feature["f1"].float_list.value[0],
+                 e.features.feature["f3"].float_list.value[0]) for e in elwc.examples]))
+        return (split, shard, out)
 
     with TestPipeline() as p:
         res = p | ConvertToELWC(files, opts)
         assert_that(res["lists"] | beam.Map(summarize), equal_to([
-            ("train", 0, "7", 0, [(1.0, 0.0, 0.5), (0.0, 1.0, 0.0)]),
-            ("train", 0, "8", 0, [(2.0, 2.0, 0.0)])]), label="CheckLists")
+            ("train", 0, [("7", 0, [(1.0, 0.0, 0.5), (0.0, 1.0, 0.0)]),
+                          ("8", 0, [(2.0, 2.0, 0.0)])])]), label="CheckLists")
         assert_that(res["counts"], equal_to([{"documents_read": 3, "files": 1, "lines": 3,
                                               "lines_rejected": 0}]), label="CheckCounts")
 
