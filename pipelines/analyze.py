@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Rows per Parquet read split (row groups are never cut; "
                         "default 1048576).")
     p.add_argument("--csv_delimiter", default=",", help="CSV field delimiter (default ',').")
+    p.add_argument("--spill_rows", type=int, default=1 << 18,
+                   help="Vocabulary tables of at least this many rows are passed between "
+                        "steps as files under <output>/_tmp (removed at the end) instead of "
+                        "through the shuffle (default 262144).")
     p.add_argument("--quiet", action="store_true", help="Do not print the summary.")
     return p
 
@@ -79,7 +83,7 @@ def _validate_args(args: argparse.Namespace) -> None:
     if not 0 <= args.max_bad_fraction <= 1:
         raise InputError(f"--max_bad_fraction must be in [0, 1]. Received: "
                          f"{args.max_bad_fraction}")
-    for flag in ("batch_size", "vocab_partitions", "parquet_rows_per_split"):
+    for flag in ("batch_size", "vocab_partitions", "parquet_rows_per_split", "spill_rows"):
         if getattr(args, flag) < 1:
             raise InputError(f"--{flag} must be a positive integer. Received: "
                              f"{getattr(args, flag)}")
@@ -109,7 +113,8 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     _ = pipeline | "Analyze" >> AnalyzeToArtifacts(
         spec, files, fmt, args.output, patterns=args.input, batch_size=args.batch_size,
         num_partitions=args.vocab_partitions, max_bad_fraction=args.max_bad_fraction,
-        parquet_rows_per_split=args.parquet_rows_per_split, csv_delimiter=args.csv_delimiter)
+        parquet_rows_per_split=args.parquet_rows_per_split, csv_delimiter=args.csv_delimiter,
+        spill_rows=args.spill_rows)
     result = pipeline.run()
     result.wait_until_finish()
     return result

@@ -232,3 +232,14 @@ def test_tokens_a_line_file_cannot_hold_are_excluded_and_counted(tmp_path):
         assert stats["dropped_top_k"] == {"tokens": 1, "count": 2}, src
         assert (out / "vocab" / "s.txt").read_text(encoding="utf-8").splitlines() == \
             art.vocabulary("s")
+
+
+def test_spilling_every_table_to_files_changes_no_byte(tmp_path, rows):
+    """Tables passed through _tmp/ files (as for huge vocabularies) give the same artifacts."""
+    _, in_memory = _run(tmp_path, "parquet", rows, "--spill_rows", "100000000", name="mem")
+    _, spilled = _run(tmp_path, "parquet", rows, "--spill_rows", "1", name="spilled")
+    assert not (spilled / "_tmp").exists()
+    files = sorted(p.relative_to(in_memory) for p in in_memory.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(spilled) for p in spilled.rglob("*") if p.is_file())
+    for rel in files:
+        assert (in_memory / rel).read_bytes() == (spilled / rel).read_bytes(), rel

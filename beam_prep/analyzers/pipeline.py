@@ -28,7 +28,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers import split_fn
+from beam_prep.analyzers import spill, split_fn
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.manifest import build_manifest
 from beam_prep.errors import InputError
@@ -50,11 +50,13 @@ class _ListSplits(beam.DoFn):
 
 
 def _prune(kv: tuple[tuple[str, int], Any],
-           limits: dict[str, tuple[int, int | None, tuple[str, ...]]]):
+           limits: dict[str, tuple[int, int | None, tuple[str, ...]]], temp_dir: str,
+           spill_rows: int):
     (name, part), table = kv
     min_count, top_k, reserved = limits[name]
     pruned, drops = voc.prune(table, min_count=min_count, top_k=top_k, reserved=reserved)
-    return name, (part, pruned, drops)
+    path = f"{temp_dir}/pruned/{name}/p{part:03d}.arrow"
+    return name, (part, spill.maybe_spill(pruned, path, spill_rows), drops)
 
 
 class _WriteVocabulary(beam.DoFn):
@@ -75,7 +77,7 @@ class _WriteVocabulary(beam.DoFn):
         tables = []
         for _, table, d in parts:
             drops = voc.add_drop_stats(drops, d) if d else drops
-            tables.append(table)
+            tables.append(spill.materialize(table))
         # Partitions hold disjoint tokens: concatenate, no re-aggregation needed.
         merged = voc.sort_vocabulary(pa.concat_tables([t for t in tables if t.num_rows])
                                      if any(t.num_rows for t in tables) else voc.empty_table())
@@ -150,6 +152,7 @@ class _WriteManifest(beam.DoFn):
             )
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
                                   dict(vocab_meta), numeric_partials, meta, rejected)
+        fs.delete_tree(spill.tmp_dir(self._out))
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -168,6 +171,8 @@ class AnalyzeToArtifacts(beam.PTransform):
         max_bad_fraction: Fail when more than this fraction of rows is rejected.
         parquet_rows_per_split: Rows per Parquet read split.
         csv_delimiter: CSV field delimiter.
+        spill_rows: Vocabulary tables of this many rows or more go through files under
+            ``<output_dir>/_tmp`` instead of the shuffle (removed before the manifest).
 
     Returns:
         A PCollection with the manifest dict (one element).
@@ -176,7 +181,8 @@ class AnalyzeToArtifacts(beam.PTransform):
     def __init__(self, spec: Spec, files: Sequence[str], fmt: str, output_dir: str, *,
                  patterns: Sequence[str] | None = None, batch_size: int = 65536,
                  num_partitions: int = 16, max_bad_fraction: float = 0.01,
-                 parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",") -> None:
+                 parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",",
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS) -> None:
         super().__init__()
         self._spec = spec
         self._files = list(files)
@@ -188,9 +194,11 @@ class AnalyzeToArtifacts(beam.PTransform):
         self._max_bad = max_bad_fraction
         self._rows_per_split = parquet_rows_per_split
         self._delimiter = csv_delimiter
+        self._spill_rows = spill_rows
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         spec_dict = self._spec.to_dict()
+        temp = spill.tmp_dir(self._out)
         vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")]
         # TextVectorization refuses its OOV token "[UNK]" inside a vocabulary ("" is
         # already unwritable); StringLookup/IntegerLookup read such a token from a file.
@@ -206,14 +214,16 @@ class AnalyzeToArtifacts(beam.PTransform):
         outputs = splits | "AnalyzeSplits" >> beam.ParDo(
             split_fn.AnalyzeSplitFn(spec_dict, batch_size=self._batch_size,
                                     num_partitions=self._partitions,
-                                    csv_delimiter=self._delimiter)
+                                    csv_delimiter=self._delimiter, temp_dir=temp,
+                                    spill_rows=self._spill_rows)
         ).with_outputs(split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, main="vocab")
 
         seeds = p | "EveryVocabulary" >> beam.Create(
             [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features])
         pruned = (outputs.vocab
-                  | "CountTokens" >> beam.CombinePerKey(voc.VocabularyCombineFn())
-                  | "PrunePartitions" >> beam.Map(_prune, limits))
+                  | "CountTokens" >> beam.CombinePerKey(
+                      voc.VocabularyCombineFn(temp, 4 * self._spill_rows))
+                  | "PrunePartitions" >> beam.Map(_prune, limits, temp, self._spill_rows))
         vocab_meta = ((pruned, seeds)
                       | "WithEmptyVocabularies" >> beam.Flatten()
                       | "GroupByFeature" >> beam.GroupByKey()
@@ -257,7 +267,7 @@ def prepare_output_dir(output_dir: str, *, overwrite: bool) -> None:
     manifest = fs.join(output_dir, layout.MANIFEST)
     if fs.exists(manifest):
         beam.io.filesystems.FileSystems.delete([manifest])
-    for sub in (layout.VOCAB_DIR, layout.REJECTED_DIR):
+    for sub in (layout.VOCAB_DIR, layout.REJECTED_DIR, spill.TMP_DIR):
         fs.delete_tree(fs.join(output_dir, sub))
     fs.makedirs(output_dir)
 

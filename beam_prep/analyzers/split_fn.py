@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers import numeric as num
+from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.errors import SpecError
 from beam_prep.io import columns as colmod
@@ -121,13 +122,19 @@ class AnalyzeSplitFn(beam.DoFn):
         batch_size: Rows per Arrow batch.
         num_partitions: Hash partitions per vocabulary (parallelism of the merge).
         csv_delimiter: CSV field delimiter.
+        temp_dir: Scratch directory; partition tables of ``spill_rows`` rows or more are
+            written there and passed as :class:`SpillRef` (None = never spill).
+        spill_rows: Spill threshold.
     """
 
     def __init__(self, spec_dict: dict, *, batch_size: int, num_partitions: int,
-                 csv_delimiter: str = ",") -> None:
+                 csv_delimiter: str = ",", temp_dir: str | None = None,
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS) -> None:
         self._spec_dict = spec_dict
         self._batch_size = batch_size
         self._num_partitions = num_partitions
+        self._temp_dir = temp_dir
+        self._spill_rows = spill_rows
         self._csv_delimiter = csv_delimiter
         self._rows = beam.metrics.Metrics.counter("beam_prep", "rows_read")
         self._bad = beam.metrics.Metrics.counter("beam_prep", "rows_rejected")
@@ -174,7 +181,12 @@ class AnalyzeSplitFn(beam.DoFn):
                     vocab[f.name].add_values(colmod.flatten_values(filled))
         for name, state in vocab.items():
             for part, table in voc.split_by_partition(state.result(), self._num_partitions):
-                yield ((name, part), table)
+                if self._temp_dir is not None:
+                    path = (f"{self._temp_dir}/counts/{name}/p{part:03d}/"
+                            f"{spill.stable_id(split.split_id)}.arrow")
+                    yield ((name, part), spill.maybe_spill(table, path, self._spill_rows))
+                else:
+                    yield ((name, part), table)
         if numeric:
             partials = {name: acc.result() for name, acc in numeric.items()}
             yield beam.pvalue.TaggedOutput(

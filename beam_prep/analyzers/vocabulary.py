@@ -296,34 +296,55 @@ def counts_jsonl(table: pa.Table, *, with_df: bool) -> bytes:
 
 
 class VocabularyCombineFn(beam.CombineFn):
-    """Sums vocabulary tables; the accumulator is a list of tables, compacted when large.
+    """Sums vocabulary tables (in memory or spilled); the empty input gives an empty table.
 
-    The empty input gives an empty table.
+    The accumulator is a list of tables and :class:`SpillRef` s. In-memory tables are
+    merged when they pile up; a merged table of ``spill_rows`` rows or more is spilled to
+    ``temp_dir`` so accumulators stay small whatever the vocabulary size.
+
+    Args:
+        temp_dir: Scratch directory for spills (None = never spill).
+        spill_rows: Row threshold for spilling a merged table.
     """
 
-    def create_accumulator(self) -> list[pa.Table]:
+    def __init__(self, temp_dir: str | None = None, spill_rows: int = 1 << 20) -> None:
+        self._temp_dir = temp_dir
+        self._spill_rows = spill_rows
+
+    def create_accumulator(self) -> list:
         return []
 
-    def add_input(self, acc: list[pa.Table], table: pa.Table) -> list[pa.Table]:
-        acc.append(table)
+    def add_input(self, acc: list, item) -> list:
+        acc.append(item)
         return self._maybe_compact(acc)
 
-    def merge_accumulators(self, accs: Iterable[list[pa.Table]]) -> list[pa.Table]:
-        out: list[pa.Table] = []
+    def merge_accumulators(self, accs: Iterable[list]) -> list:
+        out: list = []
         for a in accs:
             out.extend(a)
         return self._maybe_compact(out)
 
-    def compact(self, acc: list[pa.Table]) -> list[pa.Table]:
-        return [merge_tables(acc)] if len(acc) > 1 else acc
+    def compact(self, acc: list) -> list:
+        return self._maybe_compact(acc, force=True)
 
-    def extract_output(self, acc: list[pa.Table]) -> pa.Table:
-        return merge_tables(acc)
+    def extract_output(self, acc: list) -> pa.Table:
+        from beam_prep.analyzers.spill import materialize
 
-    @staticmethod
-    def _maybe_compact(acc: list[pa.Table]) -> list[pa.Table]:
+        return merge_tables([materialize(x) for x in acc])
+
+    def _maybe_compact(self, acc: list, force: bool = False) -> list:
+        from beam_prep.analyzers.spill import SpillRef, spill
+
+        refs = [x for x in acc if isinstance(x, SpillRef)]
+        tables = [x for x in acc if not isinstance(x, SpillRef)]
         # Amortised: re-merge only when the tail outgrows the already-compacted head.
-        if len(acc) > 1 and (len(acc) >= 64 or sum(t.num_rows for t in acc[1:])
-                             > max(COMPACT_ROWS, acc[0].num_rows)):
-            return [merge_tables(acc)]
-        return acc
+        if len(tables) > 1 and (force or len(tables) >= 64 or sum(
+                t.num_rows for t in tables[1:]) > max(COMPACT_ROWS, tables[0].num_rows)):
+            tables = [merge_tables(tables)]
+        if self._temp_dir and tables and tables[0].num_rows >= self._spill_rows:
+            import uuid
+
+            path = f"{self._temp_dir}/combine/{uuid.uuid4().hex}.arrow"
+            refs.append(spill(tables[0], path))
+            tables = tables[1:]
+        return refs + tables

@@ -34,9 +34,12 @@ def _as_pairs(table: pa.Table) -> list[tuple[str, int]]:
     return list(zip(table.column("token").to_pylist(), table.column("count").to_pylist()))
 
 
+@pytest.mark.parametrize("spill", [False, True])
 @pytest.mark.parametrize("tokens", CASES)
-def test_sharded_adds_and_merges_in_any_order_give_the_same_exact_counts(tokens):
-    fn = voc.VocabularyCombineFn()
+def test_sharded_adds_and_merges_in_any_order_give_the_same_exact_counts(tokens, spill,
+                                                                         tmp_path):
+    # With spilling on, every merged table goes through an Arrow file.
+    fn = voc.VocabularyCombineFn(str(tmp_path) if spill else None, spill_rows=1)
     rng = random.Random(0)
     expected = _reference(tokens)
     for num_shards in (1, 2, 3):
