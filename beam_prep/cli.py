@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -42,6 +43,8 @@ def _usage() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `beam-prep` console script; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) is noise on a CLI; errors stay.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
