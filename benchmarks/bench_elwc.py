@@ -71,21 +71,18 @@ def minimal_converter(path: str, out: str, features: int) -> int:
 
 
 def minimal_fast_converter(path: str, out: str) -> int:
-    """Single process, no Beam, same parser and byte encoder as the job (isolates Beam's cost)."""
+    """Single process, no Beam, same parser and byte encoder as the job (isolates Beam's cost):
+    parse the whole file, group by query, encode every list, write one TFRecord file."""
     from beam_prep.ranking.build import ListBuilder
     from beam_prep.ranking.options import ElwcOptions
-    from beam_prep.ranking.sources import read_file
+    from beam_prep.ranking.sources import read_piece
     from beam_prep.ranking.tfrecord import write_tfrecords
 
     opts = ElwcOptions(input_format="letor")
-    r = read_file(path, "x", 0, opts)
-    builder = ListBuilder(opts, r.layout)
-    records = []
-    for chunk in sorted(r.chunks, key=lambda c: c.qid):
-        lists, _ = builder.build(chunk)
-        records.extend(data for _, _, data in lists)
-    write_tfrecords(out, records)
-    return sum(len(c) for c in r.chunks)
+    r = read_piece(path, "x", 0, (0, 0, -1), opts)  # the whole file, one piece
+    records, _ = ListBuilder(opts, r.layout).build("train", [b for _, b in r.blocks])
+    write_tfrecords(out, (data for _, _, data in records))
+    return sum(len(b) for _, b in r.blocks)
 
 
 def run_beam(path: str, out: str, extra: list[str]) -> None:
@@ -106,6 +103,14 @@ def bench_reader(pattern: str, list_size: int, batch_size: int) -> tuple[int, fl
     return n, time.perf_counter() - t
 
 
+def digest(directory: str) -> dict[str, str]:
+    """sha256 of every file of an output directory."""
+    import hashlib
+
+    return {n: hashlib.sha256(open(os.path.join(directory, n), "rb").read()).hexdigest()
+            for n in sorted(os.listdir(directory)) if n.endswith(".tfrecord")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--docs", type=int, default=200_000)
@@ -119,6 +124,7 @@ def main() -> None:
         t = time.perf_counter()
         q = generate(data, args.docs, args.features)
         print(f"generated {data}: {args.docs} docs, {q} queries in {time.perf_counter() - t:.1f}s")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} CPUs")
     results = {}
     if not args.skip_minimal:
         t = time.perf_counter()
@@ -133,6 +139,10 @@ def main() -> None:
         t = time.perf_counter()
         run_beam(data, os.path.join(args.workdir, name.replace(" ", "_")), extra)
         results[name] = args.docs / (time.perf_counter() - t)
+    same = digest(os.path.join(args.workdir, "beam_in-process")) == \
+        digest(os.path.join(args.workdir, "beam_2_processes"))
+    print(f"in-process and 2-process shards byte-identical: {same}")
+    print(f"load average after conversions: {os.getloadavg()[0]:.2f} (1 min)")
     for name, v in results.items():
         print(f"{name:32s} {v:12,.0f} docs/s")
     if "minimal (no Beam, protobuf)" in results:

@@ -109,6 +109,7 @@ class ListBuilder:
                              "another --label_name or rename the column.")
         self._kinds = {f.name: f.dtype for f in (*self.spec.context, *self.spec.example)}
         self._empty_context = encode_elwc([], encode_features({}))
+        self._lookup: np.ndarray | None = None
 
     def build(self, split: str, blocks: Iterable[DocBlock]
               ) -> tuple[list[tuple[str, int, bytes]], dict[str, Any]]:
@@ -176,6 +177,18 @@ class ListBuilder:
                  "events": dict(events)}
         return out, stats
 
+    def _column_of(self, ids: np.ndarray) -> np.ndarray:
+        """Column of each LETOR feature id in the dense matrix (ids are all in ``self._ids``)."""
+        if self._lookup is None:
+            top = int(self._ids[-1]) if len(self._ids) else 0
+            self._lookup = np.zeros(0, np.int64) if top >= (1 << 22) else \
+                np.zeros(top + 1, np.int64)
+            if len(self._lookup):
+                self._lookup[self._ids] = np.arange(len(self._ids))
+        if len(self._lookup):
+            return self._lookup[ids]
+        return np.searchsorted(self._ids, ids)
+
     def _context(self, block: DocBlock, qid: str, first_row: int) -> bytes:
         """The ``context`` field of the query's lists (query id and context columns)."""
         feats: dict[str, tuple[str, Any]] = {}
@@ -197,7 +210,7 @@ class ListBuilder:
             idx, sub_indptr = csr_rows(indptr, rows)
             dense = np.full((len(rows), len(self._ids)), self.opts.missing_value, np.float32)
             doc = np.repeat(np.arange(len(rows)), np.diff(sub_indptr))
-            dense[doc, np.searchsorted(self._ids, ids[idx])] = vals[idx]
+            dense[doc, self._column_of(ids[idx])] = vals[idx]
             return self._dense.frame_examples(dense, labels)
         label_dtype = self.opts.label_dtype
         cols = block.columns or {}

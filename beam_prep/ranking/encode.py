@@ -181,11 +181,16 @@ class DenseFloatEncoder:
         template[h:pre_end] = self._pre
         template[post_start:] = self._post
         out = np.broadcast_to(template, (n, template.size)).copy()
-        for cols, offs in ((self._pre_cols, self._pre_offs + h),
-                           (self._post_cols, self._post_offs + post_start)):
-            if cols.size:
-                raw = np.ascontiguousarray(values[:, cols], dtype="<f4").view(np.uint8)
-                out[:, offs[:, None] + np.arange(4)] = raw.reshape(n, cols.size, 4)
+        cols = np.concatenate([self._pre_cols, self._post_cols])
+        offs = np.concatenate([self._pre_offs + h, self._post_offs + post_start])
+        if cols.size:  # one strided float32 view per feature slot (slots are not aligned)
+            fields = np.dtype({"names": [f"c{j}" for j in range(cols.size)],
+                               "formats": ["<f4"] * cols.size, "offsets": offs.tolist(),
+                               "itemsize": template.size})
+            slots = out.reshape(-1).view(fields)
+            src = np.asarray(values, dtype=np.float32)
+            for j, c in enumerate(cols.tolist()):
+                slots[f"c{j}"] = src[:, c]
         table = np.frombuffer(b"".join(entries), np.uint8).reshape(len(entries), lab_len)
         out[:, pre_end:post_start] = table[inverse.reshape(-1)]
         return out

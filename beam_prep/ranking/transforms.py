@@ -3,13 +3,10 @@
 Graph (stable step labels)::
 
     files ─ PlanPieces ─ SpreadPieces ─ ParsePieces ─┬─ blocks ─ GroupByShard ─ BuildLists ─┐
-                                                     ├─ rejected ─ NumberRejected ─ Write…  │
-                                                     ├─ counts ── SumCounts                 │
-                                                     ├─ piece_lines (side input)            │
-                                                     └─ layouts ─ MergeLayouts (side input) │
+                                                     └─ meta ─ MergeMeta (side input) ──────┤
           ┌─────────────────────────────────────────────────────────────────────────────────┘
-          └─ lists ─ WriteShards (fused, no second shuffle);  stats ─ SumListStats
-                     WriteReport (stats.json, feature_spec.json)
+          ├─ lists ─ WriteShards (fused with BuildLists: no second shuffle)
+          └─ stats ─ SumListStats ─ WriteReport (empty shards, rejected/, stats.json, spec)
 
 Why this shape (measured, see docs/ranking_data.md): a query's split and shard are a hash of its
 id, so parsing can already cut its documents by output ``(split, shard)``; the only shuffle moves
@@ -17,7 +14,9 @@ compact columnar blocks (CSR numpy arrays, a few per piece and shard) instead of
 query or the encoded protos (which are about 6x larger than the sparse input). The writer of a
 shard merges its blocks in input order, groups documents by query (stable sort), applies the
 list policy and encodes whole batches with numpy. Large LETOR files are parsed in byte-range
-pieces by several workers.
+pieces by several workers. Counters, feature layout, piece line counts and rejected lines travel
+in one combined ``meta`` value, so the job has few stages (each stage costs a round trip to
+every worker).
 
 Inside a shard, lists are sorted by (query id, part index); the shard and the split of a query
 come from a BLAKE2b hash of its id, so the output bytes do not depend on the runner, the number
@@ -111,19 +110,49 @@ class _ParsePiece(beam.DoFn):
         index, path, rel, piece = element
         r = read_piece(path, rel, index, piece, self.opts)
         yield from r.blocks
-        for rej in r.rejected:
-            yield pvalue.TaggedOutput("rejected", ((index, piece[0]), rej))
-        yield pvalue.TaggedOutput("counts", r.counts)
-        yield pvalue.TaggedOutput("layouts", r.layout)
-        yield pvalue.TaggedOutput("piece_lines", ((index, piece[0]), r.physical_lines))
+        yield pvalue.TaggedOutput("meta", {
+            "counts": r.counts, "layout": r.layout,
+            "piece_lines": {(index, piece[0]): r.physical_lines},
+            "rejected": [((index, piece[0]), rej) for rej in r.rejected]})
 
 
-def _number_rejected(element: tuple[tuple[int, int], dict[str, Any]],
-                     piece_lines: list[tuple[tuple[int, int], int]]) -> dict[str, Any]:
-    """Rejected line numbered from the start of its file (pieces count from their own start)."""
-    (index, piece), rej = element
-    offset = sum(n for (i, p), n in piece_lines if i == index and p < piece)
-    return {**rej, "line": rej["line"] + offset}
+class MetaCombineFn(beam.CombineFn):
+    """Everything small the pieces report, in one accumulator (one side input, few stages).
+
+    Input: one dict per piece (``counts``, ``layout``, ``piece_lines``, ``rejected``). Output:
+    ``{"counts": summed counters, "layout": merged layout, "rejected": [dict, ...]}`` with the
+    rejected lines numbered from the start of their file and sorted by (file, line). The empty
+    input gives empty counts, layout and rejected list.
+    """
+
+    def __init__(self) -> None:
+        self._counts = CountsCombineFn()
+        self._layout = LayoutCombineFn()
+
+    def create_accumulator(self) -> dict[str, Any]:
+        return {"counts": {}, "layout": {}, "piece_lines": {}, "rejected": []}
+
+    def add_input(self, acc: dict[str, Any], element: dict[str, Any]) -> dict[str, Any]:
+        return self.merge_accumulators([acc, element])
+
+    def merge_accumulators(self, accs: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        accs = list(accs)
+        return {
+            "counts": self._counts.merge_accumulators(a["counts"] for a in accs),
+            "layout": self._layout.merge_accumulators(a["layout"] for a in accs),
+            "piece_lines": {k: v for a in accs for k, v in a["piece_lines"].items()},
+            "rejected": [r for a in accs for r in a["rejected"]],
+        }
+
+    def extract_output(self, acc: dict[str, Any]) -> dict[str, Any]:
+        lines = acc["piece_lines"]
+        rejected = []
+        for (index, piece), rej in acc["rejected"]:
+            offset = sum(n for (i, p), n in lines.items() if i == index and p < piece)
+            rejected.append({**rej, "line": rej["line"] + offset})
+        rejected.sort(key=lambda r: (r["file"], r["line"]))
+        return {"counts": self._counts.extract_output(acc["counts"]),
+                "layout": acc["layout"], "rejected": rejected}
 
 
 class _BuildLists(beam.DoFn):
@@ -132,24 +161,24 @@ class _BuildLists(beam.DoFn):
         self._builder: ListBuilder | None = None
 
     def process(self, element: tuple[tuple[str, int], Iterable[Any]],
-                layout: dict[str, Any]) -> Iterable[Any]:
+                meta: dict[str, Any]) -> Iterable[Any]:
         if self._builder is None:
-            self._builder = ListBuilder(self.opts, layout)
+            self._builder = ListBuilder(self.opts, meta["layout"])
         key, blocks = element
-        records, stats = self._builder.build(key[0], [b for b in blocks if b is not None])
+        records, stats = self._builder.build(key[0], blocks)
         yield (key, records)
         if stats:
             yield pvalue.TaggedOutput("stats", stats)
 
 
 class ConvertToELWC(beam.PTransform):
-    """Input files → serialized ELWC lists, one element per output ``(split, shard)``.
+    """Input files → serialized ELWC lists, one element per non-empty output ``(split, shard)``.
 
     Input: ``PBegin``. Output: a dict of PCollections: ``lists``
-    (``((split, shard), [(qid, part, elwc_bytes), ...])``, one element for every split and
-    shard, the records in output order, possibly none), ``stats`` (one dict: list statistics),
-    ``counts`` (one dict: input totals), ``layout`` (one dict: merged feature layout) and
-    ``rejected`` (one dict per rejected line: file, line, reason, text).
+    (``((split, shard), [(qid, part, elwc_bytes), ...])``, the records in output order),
+    ``stats`` (one dict: list statistics), ``meta`` (one dict, see :class:`MetaCombineFn`) and,
+    derived from it, ``counts`` (one dict: input totals), ``layout`` (one dict: merged feature
+    layout) and ``rejected`` (one dict per rejected line: file, line, reason, text).
 
     Args:
         files: ``(index, path, relative name)`` from :func:`list_input_files`.
@@ -167,30 +196,25 @@ class ConvertToELWC(beam.PTransform):
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         o = self.opts
-        pipeline = pbegin.pipeline
         parsed = (
             pbegin
             | "ListFiles" >> beam.Create(self.files)
             | "PlanPieces" >> beam.ParDo(_PlanPieces(o, self.split_bytes))
             | "SpreadPieces" >> beam.Reshuffle()
-            | "ParsePieces" >> beam.ParDo(_ParsePiece(o)).with_outputs(
-                "rejected", "counts", "layouts", "piece_lines", main="blocks")
+            | "ParsePieces" >> beam.ParDo(_ParsePiece(o)).with_outputs("meta", main="blocks")
         )
-        layout = parsed.layouts | "MergeLayouts" >> beam.CombineGlobally(LayoutCombineFn())
-        counts = parsed.counts | "SumCounts" >> beam.CombineGlobally(CountsCombineFn())
-        rejected = parsed.rejected | "NumberRejected" >> beam.Map(
-            _number_rejected, pvalue.AsList(parsed.piece_lines))
-        empty = [((split, s), None) for split, _ in o.splits for s in range(o.num_shards)]
+        meta = parsed.meta | "MergeMeta" >> beam.CombineGlobally(MetaCombineFn())
         built = (
-            (parsed.blocks, pipeline | "AllShards" >> beam.Create(empty))
-            | "WithEmptyShards" >> beam.Flatten()
+            parsed.blocks
             | "GroupByShard" >> beam.GroupByKey()
-            | "BuildLists" >> beam.ParDo(_BuildLists(o), pvalue.AsSingleton(layout))
+            | "BuildLists" >> beam.ParDo(_BuildLists(o), pvalue.AsSingleton(meta))
             .with_outputs("stats", main="lists")
         )
         stats = built.stats | "SumListStats" >> beam.CombineGlobally(CountsCombineFn())
-        return {"lists": built.lists, "stats": stats, "counts": counts, "layout": layout,
-                "rejected": rejected}
+        return {"lists": built.lists, "stats": stats, "meta": meta,
+                "counts": meta | "Counts" >> beam.Map(lambda m: m["counts"]),
+                "layout": meta | "Layout" >> beam.Map(lambda m: m["layout"]),
+                "rejected": meta | "Rejected" >> beam.FlatMap(lambda m: m["rejected"])}
 
 
 def shard_path(output: str, split: str, shard: int, num_shards: int, gzip: bool) -> str:
@@ -205,8 +229,8 @@ class _WriteShard(beam.DoFn):
         self.opts = opts
 
     def process(self, element: tuple[tuple[str, int], list[tuple[str, int, bytes]]],
-                counts: dict[str, Any]) -> Iterable[dict[str, Any]]:
-        if bad_fraction_error(counts, self.opts.max_bad_fraction):
+                meta: dict[str, Any]) -> Iterable[dict[str, Any]]:
+        if bad_fraction_error(meta["counts"], self.opts.max_bad_fraction):
             return
         (split, shard), records = element
         gzip = self.opts.compression == "gzip"
@@ -215,24 +239,31 @@ class _WriteShard(beam.DoFn):
         yield {"split": split, "path": path, "lists": n}
 
 
-def _write_rejected(element: tuple[int, Iterable[Any]], output: str) -> Iterable[int]:
-    _, items = element
-    rows = sorted((x for x in items if x is not None), key=lambda r: (r["file"], r["line"]))
-    text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
-    filesystem.write_bytes(filesystem.join(output, REJECTED_PATH), text.encode("utf-8"))
-    yield len(rows)
-
-
 class _WriteReport(beam.DoFn):
+    """Writes the empty shards, ``rejected/rejected.jsonl``, ``stats.json``, the feature spec."""
+
     def __init__(self, output: str, opts: ElwcOptions) -> None:
         self.output = output
         self.opts = opts
 
-    def process(self, _: Any, stats: dict[str, Any], counts: dict[str, Any],
-                layout: dict[str, Any], shards: list[dict[str, Any]],
-                rejected: list[int]) -> Iterable[dict[str, Any]]:
+    def process(self, _: Any, stats: dict[str, Any], meta: dict[str, Any],
+                shards: list[dict[str, Any]]) -> Iterable[dict[str, Any]]:
         o = self.opts
+        counts, layout = meta["counts"], meta["layout"]
         error = bad_fraction_error(counts, o.max_bad_fraction)
+        gzip = o.compression == "gzip"
+        shards = list(shards)
+        if not error:
+            written = {s["path"] for s in shards}
+            for split, _ in o.splits:
+                for shard in range(o.num_shards):
+                    path = shard_path(self.output, split, shard, o.num_shards, gzip)
+                    if path not in written:
+                        write_tfrecords(path, [], gzip=gzip)
+                        shards.append({"split": split, "path": path, "lists": 0})
+        text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
+                       for r in meta["rejected"])
+        filesystem.write_bytes(filesystem.join(self.output, REJECTED_PATH), text.encode("utf-8"))
         files: dict[str, list[str]] = {}
         for s in sorted(shards, key=lambda s: s["path"]):
             files.setdefault(s["split"], []).append(posixpath.basename(s["path"]))
@@ -276,23 +307,14 @@ class WriteELWC(beam.PTransform):
         self.opts = opts
 
     def expand(self, results: dict[str, beam.PCollection]) -> beam.PCollection:
-        o = self.opts
         pipeline = results["lists"].pipeline
-        counts_side = pvalue.AsSingleton(results["counts"])
+        meta_side = pvalue.AsSingleton(results["meta"])
         shards = results["lists"] | "WriteShards" >> beam.ParDo(
-            _WriteShard(self.output, o), counts_side)
-        rejected = (
-            (results["rejected"] | "KeyRejected" >> beam.Map(lambda r: (0, r)),
-             pipeline | "NoRejected" >> beam.Create([(0, None)]))
-            | "FlattenRejected" >> beam.Flatten()
-            | "GroupRejected" >> beam.GroupByKey()
-            | "WriteRejected" >> beam.FlatMap(_write_rejected, self.output)
-        )
+            _WriteShard(self.output, self.opts), meta_side)
         return (
             pipeline
             | "ReportTrigger" >> beam.Create([None])
             | "WriteReport" >> beam.ParDo(
-                _WriteReport(self.output, o), pvalue.AsSingleton(results["stats"]),
-                counts_side, pvalue.AsSingleton(results["layout"]), pvalue.AsList(shards),
-                pvalue.AsList(rejected))
+                _WriteReport(self.output, self.opts), pvalue.AsSingleton(results["stats"]),
+                meta_side, pvalue.AsList(shards))
         )
