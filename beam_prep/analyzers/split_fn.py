@@ -180,11 +180,15 @@ class AnalyzeSplitFn(beam.DoFn):
                 else:
                     vocab[f.name].add_values(colmod.flatten_values(filled))
         for name, state in vocab.items():
-            for part, table in voc.split_by_partition(state.result(), self._num_partitions):
-                if self._temp_dir is not None:
+            counted = state.result()
+            # Spill by the size of the feature's whole table, so a large vocabulary goes
+            # through files in every partition (each partition alone may look small).
+            to_files = self._temp_dir is not None and counted.num_rows >= self._spill_rows
+            for part, table in voc.split_by_partition(counted, self._num_partitions):
+                if to_files:
                     path = (f"{self._temp_dir}/counts/{name}/p{part:03d}/"
                             f"{spill.stable_id(split.split_id)}.arrow")
-                    yield ((name, part), spill.maybe_spill(table, path, self._spill_rows))
+                    yield ((name, part), spill.spill(table, path))
                 else:
                     yield ((name, part), table)
         if numeric:
