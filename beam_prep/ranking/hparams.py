@@ -43,12 +43,14 @@ LossName = Literal["softmax", "approx_ndcg", "pairwise_logistic", "list_mle"]
 OptimizerName = Literal["adam", "adagrad", "sgd"]
 TrainingLoop = Literal["auto", "fit", "custom"]
 Activation = Literal["relu", "gelu", "tanh", "swish"]
+SoftmaxTargets = Literal["labels", "gains"]
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 LOSSES: tuple[str, ...] = get_args(LossName)
 OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
 TRAINING_LOOPS: tuple[str, ...] = get_args(TrainingLoop)
 ACTIVATIONS: tuple[str, ...] = get_args(Activation)
+SOFTMAX_TARGETS: tuple[str, ...] = get_args(SoftmaxTargets)
 
 
 def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
@@ -181,6 +183,9 @@ class TrainHparams:
             TensorBoard logs (``logs/``) go here; training resumes from it.
         loss: ``softmax`` (listwise softmax cross-entropy), ``approx_ndcg``,
             ``pairwise_logistic`` or ``list_mle``.
+        softmax_targets: Target distribution of the ``softmax`` loss: ``labels`` (labels
+            normalised per list, TF Ranking's) or ``gains`` (``2^label - 1`` normalised, the
+            NDCG gain; better on the LETOR benchmark). Only with ``loss: softmax``.
         optimizer: ``adam``, ``adagrad`` or ``sgd``.
         learning_rate: Learning rate.
         epochs: Passes of ``steps_per_epoch`` steps.
@@ -201,6 +206,7 @@ class TrainHparams:
 
     model_dir: str
     loss: LossName = "softmax"
+    softmax_targets: SoftmaxTargets = "labels"
     optimizer: OptimizerName = "adam"
     learning_rate: float = 0.001
     epochs: int = 1
@@ -218,6 +224,11 @@ class TrainHparams:
     def validate(self) -> None:  # noqa: D102
         _str("training", "model_dir", self.model_dir)
         _choice("training", "loss", self.loss, LOSSES)
+        _choice("training", "softmax_targets", self.softmax_targets, SOFTMAX_TARGETS)
+        if self.softmax_targets != "labels" and self.loss != "softmax":
+            raise SpecError(f"`training.softmax_targets` only applies to `loss: softmax`. "
+                            f"Received: softmax_targets={self.softmax_targets!r} with "
+                            f"loss={self.loss!r}; remove it or use loss: softmax.")
         _choice("training", "optimizer", self.optimizer, OPTIMIZERS)
         _float("training", "learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
         _int("training", "epochs", self.epochs)

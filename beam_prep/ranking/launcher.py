@@ -231,7 +231,9 @@ class RankingLauncher:
             if self.loop == "fit":
                 model.compile(
                     optimizer=make_optimizer(hp.training.optimizer, hp.training.learning_rate),
-                    loss=get_loss(hp.training.loss), metrics=ranking_metrics(hp.training.metrics_k),
+                    loss=get_loss(hp.training.loss,
+                                  softmax_targets=hp.training.softmax_targets),
+                    metrics=ranking_metrics(hp.training.metrics_k),
                     steps_per_execution=hp.training.steps_per_execution,
                     jit_compile=hp.distribution.strategy == "tpu")
         return model

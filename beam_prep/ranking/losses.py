@@ -9,7 +9,9 @@ Keras reduces them (``sum_over_batch_size`` by default). A list with no valid en
 =====================  ===========================================================  =========
 name                   per-list value                                               source
 =====================  ===========================================================  =========
-``softmax``            ``-sum_i p_i log softmax(s)_i`` with ``p = y / sum(y)``      here
+``softmax``            ``-sum_i p_i log softmax(s)_i`` with ``p = g / sum(g)``,     here
+                       ``g = y`` (``targets="labels"``, TF Ranking's) or
+                       ``g = 2^y - 1`` (``targets="gains"``, NDCG's gain)
 ``approx_ndcg``        ``-ApproxDCG / IDCG``; ``rank_i = 1 + sum_j sigmoid((s_j -   here
                        s_i) / T)``, gain ``2^y - 1``
 ``pairwise_logistic``  ``sum_{y_i > y_j} log(1 + exp(-(s_i - s_j)))``                keras-rs
@@ -33,7 +35,7 @@ import keras
 from keras import ops
 
 from beam_prep.errors import SpecError
-from beam_prep.ranking.hparams import LOSSES
+from beam_prep.ranking.hparams import LOSSES, SOFTMAX_TARGETS
 
 _NEG = -1e9
 
@@ -46,27 +48,46 @@ def _valid(y_true: Any) -> Any:
 class SoftmaxLoss(keras.losses.Loss):
     """Listwise softmax cross-entropy over the valid entries of each list.
 
+    The target distribution of a list is its labels normalised to sum 1 (``targets="labels"``,
+    TF Ranking's definition) or its NDCG gains ``2^label - 1`` normalised to sum 1
+    (``targets="gains"``: a label-2 document then weighs 3x a label-1 one, as in NDCG).
+
     Args:
+        targets: ``"labels"`` or ``"gains"``.
         name: Loss name.
         **kwargs: ``reduction``, ``dtype`` of ``keras.losses.Loss``.
 
     Example:
         >>> float(SoftmaxLoss()([[2.0, 0.0]], [[0.0, 0.0]]))
         0.6931471...
+        >>> round(float(SoftmaxLoss(targets="gains")([[2.0, 1.0]], [[0.0, 0.0]])), 4)
+        0.6931
     """
 
-    def __init__(self, name: str = "softmax_loss", **kwargs: Any) -> None:
+    def __init__(self, targets: str = "labels", name: str = "softmax_loss",
+                 **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
+        if targets not in SOFTMAX_TARGETS:
+            raise SpecError(f"`training.softmax_targets` must be one of "
+                            f"{', '.join(map(repr, SOFTMAX_TARGETS))}. Received: "
+                            f"softmax_targets={targets!r}")
+        self.targets = targets
 
     def call(self, y_true: Any, y_pred: Any) -> Any:  # noqa: D102
-        y_true = ops.cast(y_true, y_pred.dtype)
+        y_pred = ops.convert_to_tensor(y_pred)
+        y_true = ops.cast(ops.convert_to_tensor(y_true), y_pred.dtype)
         valid = _valid(y_true)
         labels = ops.where(valid, y_true, 0.0)
+        if self.targets == "gains":
+            labels = ops.power(2.0, labels) - 1.0
         total = ops.sum(labels, axis=-1, keepdims=True)
         p = ops.divide_no_nan(labels, total)
         logits = ops.where(valid, y_pred, _NEG)
         log_p = ops.log_softmax(logits, axis=-1)
         return -ops.sum(ops.where(valid, p * log_p, 0.0), axis=-1)
+
+    def get_config(self) -> dict[str, Any]:  # noqa: D102
+        return {**super().get_config(), "targets": self.targets}
 
 
 @keras.saving.register_keras_serializable(package="beam_prep")
@@ -94,7 +115,8 @@ class ApproxNDCGLoss(keras.losses.Loss):
         self.temperature = float(temperature)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:  # noqa: D102
-        y_true = ops.cast(y_true, y_pred.dtype)
+        y_pred = ops.convert_to_tensor(y_pred)
+        y_true = ops.cast(ops.convert_to_tensor(y_true), y_pred.dtype)
         valid = _valid(y_true)
         validf = ops.cast(valid, y_pred.dtype)
         labels = ops.where(valid, y_true, 0.0)
@@ -141,14 +163,19 @@ def _pairwise_logistic_cls() -> type:
     return _PAIRWISE[0]
 
 
-def get_loss(name: str, **kwargs: Any) -> keras.losses.Loss:
+def get_loss(name: str, *, softmax_targets: str = "labels", **kwargs: Any) -> keras.losses.Loss:
     """The loss called ``name`` (one of ``hparams.LOSSES``).
+
+    Args:
+        name: ``training.loss``.
+        softmax_targets: ``training.softmax_targets`` (``softmax`` only).
+        **kwargs: Passed to the loss (``reduction``, ``temperature`` for ``approx_ndcg``).
 
     Raises:
         SpecError: Unknown name.
     """
     if name == "softmax":
-        return SoftmaxLoss(**kwargs)
+        return SoftmaxLoss(targets=softmax_targets, **kwargs)
     if name == "approx_ndcg":
         return ApproxNDCGLoss(**kwargs)
     if name == "pairwise_logistic":

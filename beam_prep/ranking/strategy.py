@@ -10,9 +10,10 @@ tpu             ``TPUClusterResolver`` -> connect -> initialise  Keras ``fit``, 
                 the TPU system -> ``TPUStrategy``                loop for steps_per_execution>1
 ==============  ===============================================  ==============================
 
-Parameter-server training is **not supported**: Keras 3 ``fit`` does not accept
-``ParameterServerStrategy``, and Keras 3 variable updates are not atomic under asynchronous
-workers (the optimizer's step counter loses increments).
+Parameter-server training is **not supported**: it needs a trainer that dispatches steps to
+remote workers through ``tf.distribute.coordinator.ClusterCoordinator``, and Keras 3 has no such
+path (``keras/src`` never mentions ``ParameterServerStrategy`` or ``ClusterCoordinator``; Keras
+2's ``Model.fit`` had one).
 
 Why ``multi_worker`` uses a custom loop: Keras 3.15 ``fit`` under MultiWorkerMirroredStrategy
 fails with ``Invalid reduction dimension 0 for input with 0 dimensions`` for *any* model. The
@@ -181,7 +182,7 @@ def train_custom_loop(launcher: Any, model: Any, train_ds: tf.data.Dataset,
     with strategy.scope():
         optimizer = make_optimizer(tr.optimizer, tr.learning_rate)
         optimizer.build(model.trainable_variables)
-        loss_fn = get_loss(tr.loss, reduction=None)
+        loss_fn = get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None)
     ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
     manager = tf.train.CheckpointManager(ckpt, launcher._dir("ckpt"), max_to_keep=3)
     if manager.latest_checkpoint:

@@ -41,6 +41,16 @@ def np_softmax(y, s):
     return -sum(y[i] / tot * math.log(zi / sum(z)) for i, zi in zip(idx, z))
 
 
+def np_softmax_gains(y, s):
+    """Softmax CE with targets (2^y - 1) / sum(2^y - 1) over the valid entries."""
+    idx = _valid(y)
+    g = {i: 2.0 ** y[i] - 1 for i in idx}
+    if not idx or sum(g.values()) == 0:
+        return 0.0
+    log_z = math.log(sum(math.exp(s[i]) for i in idx))
+    return -sum(g[i] / sum(g.values()) * (s[i] - log_z) for i in idx)
+
+
 def np_pairwise_logistic(y, s):
     idx = _valid(y)
     return sum(math.log1p(math.exp(-(s[i] - s[j])))
@@ -106,6 +116,18 @@ def test_approx_ndcg_tends_to_ndcg_at_low_temperature():
     dcg = 0 / math.log2(2) + 1 / math.log2(3) + 7 / math.log2(4)
     got = float(get_loss("approx_ndcg", temperature=1e-3)(y, s))
     assert got == pytest.approx(-dcg / idcg, abs=1e-4)
+
+
+def test_softmax_gain_targets_match_numpy():
+    loss = get_loss("softmax", softmax_targets="gains", reduction=None)
+    got = np.asarray(loss(LABELS, SCORES)).reshape(-1)
+    want = np.array([np_softmax_gains(y, s) for y, s in zip(LABELS, SCORES)])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # Differs from label targets where labels are graded (list 0: labels 2, 1 -> gains 3, 1).
+    plain = np.asarray(get_loss("softmax", reduction=None)(LABELS, SCORES)).reshape(-1)
+    assert abs(got[0] - plain[0]) > 1e-3 and got[4] == pytest.approx(plain[4], abs=1e-6)
+    with pytest.raises(SpecError, match=r"softmax_targets.*Received: softmax_targets='exp'"):
+        get_loss("softmax", softmax_targets="exp")
 
 
 def test_unknown_loss_names_the_field():

@@ -27,6 +27,8 @@ from tests.ranking.train_fixtures import (
     ("distribution.strategy=ps", r"`distribution.strategy` must be one of"),
     ("model.colour=1", r"Unknown key\(s\) \['colour'\] in `model`"),
     ("training", r"Overrides look like `section.key=value`"),
+    ("training.softmax_targets=gain", r"`training.softmax_targets` must be one of 'labels', "
+                                      r"'gains'. Received: softmax_targets='gain'"),
 ])
 def test_hparams_errors_name_field_and_value(tmp_path, override, match):
     text = config_yaml({"spec": "s.json", "train": "t"}, str(tmp_path))
