@@ -72,17 +72,22 @@ def minimal_converter(path: str, out: str, features: int) -> int:
 
 def minimal_fast_converter(path: str, out: str) -> int:
     """Single process, no Beam, same parser and byte encoder as the job (isolates Beam's cost):
-    parse the whole file, group by query, encode every list, write one TFRecord file."""
+    parse the file in the same line-aligned pieces as the job (faster than one whole-file parse:
+    smaller temporary arrays), group by query, encode every list, write one TFRecord file."""
     from beam_prep.ranking.build import ListBuilder
     from beam_prep.ranking.options import ElwcOptions
-    from beam_prep.ranking.sources import read_piece
+    from beam_prep.ranking.sources import LayoutCombineFn, plan_pieces, read_piece
     from beam_prep.ranking.tfrecord import write_tfrecords
+    from beam_prep.ranking.transforms import DEFAULT_SPLIT_BYTES
 
     opts = ElwcOptions(input_format="letor")
-    r = read_piece(path, "x", 0, (0, 0, -1), opts)  # the whole file, one piece
-    records, _ = ListBuilder(opts, r.layout).build("train", [b for _, b in r.blocks])
+    parsed = [read_piece(path, "x", 0, piece, opts)
+              for piece in plan_pieces(path, opts, DEFAULT_SPLIT_BYTES)]
+    layout = LayoutCombineFn().merge_accumulators(r.layout for r in parsed)
+    blocks = [b for r in parsed for _, b in r.blocks]
+    records, _ = ListBuilder(opts, layout).build("train", blocks)
     write_tfrecords(out, (data for _, _, data in records))
-    return sum(len(b) for _, b in r.blocks)
+    return sum(len(b) for b in blocks)
 
 
 def run_beam(path: str, out: str, extra: list[str]) -> None:

@@ -161,7 +161,7 @@ class ListBuilder:
                     continue
                 context = self._context(block, names[q], int(order[bounds[q]]))
                 for k, rows in enumerate(parts):
-                    out.append((names[q], k, _join_rows(framed, rows - a) + context))
+                    out.append((names[q], k, _join_rows(framed, rows - a, context)))
             q0 = q1
         kept = np.concatenate([p for _, parts in plans for p in parts] or [np.zeros(0, np.int64)])
         values, counts = np.unique(labels[kept], return_counts=True)
@@ -226,13 +226,13 @@ class ListBuilder:
         return out
 
 
-def _join_rows(framed: np.ndarray | list[bytes], rows: np.ndarray) -> bytes:
-    """Concatenated framed examples of ``rows`` (increasing)."""
+def _join_rows(framed: np.ndarray | list[bytes], rows: np.ndarray, context: bytes) -> bytes:
+    """One ELWC record: the framed examples of ``rows`` (increasing), then the context field."""
     if isinstance(framed, np.ndarray):
         if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
-            return framed[int(rows[0]):int(rows[-1]) + 1].tobytes()
-        return framed[rows].tobytes()
-    return b"".join(framed[int(r)] for r in rows)
+            return b"".join((framed[int(rows[0]):int(rows[-1]) + 1], context))  # one copy
+        return b"".join((framed[rows], context))
+    return b"".join([*(framed[int(r)] for r in rows), context])
 
 
 def _as_list(v: Any) -> list[Any]:

@@ -151,6 +151,13 @@ def _id_set(ids: np.ndarray) -> np.ndarray:
     return np.unique(ids).astype(np.int64)
 
 
+def _compact_ids(ids: np.ndarray) -> np.ndarray:
+    """Feature ids (0 <= id < 10**9 by the grammar) in the smallest unsigned dtype: the shuffle
+    carries them, and they are most of its bytes."""
+    top = int(ids.max()) if len(ids) else 0
+    return ids.astype(np.uint16 if top < (1 << 16) else np.uint32)
+
+
 def _read_letor(path: str, relpath: str, file_index: int, piece: tuple[int, int, int],
                 opts: ElwcOptions) -> PieceResult:
     index, start, end = piece
@@ -169,7 +176,7 @@ def _read_letor(path: str, relpath: str, file_index: int, piece: tuple[int, int,
     p = parse_letor(data, fmt=opts.input_format, query_sizes=sizes,  # type: ignore[arg-type]
                     num_features=opts.num_features, source=relpath)
     block = DocBlock(order=(file_index, index), qid_names=p.qid_names, qid_codes=p.qid_codes,
-                     labels=p.labels, sparse=(p.indptr, p.ids, p.values))
+                     labels=p.labels, sparse=(p.indptr, _compact_ids(p.ids), p.values))
     rejected = [{"file": relpath, "line": ln, "reason": why, "text": text[:200]}
                 for ln, why, text in p.rejected]
     counts = {"files": int(index == 0), "lines": p.num_lines, "documents_read": len(p.labels),

@@ -57,7 +57,11 @@ def write_tfrecords(path: str, records: Iterable[bytes], *, gzip: bool = False) 
     ctype = CompressionTypes.GZIP if gzip else CompressionTypes.UNCOMPRESSED
     n = 0
     with FileSystems.create(path, compression_type=ctype) as f:
-        for r in records:
-            f.write(frame(r))
+        for r in records:  # frame() without joining: no copy of large records
+            length = _U64.pack(len(r))
+            f.write(length)
+            f.write(_U32.pack(masked_crc32c(length)))
+            f.write(r)
+            f.write(_U32.pack(masked_crc32c(r)))
             n += 1
     return n

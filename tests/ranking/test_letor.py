@@ -104,3 +104,25 @@ def test_lightgbm_group_size_mismatch_is_an_error():
         parse_letor(b"1 1:1\n0 1:2\n", fmt="lightgbm", query_sizes=np.array([1, 2]))
     with pytest.raises(InputError, match="one integer"):
         parse_query_sizes(b"3\nx\n")
+
+
+def test_line_aligned_pieces_cover_the_file_exactly(tmp_path):
+    from beam_prep.ranking.options import ElwcOptions
+    from beam_prep.ranking.sources import plan_pieces, read_line_range
+
+    text = b"1 qid:1 1:1\n\n0 qid:2 2:5 # x\r\nlong line " + b"z" * 50 + b"\n\n\nlast 1:1"
+    path = tmp_path / "a.txt"
+    path.write_bytes(text)
+    starts = {0} | {i + 1 for i, b in enumerate(text) if b == ord("\n")}
+    opts = ElwcOptions(input_format="letor")
+    for size in range(1, len(text) + 2):
+        pieces = plan_pieces(str(path), opts, size)
+        assert len(pieces) == -(-len(text) // size)
+        parts = [read_line_range(str(path), s, e) for _, s, e in pieces]
+        assert b"".join(parts) == text, size
+        offset = 0
+        for part in parts:  # every non-empty piece begins at a line start
+            assert not part or offset in starts
+            offset += len(part)
+    assert plan_pieces(str(path), opts, 0) == [(0, 0, -1)]
+    assert plan_pieces(str(path), ElwcOptions(input_format="lightgbm"), 4) == [(0, 0, -1)]

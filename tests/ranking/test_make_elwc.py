@@ -261,3 +261,53 @@ def test_gzip_output_is_deterministic_and_readable(tmp_path):
         str(tmp_path / "o0" / "train-00000-of-00001.tfrecord.gz"), "GZIP")]
     assert len(input_pb2.ExampleListWithContext.FromString(raw[0]).examples[0].features.feature
                ) == 301
+
+
+def _messy_letor_text():
+    """LETOR lines with comments, blank and CRLF lines, bad lines, queries spread over the whole
+    file and no final newline."""
+    rng = np.random.default_rng(5)
+    lines = []
+    for i in range(300):
+        q = int(rng.integers(0, 25))
+        ids = sorted(rng.choice(np.arange(1, 12), size=4, replace=False).tolist())
+        feats = " ".join(f"{j}:{rng.random():.3f}" for j in ids)
+        lines.append(f"{int(rng.integers(0, 3))} qid:q{q} {feats}" + (" # c" if i % 9 == 0 else ""))
+        if i % 37 == 0:
+            lines.append("")
+        if i % 41 == 0:
+            lines.append("not a line")
+        if i % 11 == 0:
+            lines[-1] += "\r"
+    return "\n".join(lines)
+
+
+def test_pieces_of_a_large_file_give_the_same_bytes(tmp_path):
+    text = _messy_letor_text()
+    src = tmp_path / "in.txt"
+    src.write_text(text)
+    args = ["--input", str(src), "--query_id_feature", "qid", "--num_shards", "2",
+            "--max_list_size", "6", "--splits", "train:0.5,test:0.5", "--max_bad_fraction", "0.05"]
+    whole, pieces = str(tmp_path / "whole"), str(tmp_path / "pieces")
+    make_elwc.run([*args, "--output", whole, "--input_split_bytes", "0"])
+    make_elwc.run([*args, "--output", pieces, "--input_split_bytes", "500"])
+    assert len(text) // 500 >= 20
+    assert files_of(pieces) == files_of(whole)
+    physical = text.split("\n")
+    rejected = [json.loads(x) for x in open(os.path.join(pieces, "rejected/rejected.jsonl"))]
+    assert [r["line"] for r in rejected] == [i + 1 for i, t in enumerate(physical)
+                                             if t.startswith("not")]
+    # every document of a query, in input order, with its label and first feature value
+    want: dict[str, list[tuple[float, dict[int, np.float32]]]] = {}
+    for t in physical:
+        body = t.split("#")[0].split()
+        if body and not t.startswith("not"):
+            want.setdefault(body[1][4:], []).append(
+                (float(body[0]), {int(k): np.float32(v) for k, v in
+                                  (x.split(":") for x in body[2:]) if float(v) != 0}))
+    got: dict[str, list[tuple[float, dict[int, np.float32]]]] = {}
+    for f, lab in read_all(os.path.join(pieces, "*.tfrecord")):
+        for i, label in enumerate(lab.tolist()):
+            got.setdefault(f["qid"].decode(), []).append(
+                (label, {j: f[f"f{j}"][i] for j in range(1, 12) if f[f"f{j}"][i] != 0}))
+    assert got == want
