@@ -93,10 +93,14 @@ def merge_blocks(blocks: Iterable[DocBlock]) -> DocBlock:
     blocks = sorted(blocks, key=lambda b: b.order)
     if not blocks:
         return DocBlock((0, 0), np.array([], dtype=object), np.zeros(0, np.int64), np.zeros(0))
-    names = sorted({q for b in blocks for q in b.qid_names.tolist()})
+    used = [np.unique(b.qid_codes) for b in blocks]  # names without documents are left out
+    names = sorted({q for b, u in zip(blocks, used) for q in b.qid_names[u].tolist()})
     code_of = {q: i for i, q in enumerate(names)}
-    codes = [np.array([code_of[q] for q in b.qid_names.tolist()], np.int64)[b.qid_codes]
-             if len(b) else np.zeros(0, np.int64) for b in blocks]
+    codes = []
+    for b, u in zip(blocks, used):
+        table = np.zeros(len(b.qid_names), np.int64)
+        table[u] = [code_of[q] for q in b.qid_names[u].tolist()]
+        codes.append(table[b.qid_codes])
     first = blocks[0]
     sparse = None
     if first.sparse is not None:

@@ -311,3 +311,18 @@ def test_pieces_of_a_large_file_give_the_same_bytes(tmp_path):
             got.setdefault(f["qid"].decode(), []).append(
                 (label, {j: f[f"f{j}"][i] for j in range(1, 12) if f[f"f{j}"][i] != 0}))
     assert got == want
+
+
+def test_queries_left_without_documents_are_not_counted(tmp_path):
+    # lightgbm: an empty group (size 0); letor: the only line of query Z is rejected
+    (tmp_path / "l.txt").write_text("1 1:1\n0 1:2\n2 1:3\n")
+    (tmp_path / "l.txt.query").write_text("2\n0\n1\n")
+    (tmp_path / "t.txt").write_text("1 qid:A 1:1\n0 qid:Z 9:1\n0 qid:A 2:1\n")
+    cases = (("l.txt", "lightgbm", []), ("t.txt", "letor", ["--num_features", "3"]))
+    for name, fmt, extra in cases:
+        out = str(tmp_path / f"out_{fmt}")
+        make_elwc.run(["--input", str(tmp_path / name), "--input_format", fmt, "--output", out,
+                       "--max_bad_fraction", "0.5", *extra])
+        stats = json.load(open(os.path.join(out, "stats.json")))
+        assert stats["queries"] == stats["lists"] == 2 - (fmt == "letor"), fmt
+        assert stats["events"] == {}, fmt
