@@ -105,6 +105,8 @@ def parse_letor(
     *,
     fmt: LetorFormat = "letor",
     query_sizes: np.ndarray | None = None,
+    group_offset: int = 0,
+    num_groups: int | None = None,
     num_features: int | None = None,
     source: str = "<input>",
 ) -> ParsedLetor:
@@ -114,6 +116,10 @@ def parse_letor(
         data: the file's bytes (UTF-8; undecodable bytes become U+FFFD and usually reject the line).
         fmt: ``"letor"`` (``qid:`` required) or ``"lightgbm"`` (groups from ``query_sizes``).
         query_sizes: group sizes for ``"lightgbm"``; their sum must equal the non-blank line count.
+        group_offset: index of the first group of ``query_sizes`` in the whole ``.query`` file
+            (when ``data`` is a piece of the file that starts at a group boundary).
+        num_groups: groups in the whole ``.query`` file (sets the zero padding of the query ids;
+            default ``len(query_sizes)``).
         num_features: if set, feature ids must lie in ``[1, num_features]``; others reject the line.
         source: file name used in error messages.
 
@@ -145,8 +151,10 @@ def parse_letor(
                 f"file has {n_lines} non-blank lines. Fix the .query file so the sizes add up."
             )
         groups = np.repeat(np.arange(len(query_sizes), dtype=np.int64), query_sizes)
-        width = max(6, len(str(max(len(query_sizes) - 1, 0))))
-        group_names = np.array([f"{source}:{g:0{width}d}" for g in range(len(query_sizes))],
+        total = len(query_sizes) if num_groups is None else num_groups
+        width = max(6, len(str(max(total - 1, 0))))
+        group_names = np.array([f"{source}:{g + group_offset:0{width}d}"
+                                for g in range(len(query_sizes))],
                                dtype=object)
 
     ok = pc.match_substring_regex(arr, _LINE).to_numpy(zero_copy_only=False)

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -68,27 +69,69 @@ def _open(path: str) -> Any:
     return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
 
 
-def plan_pieces(path: str, opts: ElwcOptions, split_bytes: int) -> list[tuple[int, int, int]]:
-    """``(piece index, start, end)`` pieces of one file.
+Piece = tuple[int, int, int, int, int]
+"""``(piece index, start byte, end byte, first group, end group)``; end byte -1 = whole file."""
+WHOLE_FILE: Piece = (0, 0, -1, 0, 0)
+_BLANK_LINE = re.compile(r"[\t\n\f\r ]*(?:#.*)?")  # RE2's \s, as letor._BLANK
+
+
+def plan_pieces(path: str, opts: ElwcOptions, split_bytes: int) -> list[Piece]:
+    """The pieces one file is parsed in.
 
     Uncompressed LETOR files are cut into about equal byte ranges of at most ``split_bytes``
-    (a piece owns the lines that start inside its range; ``split_bytes <= 0``: no cut); Parquet
-    files give one piece per row group; everything else (LightGBM, whose group file counts lines
-    from the start of the file; compressed files; CSV; JSONL) is one piece ``(0, 0, -1)``.
+    (a piece owns the lines that start inside its range; ``split_bytes <= 0``: no cut).
+    Uncompressed LightGBM files are cut at group starts (groups from the ``.query`` file; the
+    file is read once here to find the line of each group), so a piece knows its groups. Parquet
+    files give one piece per row group. Everything else (compressed files, CSV, JSONL) is one
+    piece, :data:`WHOLE_FILE`.
     """
     if opts.input_format == "parquet":
         import pyarrow.parquet as pq
 
         with FileSystems.open(path) as f:
             n = pq.ParquetFile(f).metadata.num_row_groups
-        return [(rg, 0, -1) for rg in range(max(n, 1))]
-    if opts.input_format != "letor" or split_bytes <= 0 or \
+        return [(rg, 0, -1, 0, 0) for rg in range(max(n, 1))]
+    if not opts.is_letor or split_bytes <= 0 or \
             CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED:
-        return [(0, 0, -1)]
+        return [WHOLE_FILE]
     size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
     n = max(1, -(-size // split_bytes))
+    if n == 1:
+        return [WHOLE_FILE]
     edges = [size * i // n for i in range(n + 1)]
-    return [(i, edges[i], edges[i + 1]) for i in range(n)]
+    if opts.input_format == "letor":
+        return [(i, edges[i], edges[i + 1], 0, 0) for i in range(n)]
+    return _plan_lightgbm(path, edges)
+
+
+def _plan_lightgbm(path: str, edges: list[int]) -> list[Piece]:
+    """LightGBM pieces cut at the group start nearest after each byte edge."""
+    qpath = path + ".query"
+    if not filesystem.exists(qpath):
+        return [WHOLE_FILE]  # the parser raises the error that names the missing file
+    sizes = parse_query_sizes(filesystem.read_bytes(qpath), path=qpath)
+    data = filesystem.read_bytes(path)
+    buf = np.frombuffer(data, np.uint8)
+    starts = np.concatenate([[0], np.flatnonzero(buf == 10) + 1])
+    starts = starts[starts < len(data)]
+    blank = np.zeros(len(starts), bool)
+    for i in np.flatnonzero(np.isin(buf[starts], list(b"\t\n\f\r #"))).tolist():
+        end = int(starts[i + 1]) if i + 1 < len(starts) else len(data)
+        line = data[int(starts[i]):end].decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+        blank[i] = _BLANK_LINE.fullmatch(line) is not None
+    nonblank = starts[~blank]
+    if int(sizes.sum()) != len(nonblank):
+        return [WHOLE_FILE]  # the parser raises the error that names both counts
+    group_start = np.append(nonblank, len(data))[np.concatenate([[0], np.cumsum(sizes)[:-1]])] \
+        if len(sizes) else np.zeros(0, np.int64)
+    cuts = [0]
+    for edge in edges[1:-1]:
+        g = int(np.searchsorted(group_start, edge))
+        if cuts[-1] < g < len(sizes):
+            cuts.append(g)
+    cuts.append(len(sizes))
+    byte = [0, *[int(group_start[g]) for g in cuts[1:-1]], len(data)]
+    return [(i, byte[i], byte[i + 1], cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]
 
 
 def read_line_range(path: str, start: int, end: int, *, chunk: int = 1 << 16) -> bytes:
@@ -121,7 +164,7 @@ def _count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def read_piece(path: str, relpath: str, file_index: int, piece: tuple[int, int, int],
+def read_piece(path: str, relpath: str, file_index: int, piece: Piece,
                opts: ElwcOptions) -> PieceResult:
     """Parses one piece from :func:`plan_pieces` according to ``opts.input_format``."""
     if opts.is_letor:
@@ -158,22 +201,26 @@ def _compact_ids(ids: np.ndarray) -> np.ndarray:
     return ids.astype(np.uint16 if top < (1 << 16) else np.uint32)
 
 
-def _read_letor(path: str, relpath: str, file_index: int, piece: tuple[int, int, int],
+def _read_letor(path: str, relpath: str, file_index: int, piece: Piece,
                 opts: ElwcOptions) -> PieceResult:
-    index, start, end = piece
+    index, start, end, g0, g1 = piece
     if end < 0:
         with _open(path) as f:
             data = f.read()
     else:
         data = read_line_range(path, start, end)
-    sizes = None
+    sizes, num_groups = None, None
     if opts.input_format == "lightgbm":
         qpath = path + ".query"
         if not filesystem.exists(qpath):
             raise InputError(f"lightgbm input {path!r} has no group file {qpath!r}. Write the "
                              "group sizes there or use --input_format=letor with qid: columns.")
         sizes = parse_query_sizes(filesystem.read_bytes(qpath), path=qpath)
+        num_groups = len(sizes)
+        if end >= 0:
+            sizes = sizes[g0:g1]
     p = parse_letor(data, fmt=opts.input_format, query_sizes=sizes,  # type: ignore[arg-type]
+                    group_offset=g0, num_groups=num_groups,
                     num_features=opts.num_features, source=relpath)
     block = DocBlock(order=(file_index, index), qid_names=p.qid_names, qid_codes=p.qid_codes,
                      labels=p.labels, sparse=(p.indptr, _compact_ids(p.ids), p.values))

@@ -45,13 +45,12 @@ from beam_prep.ranking.build import ListBuilder, feature_spec_from_layout
 from beam_prep.ranking.feature_spec import FILENAME as FEATURE_SPEC_FILENAME
 from beam_prep.ranking.lists import CountsCombineFn
 from beam_prep.ranking.options import ElwcOptions
-from beam_prep.ranking.sources import LayoutCombineFn, plan_pieces, read_piece
+from beam_prep.ranking.sources import LayoutCombineFn, Piece, plan_pieces, read_piece
 from beam_prep.ranking.tfrecord import write_tfrecords
 
 STATS_FILENAME = "stats.json"
 REJECTED_PATH = "rejected/rejected.jsonl"
 DEFAULT_SPLIT_BYTES = 4 << 20  # smaller pieces parse faster (less temporary memory)
-Piece = tuple[int, int, int]  # (piece index, start byte, end byte); see plan_pieces
 
 
 def list_input_files(patterns: Sequence[str], opts: ElwcOptions) -> list[tuple[int, str, str]]:

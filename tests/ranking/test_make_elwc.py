@@ -326,3 +326,35 @@ def test_queries_left_without_documents_are_not_counted(tmp_path):
         stats = json.load(open(os.path.join(out, "stats.json")))
         assert stats["queries"] == stats["lists"] == 2 - (fmt == "letor"), fmt
         assert stats["events"] == {}, fmt
+
+
+def test_lightgbm_pieces_cut_at_group_starts_give_the_same_bytes(tmp_path):
+    from beam_prep.ranking.options import ElwcOptions
+    from beam_prep.ranking.sources import plan_pieces
+
+    lines = open(LIGHTGBM + "rank.test").read().split("\n")[:-1]
+    sizes = [int(x) for x in open(LIGHTGBM + "rank.test.query").read().split()]
+    lines[5] = "x" + lines[5]  # a rejected line still counts in its group
+    out_lines = []
+    for i, line in enumerate(lines):  # blank, comment and CRLF lines do not count
+        out_lines.append(line + ("\r" if i % 7 == 0 else ""))
+        if i % 50 == 0:
+            out_lines += ["", "  # comment", "\r"]
+    src = tmp_path / "t.txt"
+    src.write_text("\n".join(out_lines) + "\n")
+    (tmp_path / "t.txt.query").write_text("\n".join(map(str, sizes)) + "\n")
+    pieces = plan_pieces(str(src), ElwcOptions(input_format="lightgbm"), 3000)
+    assert len(pieces) > 20
+    assert [p[3] for p in pieces] == sorted({p[3] for p in pieces})
+    assert pieces[0][3] == 0 and pieces[-1][4] == len(sizes)
+    args = ["--input", str(src), "--input_format", "lightgbm", "--query_id_feature", "qid",
+            "--num_shards", "2", "--max_bad_fraction", "0.01"]
+    whole, split = str(tmp_path / "whole"), str(tmp_path / "split")
+    make_elwc.run([*args, "--output", whole, "--input_split_bytes", "0"])
+    make_elwc.run([*args, "--output", split, "--input_split_bytes", "3000"])
+    assert files_of(split) == files_of(whole)
+    rejected = [json.loads(x) for x in open(os.path.join(split, "rejected/rejected.jsonl"))]
+    assert [r["line"] for r in rejected] == [out_lines.index(lines[5]) + 1]
+    lists = read_all(os.path.join(split, "*.tfrecord"))
+    assert sorted(len(lab) for _, lab in lists) == sorted(
+        s - (g == 0) for g, s in enumerate(sizes) if s - (g == 0) > 0)
