@@ -69,6 +69,7 @@ data:
   valid_pattern: "{paths['train']}"
   list_size: 4
   train_batch_size: {over.pop('batch', 4)}
+  valid_batch_size: 2        # divides the sample's 10 lists: no validation list dropped
   sequence_length: 6
   shuffle_buffer: 0
 model:
