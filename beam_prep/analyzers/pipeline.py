@@ -79,13 +79,13 @@ class _WriteVocabulary(beam.DoFn):
             drops = voc.add_drop_stats(drops, d) if d else drops
             tables.append(spill.materialize(table))
         # Partitions hold disjoint tokens: concatenate, no re-aggregation needed.
-        merged = voc.sort_vocabulary(pa.concat_tables([t for t in tables if t.num_rows])
-                                     if any(t.num_rows for t in tables) else voc.empty_table())
+        merged = (pa.concat_tables([t for t in tables if t.num_rows])
+                  if any(t.num_rows for t in tables) else voc.empty_table())
         top_k = (feature.max_vocabulary_tokens() if feature.kind == "text"
                  else feature.top_k)
-        if top_k is not None and merged.num_rows > top_k:
-            merged, rest = voc.take_first(merged, top_k)
-            drops = voc.add_drop_stats(drops, {"dropped_top_k": voc.summary(rest)})
+        merged, rest = voc.select_top_k(merged, top_k)
+        merged = voc.sort_vocabulary(merged)
+        drops = voc.add_drop_stats(drops, {"dropped_top_k": rest})
         with_df = feature.kind == "text" and feature.output_mode == "tf_idf"
         files = {}
         for role, rel, body in (

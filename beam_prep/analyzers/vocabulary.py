@@ -201,10 +201,21 @@ def summary(table: pa.Table) -> dict[str, int]:
     return {"tokens": int(table.num_rows), "count": int(count or 0)}
 
 
-def take_first(table: pa.Table, k: int) -> tuple[pa.Table, pa.Table]:
-    """(first k rows, the rest) as compact tables (safe to pickle; see split_by_partition)."""
-    idx = np.arange(table.num_rows, dtype=np.int64)
-    return table.take(pa.array(idx[:k])), table.take(pa.array(idx[k:]))
+def select_top_k(table: pa.Table, top_k: int | None) -> tuple[pa.Table, dict[str, int]]:
+    """The ``top_k`` first tokens in vocabulary order (unsorted) and a summary of the rest.
+
+    Uses a selection, not a full sort: the order (count, then token bytes, both descending)
+    is total because tokens are distinct, so the selected set is exact and deterministic.
+    """
+    if top_k is None or table.num_rows <= top_k:
+        return table, {"tokens": 0, "count": 0}
+    idx = pc.select_k_unstable(table, k=top_k, sort_keys=[("count", "descending"),
+                                                          ("token", "descending")])
+    kept = table.take(idx)
+    total = summary(table)
+    kept_summary = summary(kept)
+    return kept, {"tokens": total["tokens"] - kept_summary["tokens"],
+                  "count": total["count"] - kept_summary["count"]}
 
 
 def prune(table: pa.Table, *, min_count: int, top_k: int | None,
@@ -222,7 +233,8 @@ def prune(table: pa.Table, *, min_count: int, top_k: int | None,
             dropped and counted in ``excluded_reserved``.
 
     Returns:
-        (sorted pruned table, drop statistics with ``excluded_unwritable``,
+        (pruned table, in no particular order, and drop statistics with
+        ``excluded_unwritable``,
         ``excluded_reserved``,
         ``dropped_min_count`` and ``dropped_top_k`` as {tokens, count}).
     """
@@ -235,14 +247,11 @@ def prune(table: pa.Table, *, min_count: int, top_k: int | None,
     table = table.filter(pc.invert(is_reserved))
     low = pc.less(table.column("count"), min_count)
     dropped_min = table.filter(low)
-    table = sort_vocabulary(table.filter(pc.invert(low)))
-    dropped_top = empty_table()
-    if top_k is not None and table.num_rows > top_k:
-        table, dropped_top = take_first(table, top_k)
+    table, dropped_top = select_top_k(table.filter(pc.invert(low)), top_k)
     return table, {"excluded_unwritable": summary(excluded),
                    "excluded_reserved": summary(reserved_rows),
                    "dropped_min_count": summary(dropped_min),
-                   "dropped_top_k": summary(dropped_top)}
+                   "dropped_top_k": dropped_top}
 
 
 def add_drop_stats(a: dict, b: dict) -> dict:
