@@ -7,8 +7,9 @@ import pytest
 
 from beam_prep.errors import InputError
 from beam_prep.ranking.letor import parse_letor, parse_query_sizes
+from tests.shared_data import SHARED
 
-LIGHTGBM = "/work/shared/data/letor/lightgbm/"
+LIGHTGBM = SHARED + "/data/letor/lightgbm/"
 
 
 def reference_parse(text: str) -> list[tuple[str | None, float, dict[int, np.float32]]]:

@@ -17,8 +17,9 @@ from beam_prep.errors import ArtifactError, InputError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.reader import MASK_KEY, make_dataset
 from pipelines import make_elwc
+from tests.shared_data import SHARED
 
-LIGHTGBM = "/work/shared/data/letor/lightgbm/"
+LIGHTGBM = SHARED + "/data/letor/lightgbm/"
 
 
 def read_all(pattern, **kw):
