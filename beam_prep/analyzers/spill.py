@@ -26,7 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_prep.io import filesystem as fs
 
 TMP_DIR = "_tmp"
-DEFAULT_SPILL_ROWS = 1 << 18
+DEFAULT_SPILL_ROWS = 1 << 13
 
 
 @dataclasses.dataclass(frozen=True)
