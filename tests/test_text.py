@@ -27,21 +27,11 @@ from beam_prep.text import (
     token_counts,
     tokenize,
 )
+from tests.seed_corpus import GREEK  # noqa: E402
 
 keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")
 
-# The adapt() example of the preprocessing-layers guide (../shared/seeds/000_*.txt, line 72).
-GREEK = [
-    "ξεῖν᾽, ἦ τοι μὲν ὄνειροι ἀμήχανοι ἀκριτόμυθοι",
-    "γίγνοντ᾽, οὐδέ τι πάντα τελείεται ἀνθρώποισι.",
-    "δοιαὶ γάρ τε πύλαι ἀμενηνῶν εἰσὶν ὀνείρων:",
-    "αἱ μὲν γὰρ κεράεσσι τετεύχαται, αἱ δ᾽ ἐλέφαντι:",
-    "τῶν οἳ μέν κ᾽ ἔλθωσι διὰ πριστοῦ ἐλέφαντος,",
-    "οἵ ῥ᾽ ἐλεφαίρονται, ἔπε᾽ ἀκράαντα φέροντες:",
-    "οἱ δὲ διὰ ξεστῶν κεράων ἔλθωσι θύραζε,",
-    "οἵ ῥ᾽ ἔτυμα κραίνουσι, βροτῶν ὅτε κέν τις ἴδηται.",
-]
 # What the guide prints for layer(GREEK) after layer.adapt(GREEK).
 GREEK_EXPECTED = [
     [37, 12, 25, 5, 9, 20, 21, 0, 0],

@@ -34,18 +34,7 @@ import keras  # noqa: E402
 from beam_prep import Artifacts  # noqa: E402
 from pipelines import analyze  # noqa: E402
 from tests.parity import datagen  # noqa: E402
-
-# The 8 lines adapted by TextVectorization in the seed guide (000_*.txt, "data = [...]").
-GREEK = [
-    "ξεῖν᾽, ἦ τοι μὲν ὄνειροι ἀμήχανοι ἀκριτόμυθοι",
-    "γίγνοντ᾽, οὐδέ τι πάντα τελείεται ἀνθρώποισι.",
-    "δοιαὶ γάρ τε πύλαι ἀμενηνῶν εἰσὶν ὀνείρων:",
-    "αἱ μὲν γὰρ κεράεσσι τετεύχαται, αἱ δ᾽ ἐλέφαντι:",
-    "τῶν οἳ μέν κ᾽ ἔλθωσι διὰ πριστοῦ ἐλέφαντος,",
-    "οἵ ῥ᾽ ἐλεφαίρονται, ἔπε᾽ ἀκράαντα φέροντες:",
-    "οἱ δὲ διὰ ξεστῶν κεράων ἔλθωσι θύραζε,",
-    "οἵ ῥ᾽ ἔτυμα κραίνουσι, βροτῶν ὅτε κέν τις ἴδηται.",
-]
+from tests.seed_corpus import GREEK  # noqa: E402
 
 # Text features on the Greek corpus: name -> (spec fields, TextVectorization kwargs).
 TEXT_CASES: dict[str, tuple[str, dict[str, Any]]] = {
