@@ -4,10 +4,10 @@ Messages follow one shape: what is wrong, the offending value, and how to fix it
 
 Example:
     >>> from beam_prep.errors import SpecError
-    >>> raise SpecError("`top_k` must be a positive integer. Received: top_k=0 (feature 'country')")
+    >>> raise SpecError("`top_k` must be positive. Received: top_k=0 (feature 'country')")
     Traceback (most recent call last):
     ...
-    beam_prep.errors.SpecError: `top_k` must be a positive integer. Received: top_k=0 (feature 'country')
+    beam_prep.errors.SpecError: `top_k` must be positive. Received: top_k=0 (feature 'country')
 """
 
 from __future__ import annotations

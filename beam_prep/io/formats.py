@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import struct
 from collections.abc import Iterator, Sequence
 from typing import IO
 
@@ -249,47 +248,3 @@ def iter_parquet(f: IO[bytes], columns: Sequence[str], *, batch_size: int,
         yield RawBatch(_select(rb, columns), row,
                        pa.array(row + np.arange(rb.num_rows, dtype=np.int64)), [])
         row += rb.num_rows
-
-
-_LEN = struct.Struct("<Q")
-
-
-def iter_tfrecord_payloads(f: IO[bytes], source: str, *, block_bytes: int = 1 << 24
-                           ) -> Iterator[tuple[int, bytes | None, RejectedRow | None]]:
-    """Splits TFRecord framing: yields (record number, payload or None, rejection).
-
-    Reads large blocks and walks the length prefixes in memory (one ``unpack_from`` per
-    record, no read call per record). CRCs are not verified; a truncated tail is reported.
-    """
-    number = 0
-    buf = b""
-    pos = 0
-    eof = False
-    unpack = _LEN.unpack_from
-    while True:
-        if len(buf) - pos < 12 and not eof:
-            chunk = f.read(block_bytes)
-            eof = not chunk
-            buf = buf[pos:] + chunk
-            pos = 0
-            continue
-        if len(buf) - pos == 0 and eof:
-            return
-        number += 1
-        if len(buf) - pos < 12:
-            yield number, None, RejectedRow(source, number, REASON_RECORD,
-                                            "truncated record header", "")
-            return
-        (length,) = unpack(buf, pos)
-        need = 12 + length + 4
-        while len(buf) - pos < need and not eof:
-            chunk = f.read(max(block_bytes, need))
-            eof = not chunk
-            buf = buf[pos:] + chunk
-            pos = 0
-        if len(buf) - pos < need:
-            yield number, None, RejectedRow(source, number, REASON_RECORD,
-                                            "truncated record", "")
-            return
-        yield number, buf[pos + 12:pos + 12 + length], None
-        pos += need

@@ -36,7 +36,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 from beam_prep.io import columns as colmod
-from beam_prep.io import formats
+from beam_prep.io import formats, tfrecord_reader
 from beam_prep.io.formats import RejectedRow
 
 Format = Literal["csv", "jsonl", "parquet", "tfrecord"]
@@ -162,56 +162,10 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                                             first_row=split.first_row,
                                             dictionary_columns=dictionary_columns)
         elif split.format == "tfrecord":
-            yield from _iter_tfrecord(f, columns, batch_size, split.path)
+            yield from tfrecord_reader.iter_tfrecord(f, columns, batch_size=batch_size,
+                                                     source=split.path)
         else:
             raise InputError(f"Unknown input format {split.format!r}; use one of {FORMATS}.")
-
-
-def _iter_tfrecord(f, columns: Sequence[str], batch_size: int,
-                   source: str) -> Iterator[formats.RawBatch]:
-    from tfx_bsl.coders import example_coder
-
-    decoder = example_coder.ExamplesToRecordBatchDecoder()
-    payloads: list[bytes] = []
-    numbers: list[int] = []
-    rejected: list[RejectedRow] = []
-
-    def flush() -> formats.RawBatch:
-        good, good_numbers = payloads, numbers
-        try:
-            rb = decoder.DecodeBatch(good) if good else None
-        except RuntimeError:
-            good, good_numbers = [], []
-            for n, p in zip(numbers, payloads):
-                try:
-                    decoder.DecodeBatch([p])
-                except RuntimeError as e:
-                    rejected.append(RejectedRow(source, n, formats.REASON_RECORD,
-                                                f"not a tf.Example: {e}"[:200], ""))
-                    continue
-                good.append(p)
-                good_numbers.append(n)
-            rb = decoder.DecodeBatch(good) if good else None
-        batch = (formats._select(rb, columns) if rb is not None
-                 else pa.RecordBatch.from_arrays([pa.nulls(0) for _ in columns],
-                                                 names=list(columns)))
-        out = formats.RawBatch(batch, good_numbers[0] if good_numbers else 0,
-                               pa.array(good_numbers, pa.int64()), list(rejected))
-        payloads.clear()
-        numbers.clear()
-        rejected.clear()
-        return out
-
-    for number, payload, bad in formats.iter_tfrecord_payloads(f, source):
-        if bad is not None:
-            rejected.append(bad)
-            continue
-        payloads.append(payload)
-        numbers.append(number)
-        if len(payloads) >= batch_size:
-            yield flush()
-    if payloads or rejected:
-        yield flush()
 
 
 def read_split(split: Split, columns: Mapping[str, str], *,
@@ -313,17 +267,14 @@ def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
                 if isinstance(obj, dict):
                     keys.update(obj)
         else:
-            from tensorflow.core.example import example_pb2
+            from tfx_bsl.coders import example_coder
 
-            for i, (_, payload, _) in enumerate(formats.iter_tfrecord_payloads(f, path)):
-                if i >= sample_rows or payload is None:
-                    break
-                ex = example_pb2.Example()
-                try:
-                    ex.ParseFromString(payload)
-                except Exception:  # noqa: BLE001 - counted later as a bad record
+            decoder = example_coder.ExamplesToRecordBatchDecoder()
+            for payload in tfrecord_reader.first_records(f, path, sample_rows):
+                try:  # one record at a time: a bad record is counted later, not here
+                    keys.update(decoder.DecodeBatch([payload]).schema.names)
+                except RuntimeError:
                     continue
-                keys.update(ex.features.feature.keys())
     return sorted(keys)
 
 
