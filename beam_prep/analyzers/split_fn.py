@@ -178,7 +178,8 @@ class AnalyzeSplitFn(beam.DoFn):
                 elif f.kind == "text":
                     vocab[f.name].add_table(self._count_text(f, filled, meta))
                 else:
-                    vocab[f.name].add_values(colmod.flatten_values(filled))
+                    # Counting skips nulls: no need to copy the column without them.
+                    vocab[f.name].add_values(colmod.leaf_values_with_nulls(filled))
         for name, state in vocab.items():
             counted = state.result()
             # Spill by the size of the feature's whole table, so a large vocabulary goes

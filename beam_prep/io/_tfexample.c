@@ -21,6 +21,46 @@
 
 enum { KIND_NONE = 0, KIND_BYTES = 1, KIND_FLOAT = 2, KIND_INT64 = 3 };
 
+/* A read-only buffer that owns malloc'ed memory: results leave without a copy. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} Owned;
+
+static void owned_dealloc(Owned *self) {
+    free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int owned_getbuffer(Owned *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : (char *)"",
+                             self->len, 1, flags);
+}
+
+static PyBufferProcs owned_as_buffer = {(getbufferproc)owned_getbuffer, NULL};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "beam_prep.io._tfexample.Owned",
+    .tp_basicsize = sizeof(Owned),
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory returned by decode()/frame() (buffer protocol, read-only).",
+};
+
+/* Hands p (malloc'ed, may be NULL) to a new Owned object; frees p on failure. */
+static PyObject *owned_from(void *p, size_t n) {
+    Owned *o = PyObject_New(Owned, &OwnedType);
+    if (!o) {
+        free(p);
+        return NULL;
+    }
+    o->data = (char *)p;
+    o->len = (Py_ssize_t)n;
+    return (PyObject *)o;
+}
+
 typedef struct {
     char *p;
     size_t n, cap;
@@ -78,10 +118,12 @@ static inline int rd_len(const uint8_t **pp, const uint8_t *end, const uint8_t *
 
 typedef struct {
     int kind;
+    int all_one;  /* every present row holds exactly one value */
     Buf values;   /* bytes data, float32 or int64 values */
     Buf offsets;  /* int64 end offset of every bytes value */
-    Buf counts;   /* int64 value count per decoded record, -1 = absent */
-    int64_t cur;  /* count in the current record */
+    uint8_t *present; /* per decoded row: 1 = the feature has a (possibly empty) list */
+    int32_t *counts;  /* per decoded row: number of values */
+    int64_t cur;  /* count in the current record, -1 = absent */
     int64_t seen; /* last record that had this key */
     size_t save_values, save_offsets;
 } Column;
@@ -108,7 +150,12 @@ static inline int lookup(const Keys *k, const uint8_t *p, size_t n) {
     for (;;) {
         int32_t j = k->table[slot];
         if (j < 0) return -1;
-        if ((size_t)k->key_len[j] == n && memcmp(k->keys[j], p, n) == 0) return j;
+        if ((size_t)k->key_len[j] == n) {
+            const char *q = k->keys[j];
+            size_t i = 0;
+            while (i < n && (uint8_t)q[i] == p[i]) i++;
+            if (i == n) return j;
+        }
         slot = (slot + 1) & k->mask;
     }
 }
@@ -221,8 +268,12 @@ static int decode_record(const uint8_t *p, const uint8_t *end, int64_t r, const 
     return REC_OK;
 }
 
-static PyObject *bytes_of(Buf *b) {
-    return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->n);
+/* Gives the buffer's memory to a new Owned object (the Buf is left empty). */
+static PyObject *take(Buf *b) {
+    PyObject *o = owned_from(b->p, b->n);
+    b->p = NULL;
+    b->n = b->cap = 0;
+    return o;
 }
 
 static PyObject *py_decode(PyObject *self, PyObject *args) {
@@ -269,6 +320,13 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         keys.table[slot] = (int32_t)j;
         cols[j].seen = -1;
         cols[j].cur = -1;
+        cols[j].all_one = 1;
+        cols[j].present = calloc((size_t)n + 1, 1);
+        cols[j].counts = calloc((size_t)n + 1, sizeof(int32_t));
+        if (!cols[j].present || !cols[j].counts) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     if (buf_reserve(&flags, (size_t)n + 1)) {
         PyErr_NoMemory();
@@ -277,6 +335,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     const int64_t *st = (const int64_t *)starts.buf, *ln = (const int64_t *)lengths.buf;
     const uint8_t *base = (const uint8_t *)data.buf;
     int bad_bounds = 0;
+    Py_ssize_t row = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < n && status != REC_MIXED && status != REC_NOMEM; r++) {
         if (st[r] < 0 || ln[r] < 0 || st[r] > data.len || ln[r] > data.len - st[r]) {
@@ -286,24 +345,20 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         Py_ssize_t nt = 0;
         status = decode_record(base + st[r], base + st[r] + ln[r], r, &keys, cols, touched,
                                &nt);
-        uint8_t flag = status == REC_OK ? 0 : 1;
-        flags.p[flags.n++] = (char)flag;
-        if (status != REC_OK) {
-            for (Py_ssize_t t = 0; t < nt; t++) {
-                Column *c = &cols[touched[t]];
+        flags.p[flags.n++] = (char)(status == REC_OK ? 0 : 1);
+        for (Py_ssize_t t = 0; t < nt; t++) {
+            Column *c = &cols[touched[t]];
+            if (status != REC_OK) { /* undo the record's values */
                 c->values.n = c->save_values;
                 c->offsets.n = c->save_offsets;
-                c->cur = -1;
+            } else if (c->cur >= 0) {
+                c->present[row] = 1;
+                c->counts[row] = (int32_t)c->cur;
+                if (c->cur != 1) c->all_one = 0;
             }
-            continue;
+            c->cur = -1;
         }
-        for (Py_ssize_t j = 0; j < ncols; j++) {
-            if (buf_put(&cols[j].counts, &cols[j].cur, 8)) {
-                status = REC_NOMEM;
-                break;
-            }
-        }
-        for (Py_ssize_t t = 0; t < nt; t++) cols[touched[t]].cur = -1;
+        if (status == REC_OK) row++;
     }
     Py_END_ALLOW_THREADS
     if (bad_bounds) {
@@ -317,22 +372,28 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     PyObject *col_list = PyList_New(ncols);
     if (!col_list) goto done;
     for (Py_ssize_t j = 0; j < ncols; j++) {
-        PyObject *t = Py_BuildValue("(iNNN)", cols[j].kind, bytes_of(&cols[j].counts),
-                                    bytes_of(&cols[j].values), bytes_of(&cols[j].offsets));
+        Column *c = &cols[j];
+        PyObject *t = Py_BuildValue("(iiNNNN)", c->kind, c->all_one,
+                                    owned_from(c->present, (size_t)row),
+                                    owned_from(c->counts, (size_t)row * sizeof(int32_t)),
+                                    take(&c->values), take(&c->offsets));
+        c->present = NULL;
+        c->counts = NULL;
         if (!t) {
             Py_DECREF(col_list);
             goto done;
         }
         PyList_SET_ITEM(col_list, j, t);
     }
-    result = Py_BuildValue("(NON)", bytes_of(&flags),
+    result = Py_BuildValue("(NON)", take(&flags),
                            status == REC_MIXED ? Py_True : Py_False, col_list);
 done:
     if (cols) {
         for (Py_ssize_t j = 0; j < keys.ncols; j++) {
             free(cols[j].values.p);
             free(cols[j].offsets.p);
-            free(cols[j].counts.p);
+            free(cols[j].present);
+            free(cols[j].counts);
         }
     }
     free(cols);
@@ -377,7 +438,7 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
     if (nomem) {
         PyErr_NoMemory();
     } else {
-        out = Py_BuildValue("(NNLL)", bytes_of(&starts), bytes_of(&lengths), (long long)pos,
+        out = Py_BuildValue("(NNLL)", take(&starts), take(&lengths), (long long)pos,
                             (long long)pending);
     }
     free(starts.p);
@@ -387,8 +448,8 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"decode", py_decode, METH_VARARGS,
-     "decode(buf, starts, lengths, keys) -> (flags, mixed, [(kind, counts, values, "
-     "offsets)])"},
+     "decode(buf, starts, lengths, keys) -> (flags, mixed, [(kind, all_one, present, "
+     "counts, values, offsets)])"},
     {"frame", py_frame, METH_VARARGS,
      "frame(buf) -> (starts, lengths, consumed, pending_length)"},
     {NULL, NULL, 0, NULL}};
@@ -396,4 +457,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tfexample",
                                     "Native tf.Example decoding for beam_prep.", -1, methods};
 
-PyMODINIT_FUNC PyInit__tfexample(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__tfexample(void) {
+    if (PyType_Ready(&OwnedType) < 0) return NULL;
+    return PyModule_Create(&module);
+}

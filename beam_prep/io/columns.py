@@ -181,6 +181,17 @@ def flatten_values(arr: pa.Array) -> pa.Array:
     return arr.drop_null()
 
 
+def leaf_values_with_nulls(arr: pa.Array) -> pa.Array:
+    """Leaf values of a (possibly list) column; a flat column keeps its nulls.
+
+    For consumers that skip nulls themselves (the vocabulary counters): dropping them
+    first would copy every string of the column.
+    """
+    if pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type):
+        return pc.list_flatten(arr)
+    return arr
+
+
 def missing_mask(arr: pa.Array) -> np.ndarray:
     """Rows with no value: null, or an empty list."""
     if pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type):

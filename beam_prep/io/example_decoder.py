@@ -61,24 +61,46 @@ class DecodedBatch:
     fallback: np.ndarray
 
 
-def _column(kind: int, counts: bytes, values: bytes, offsets: bytes) -> pa.Array:
-    cnt = np.frombuffer(counts, dtype=np.int64)
-    rows = len(cnt)
-    present = cnt >= 0
+def _validity(present: np.ndarray) -> pa.Buffer | None:
+    return None if present.all() else pa.array(present).buffers()[1]
+
+
+def _column(kind: int, all_one: int, present_buf, counts_buf, values, offsets,
+            flat_scalars: bool) -> pa.Array:
+    present = np.frombuffer(present_buf, dtype=np.bool_)
+    rows = len(present)
     if kind == 0 or not present.any():
         return pa.nulls(rows)
+    value_type = _VALUE_TYPES[kind]
+    if flat_scalars and all_one:
+        # One value per present row: a flat array with nulls, one slot per row.
+        if kind == 1:
+            row_offsets = np.zeros(rows + 1, dtype=np.int64)
+            row_offsets[1:][present] = np.frombuffer(offsets, dtype=np.int64)
+            np.maximum.accumulate(row_offsets, out=row_offsets)
+            return pa.Array.from_buffers(value_type, rows, [
+                _validity(present), pa.py_buffer(row_offsets), pa.py_buffer(values)])
+        dtype = np.float32 if kind == 2 else np.int64
+        if present.all():
+            return pa.Array.from_buffers(value_type, rows, [None, pa.py_buffer(values)])
+        full = np.zeros(rows, dtype=dtype)
+        full[present] = np.frombuffer(values, dtype=dtype)
+        return pa.Array.from_buffers(value_type, rows, [_validity(present),
+                                                        pa.py_buffer(full)])
+    counts = np.frombuffer(counts_buf, dtype=np.int32)
     list_offsets = np.zeros(rows + 1, dtype=np.int64)
-    np.cumsum(np.maximum(cnt, 0), out=list_offsets[1:])
+    np.cumsum(counts, out=list_offsets[1:])
     n = int(list_offsets[-1])
     if kind == 1:
         value_offsets = np.zeros(n + 1, dtype=np.int64)
         value_offsets[1:] = np.frombuffer(offsets, dtype=np.int64)
-        flat = pa.Array.from_buffers(pa.large_binary(), n, [
+        flat = pa.Array.from_buffers(value_type, n, [
             None, pa.py_buffer(value_offsets), pa.py_buffer(values)])
     else:
-        flat = pa.Array.from_buffers(_VALUE_TYPES[kind], n, [None, pa.py_buffer(values)])
-    mask = None if present.all() else pa.array(~present)
-    return pa.LargeListArray.from_arrays(pa.array(list_offsets), flat, mask=mask)
+        flat = pa.Array.from_buffers(value_type, n, [None, pa.py_buffer(values)])
+    return pa.Array.from_buffers(pa.large_list(value_type), rows,
+                                 [_validity(present), pa.py_buffer(list_offsets)],
+                                 children=[flat])
 
 
 class ExampleDecoder:
@@ -86,10 +108,14 @@ class ExampleDecoder:
 
     Args:
         columns: Feature names to decode (others are skipped).
+        flat_scalars: Return a feature whose present rows all hold exactly one value as a
+            flat array (nulls where absent) instead of a list array: the same values,
+            less memory and work downstream. Off by default (tfx-bsl's layout).
     """
 
-    def __init__(self, columns: Sequence[str]) -> None:
+    def __init__(self, columns: Sequence[str], *, flat_scalars: bool = False) -> None:
         self.columns = list(columns)
+        self._flat = flat_scalars
         self._keys = [c.encode("utf-8") for c in self.columns]
 
     def decode(self, buf: bytes | memoryview, starts: Sequence[int] | np.ndarray,
@@ -110,7 +136,7 @@ class ExampleDecoder:
             return DecodedBatch(pa.record_batch([]), np.zeros(0, np.int64),
                                 np.arange(n, dtype=np.int64))
         flag = np.frombuffer(flags, dtype=np.uint8)
-        arrays = [_column(*c) for c in cols]
+        arrays = [_column(*c, self._flat) for c in cols]
         batch = pa.RecordBatch.from_arrays(arrays, names=self.columns)
         return DecodedBatch(batch, np.flatnonzero(flag == 0), np.flatnonzero(flag != 0))
 

@@ -11,7 +11,9 @@ Supported formats and how values are read:
 csv        header row required; empty field = missing; ``""`` = empty string
 jsonl      one JSON object per line; scalar values
 parquet    any column type convertible to the feature's type; list columns
-tfrecord   ``tf.Example`` records (optionally .gz); every feature is a list
+tfrecord   ``tf.Example`` records (optionally .gz); a feature is a list column,
+           or a flat one (null = absent) when every record of the batch that
+           has it holds exactly one value: same values, far less work
 =========  =================================================================
 
 Example:

@@ -138,7 +138,7 @@ def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, sour
     Yields:
         :class:`~beam_prep.io.formats.RawBatch` with 1-based record numbers.
     """
-    decoder = ExampleDecoder(columns)
+    decoder = ExampleDecoder(columns, flat_scalars=True)
     reference: _Reference | None = None
     for buf, starts, lengths, before, problem in iter_chunks(f, source,
                                                             chunk_bytes=chunk_bytes):
