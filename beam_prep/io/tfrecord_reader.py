@@ -21,6 +21,7 @@ from typing import IO
 import numpy as np
 import pyarrow as pa
 
+from beam_prep.errors import InputError
 from beam_prep.io import formats
 from beam_prep.io.example_decoder import ExampleDecoder, frame
 from beam_prep.io.formats import REASON_RECORD, RawBatch, RejectedRow
@@ -116,12 +117,36 @@ class _Reference:
                     continue
                 good.append(p)
                 good_numbers.append(n)
-            rb = self._decoder.DecodeBatch(good) if good else None
+            try:
+                rb = self._decoder.DecodeBatch(good) if good else None
+            except RuntimeError as e:  # every record is fine alone: types disagree
+                raise self._type_conflict(good, good_numbers, e) from e
         batch = (formats._select(rb, self._columns) if rb is not None
                  else pa.RecordBatch.from_arrays([pa.nulls(0) for _ in self._columns],
                                                  names=self._columns))
         return RawBatch(batch, good_numbers[0] if good_numbers else 0,
                         pa.array(good_numbers, pa.int64()), rejected)
+
+
+    def _type_conflict(self, payloads: list[bytes], numbers: list[int],
+                       error: Exception) -> InputError:
+        """Names the feature that holds two value types (int64/float/bytes lists)."""
+        seen: dict[str, tuple[str, int]] = {}
+        for n, p in zip(numbers, payloads):
+            schema = self._decoder.DecodeBatch([p]).schema
+            for field in schema:
+                if pa.types.is_null(field.type):
+                    continue
+                kind = str(field.type.value_type)
+                first = seen.setdefault(field.name, (kind, n))
+                if first[0] != kind:
+                    return InputError(
+                        f"Feature {field.name!r} in {self._source} holds {first[0]} values "
+                        f"in record {first[1]} and {kind} values in record {n}. A tf.Example "
+                        "feature must keep one list type (bytes_list, float_list or "
+                        "int64_list) in every record; rewrite the records with one type.")
+        return InputError(f"tfx-bsl could not decode records {numbers[0]}..{numbers[-1]} of "
+                          f"{self._source} together: {error}")
 
 
 def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
