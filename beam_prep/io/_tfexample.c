@@ -160,27 +160,75 @@ static inline int lookup(const Keys *k, const uint8_t *p, size_t n) {
     }
 }
 
-/* Appends the values of one Feature's list to col; returns the count, or -1. */
+/* Reads a field tag. Only the one-byte forms that serializers write for the fields of
+ * tf.Example are accepted; anything else goes to the reference decoder. */
+static inline int rd_tag(const uint8_t **pp, const uint8_t *end, unsigned *tag) {
+    if (*pp >= end || **pp >= 0x80) return 0;
+    *tag = **pp;
+    (*pp)++;
+    return 1;
+}
+
+/* Whether p[0:n] is valid UTF-8 (protobuf refuses map keys that are not). */
+static int utf8_valid(const uint8_t *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            k = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            k = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (n - i <= k) return 0; /* truncated sequence */
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i + j] & 0x3F);
+        }
+        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* Reads one Feature's list and appends its values to col (col NULL: only checks it).
+ * Returns the value count, -1 for data the reference decoder must judge, -2 for OOM. */
 static int64_t read_list(Column *col, int kind, const uint8_t *p, const uint8_t *end) {
     int64_t count = 0;
     while (p < end) {
-        uint64_t tag;
+        unsigned tag;
         const uint8_t *a, *b;
-        if (!rd_varint(&p, end, &tag)) return -1;
+        if (!rd_tag(&p, end, &tag)) return -1;
         if (kind == KIND_BYTES) {
             if (tag != 0x0A || !rd_len(&p, end, &a, &b)) return -1;
-            if (buf_put(&col->values, a, (size_t)(b - a))) return -2;
-            int64_t off = (int64_t)col->values.n;
-            if (buf_put(&col->offsets, &off, sizeof off)) return -2;
+            if (col) {
+                if (buf_put(&col->values, a, (size_t)(b - a))) return -2;
+                int64_t off = (int64_t)col->values.n;
+                if (buf_put(&col->offsets, &off, sizeof off)) return -2;
+            }
             count++;
         } else if (kind == KIND_FLOAT) {
             if (tag == 0x0A) {
                 if (!rd_len(&p, end, &a, &b) || (b - a) % 4) return -1;
-                if (buf_put(&col->values, a, (size_t)(b - a))) return -2;
+                if (col && buf_put(&col->values, a, (size_t)(b - a))) return -2;
                 count += (b - a) / 4;
             } else if (tag == 0x0D) {
                 if (end - p < 4) return -1;
-                if (buf_put(&col->values, p, 4)) return -2;
+                if (col && buf_put(&col->values, p, 4)) return -2;
                 p += 4;
                 count++;
             } else {
@@ -192,12 +240,12 @@ static int64_t read_list(Column *col, int kind, const uint8_t *p, const uint8_t 
                 if (!rd_len(&p, end, &a, &b)) return -1;
                 while (a < b) {
                     if (!rd_varint(&a, b, &v)) return -1;
-                    if (buf_put(&col->values, &v, 8)) return -2;
+                    if (col && buf_put(&col->values, &v, 8)) return -2;
                     count++;
                 }
             } else if (tag == 0x08) {
                 if (!rd_varint(&p, end, &v)) return -1;
-                if (buf_put(&col->values, &v, 8)) return -2;
+                if (col && buf_put(&col->values, &v, 8)) return -2;
                 count++;
             } else {
                 return -1;
@@ -207,27 +255,42 @@ static int64_t read_list(Column *col, int kind, const uint8_t *p, const uint8_t 
     return count;
 }
 
+/* Parses a Feature message: 0 = a list of *kind in [*ls, *le), 1 = empty (no kind set,
+ * read as missing), -1 = anything else. */
+static int parse_feature(const uint8_t *vs, const uint8_t *ve, int *kind, const uint8_t **ls,
+                         const uint8_t **le) {
+    unsigned tag;
+    if (vs == ve) return 1;
+    if (!rd_tag(&vs, ve, &tag) || (tag != 0x0A && tag != 0x12 && tag != 0x1A)) return -1;
+    if (!rd_len(&vs, ve, ls, le) || vs != ve) return -1;
+    *kind = (int)(tag >> 3);
+    return 0;
+}
+
 enum { REC_OK = 0, REC_FALLBACK = 1, REC_MIXED = 2, REC_NOMEM = 3 };
 
-/* Decodes one record into the columns; touched[] lists the columns it wrote. */
+/* Decodes one record into the columns; touched[] lists the columns it wrote. Features
+ * that were not requested are checked (keys, wire format) but not stored, so a record
+ * decodes here only if the reference decoder would accept it too. */
 static int decode_record(const uint8_t *p, const uint8_t *end, int64_t r, const Keys *keys,
                          Column *cols, int32_t *touched, Py_ssize_t *ntouched) {
     int features_seen = 0;
     while (p < end) {
-        uint64_t tag;
+        unsigned tag;
         const uint8_t *fs, *fe;
-        if (!rd_varint(&p, end, &tag) || tag != 0x0A || features_seen) return REC_FALLBACK;
+        if (!rd_tag(&p, end, &tag) || tag != 0x0A || features_seen) return REC_FALLBACK;
         if (!rd_len(&p, end, &fs, &fe)) return REC_FALLBACK;
         features_seen = 1;
         while (fs < fe) {
             const uint8_t *es, *ee, *key = (const uint8_t *)"", *vs = NULL, *ve = NULL;
+            const uint8_t *ls = NULL, *le = NULL;
             size_t key_len = 0;
-            int has_key = 0, has_value = 0;
-            if (!rd_varint(&fs, fe, &tag) || tag != 0x0A) return REC_FALLBACK;
+            int has_key = 0, has_value = 0, kind = KIND_NONE;
+            if (!rd_tag(&fs, fe, &tag) || tag != 0x0A) return REC_FALLBACK;
             if (!rd_len(&fs, fe, &es, &ee)) return REC_FALLBACK;
             while (es < ee) {
                 const uint8_t *a, *b;
-                if (!rd_varint(&es, ee, &tag)) return REC_FALLBACK;
+                if (!rd_tag(&es, ee, &tag)) return REC_FALLBACK;
                 if (tag == 0x0A && !has_key) {
                     if (!rd_len(&es, ee, &a, &b)) return REC_FALLBACK;
                     key = a;
@@ -240,20 +303,21 @@ static int decode_record(const uint8_t *p, const uint8_t *end, int64_t r, const 
                     return REC_FALLBACK;
                 }
             }
+            int shape = has_value ? parse_feature(vs, ve, &kind, &ls, &le) : 1;
+            if (shape < 0) return REC_FALLBACK;
             int j = lookup(keys, key, key_len);
-            if (j < 0) continue;
+            if (j < 0) { /* not requested: check it, store nothing */
+                if (!utf8_valid(key, key_len)) return REC_FALLBACK;
+                if (shape == 0 && read_list(NULL, kind, ls, le) < 0) return REC_FALLBACK;
+                continue;
+            }
             Column *c = &cols[j];
             if (c->seen == r) return REC_FALLBACK; /* key twice: protobuf keeps the last */
             c->seen = r;
             c->save_values = c->values.n;
             c->save_offsets = c->offsets.n;
             touched[(*ntouched)++] = j;
-            if (!has_value || vs == ve) continue; /* empty Feature: missing */
-            const uint8_t *ls, *le;
-            if (!rd_varint(&vs, ve, &tag) || (tag & 7) != 2) return REC_FALLBACK;
-            int kind = (int)(tag >> 3);
-            if (kind < KIND_BYTES || kind > KIND_INT64) return REC_FALLBACK;
-            if (!rd_len(&vs, ve, &ls, &le) || vs != ve) return REC_FALLBACK;
+            if (shape == 1) continue; /* empty Feature: missing */
             if (c->kind == KIND_NONE) {
                 c->kind = kind;
             } else if (c->kind != kind) {
@@ -415,14 +479,16 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
     Buf starts = {0}, lengths = {0};
     const uint8_t *base = (const uint8_t *)data.buf;
     int64_t pos = 0, total = (int64_t)data.len;
-    int64_t pending = -1; /* length of a record that does not fit, if known */
+    uint64_t pending = 0; /* length of a record that does not fit, if known */
+    int has_pending = 0;
     int nomem = 0;
     Py_BEGIN_ALLOW_THREADS
     while (total - pos >= 12) {
         uint64_t len;
         memcpy(&len, base + pos, 8); /* little-endian hosts only (x86-64, arm64) */
         if (total - pos < 16 || len > (uint64_t)(total - pos - 16)) {
-            pending = len > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)len;
+            pending = len;
+            has_pending = 1;
             break;
         }
         int64_t s = pos + 12, l = (int64_t)len;
@@ -438,8 +504,9 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
     if (nomem) {
         PyErr_NoMemory();
     } else {
-        out = Py_BuildValue("(NNLL)", take(&starts), take(&lengths), (long long)pos,
-                            (long long)pending);
+        out = Py_BuildValue("(NNLN)", take(&starts), take(&lengths), (long long)pos,
+                            has_pending ? PyLong_FromUnsignedLongLong(pending)
+                                        : PyLong_FromLong(-1));
     }
     free(starts.p);
     free(lengths.p);

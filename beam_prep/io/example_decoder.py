@@ -5,18 +5,18 @@ record batch of the requested features, with the column types of tfx-bsl's
 ``ExamplesToRecordBatchDecoder``: ``large_list<large_binary>`` for ``bytes_list``,
 ``large_list<float>`` for ``float_list``, ``large_list<int64>`` for ``int64_list``; null
 where a record lacks the feature or holds an empty ``Feature``, an empty list for an
-empty list. Features that were not requested are skipped unread.
+empty list. Features that were not requested are checked but not stored.
 
 The work is done by the optional native module ``beam_prep.io._tfexample`` (C, built at
 install time): one pass over the wire bytes, values appended to flat per-feature buffers.
 It decodes what protobuf serializers write; a record outside that (unknown fields, a key
-twice, malformed wire data) is not guessed at but returned in ``fallback``, and
-:func:`decode_with_fallback` hands such records to tfx-bsl, which also decides whether a
-record is valid at all. Without the native module every record goes to tfx-bsl, with
-the same results (tested), about 5x slower.
+twice, malformed wire data, tags in unusual encodings) is not guessed at but returned in
+``fallback``; :func:`beam_prep.io.tfrecord_reader.iter_tfrecord` hands such records to
+tfx-bsl, which also decides whether a record is valid at all. Without the native module
+every record goes to tfx-bsl, with the same results (tested), about 5x slower.
 
 Example:
-    >>> rec = bytes.fromhex("0a0d0a0b0a0161120612040a023132")  # {"a": bytes_list ["12"]}
+    >>> rec = bytes.fromhex("0a0d0a0b0a016112060a040a023132")  # {"a": bytes_list ["12"]}
     >>> data = rec + rec
     >>> out = ExampleDecoder(["a", "b"]).decode(data, [0, len(rec)], [len(rec)] * 2)
     >>> out.batch.to_pydict() if native_available() else {"a": [[b"12"]] * 2, "b": [None] * 2}
@@ -116,7 +116,9 @@ class ExampleDecoder:
     def __init__(self, columns: Sequence[str], *, flat_scalars: bool = False) -> None:
         self.columns = list(columns)
         self._flat = flat_scalars
-        self._keys = [c.encode("utf-8") for c in self.columns]
+        unique = list(dict.fromkeys(self.columns))
+        self._keys = [c.encode("utf-8") for c in unique]
+        self._slot = [unique.index(c) for c in self.columns]
 
     def decode(self, buf: bytes | memoryview, starts: Sequence[int] | np.ndarray,
                lengths: Sequence[int] | np.ndarray) -> DecodedBatch:
@@ -136,7 +138,8 @@ class ExampleDecoder:
             return DecodedBatch(pa.record_batch([]), np.zeros(0, np.int64),
                                 np.arange(n, dtype=np.int64))
         flag = np.frombuffer(flags, dtype=np.uint8)
-        arrays = [_column(*c, self._flat) for c in cols]
+        decoded = [_column(*c, self._flat) for c in cols]
+        arrays = [decoded[i] for i in self._slot]
         batch = pa.RecordBatch.from_arrays(arrays, names=self.columns)
         return DecodedBatch(batch, np.flatnonzero(flag == 0), np.flatnonzero(flag != 0))
 

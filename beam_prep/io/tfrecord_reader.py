@@ -20,6 +20,7 @@ from typing import IO
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from beam_prep.errors import InputError
 from beam_prep.io import formats
@@ -149,9 +150,100 @@ class _Reference:
                           f"{self._source} together: {error}")
 
 
+def _as_list(arr: pa.Array) -> pa.Array:
+    """A flat column (null = absent) as the list column tfx-bsl would give."""
+    if pa.types.is_null(arr.type) or pa.types.is_large_list(arr.type):
+        return arr
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    offsets = np.zeros(len(arr) + 1, dtype=np.int64)
+    np.cumsum(valid, out=offsets[1:])
+    return pa.LargeListArray.from_arrays(pa.array(offsets), arr.drop_null(),
+                                         mask=None if valid.all() else pa.array(~valid))
+
+
+def _flat_if_scalar(arr: pa.Array) -> pa.Array:
+    """A list column whose present rows all hold one value, as a flat column.
+
+    The same rule as the native decoder's ``flat_scalars``, so a batch has the same layout
+    whichever decoder read it.
+    """
+    if not pa.types.is_large_list(arr.type) or arr.null_count == len(arr):
+        return arr
+    if not pc.all(pc.equal(pc.list_value_length(arr), 1)).as_py():
+        return arr
+    return pc.list_element(arr, 0)
+
+
+def _value_type(arr: pa.Array) -> pa.DataType | None:
+    if pa.types.is_null(arr.type):
+        return None
+    return arr.type.value_type if pa.types.is_large_list(arr.type) else arr.type
+
+
+class _TypeCheck:
+    """One list type per feature within a file, as tfx-bsl demands within a batch."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._first: dict[str, tuple[pa.DataType, int]] = {}
+
+    def check(self, batch: RawBatch) -> RawBatch:
+        for name, arr in zip(batch.batch.schema.names, batch.batch.columns):
+            kind = _value_type(arr)
+            if kind is None or arr.null_count == len(arr):
+                continue
+            row = int(np.argmax(np.asarray(arr.is_valid())))
+            number = int(batch.row_numbers[row].as_py())
+            first = self._first.setdefault(name, (kind, number))
+            if first[0] != kind:
+                raise InputError(
+                    f"Feature {name!r} in {self._source} holds {first[0]} values in record "
+                    f"{first[1]} and {kind} values in record {number}. A tf.Example feature "
+                    "must keep one list type (bytes_list, float_list or int64_list) in every "
+                    "record of a file; rewrite the records with one type.")
+        return batch
+
+
+def _merge(columns: Sequence[str], native: pa.RecordBatch, native_numbers: np.ndarray,
+           ref: RawBatch, source: str) -> RawBatch:
+    """Decoded and fallback rows of one batch, back in file order."""
+    numbers = np.concatenate([native_numbers,
+                              np.asarray(ref.row_numbers, dtype=np.int64)])
+    arrays = []
+    for name in columns:
+        a = _as_list(native.column(name))
+        b = ref.batch.column(name)
+        if pa.types.is_null(a.type) and not pa.types.is_null(b.type):
+            a = pa.nulls(len(a), b.type)
+        elif pa.types.is_null(b.type) and not pa.types.is_null(a.type):
+            b = pa.nulls(len(b), a.type)
+        if a.type != b.type:
+            raise InputError(
+                f"Feature {name!r} in {source} holds {_value_type(a)} values in some records "
+                f"and {_value_type(b)} values in others (records {int(numbers.min())}.."
+                f"{int(numbers.max())}). A tf.Example feature must keep one list type "
+                "(bytes_list, float_list or int64_list) in every record of a file; rewrite "
+                "the records with one type.")
+        arrays.append(pa.concat_arrays([a, b]))
+    order = pa.array(np.argsort(numbers, kind="stable"))
+    merged = pa.RecordBatch.from_arrays(arrays, names=list(columns)).take(order)
+    numbers = numbers[np.asarray(order)]
+    return RawBatch(_scalars(merged), int(numbers[0]), pa.array(numbers), ref.rejected)
+
+
+def _scalars(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([_flat_if_scalar(c) for c in batch.columns],
+                                      names=batch.schema.names)
+
+
 def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
                   chunk_bytes: int = CHUNK_BYTES) -> Iterator[RawBatch]:
     """Reads ``tf.Example`` records as raw batches of the requested columns.
+
+    Rows follow the file's record order, and a batch's rows and layout are the same
+    whichever decoder read its records (native or tfx-bsl), so results do not depend on
+    whether the C part is built. A feature whose records all hold one value comes back
+    as a flat column (null = absent), otherwise as a list column.
 
     Args:
         f: Open file (already decompressed).
@@ -162,26 +254,35 @@ def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, sour
 
     Yields:
         :class:`~beam_prep.io.formats.RawBatch` with 1-based record numbers.
+
+    Raises:
+        InputError: A feature holds two list types within the file.
     """
+    columns = list(columns)
     decoder = ExampleDecoder(columns, flat_scalars=True)
     reference: _Reference | None = None
+    types = _TypeCheck(source)
     for buf, starts, lengths, before, problem in iter_chunks(f, source,
                                                             chunk_bytes=chunk_bytes):
         for i in range(0, len(starts), batch_size):
             s, ln = starts[i:i + batch_size], lengths[i:i + batch_size]
             numbers = before + i + 1 + np.arange(len(s), dtype=np.int64)
             out = decoder.decode(buf, s, ln)
-            if len(out.decoded):
-                yield RawBatch(out.batch, int(numbers[out.decoded[0]]),
-                               pa.array(numbers[out.decoded]), [])
-            if len(out.fallback):
-                reference = reference or _Reference(columns, source)
-                yield reference.decode(
-                    [bytes(buf[s[k]:s[k] + ln[k]]) for k in out.fallback],
-                    numbers[out.fallback].tolist())
+            if not len(out.fallback):
+                yield types.check(RawBatch(out.batch, int(numbers[0]), pa.array(numbers), []))
+                continue
+            reference = reference or _Reference(columns, source)
+            ref = reference.decode([bytes(buf[s[k]:s[k] + ln[k]]) for k in out.fallback],
+                                   numbers[out.fallback].tolist())
+            if not len(out.decoded):
+                batch = _scalars(ref.batch)
+                yield types.check(RawBatch(batch, ref.first_row, ref.row_numbers,
+                                           ref.rejected))
+                continue
+            yield types.check(_merge(columns, out.batch, numbers[out.decoded], ref, source))
         if problem is not None:
             yield RawBatch(pa.RecordBatch.from_arrays([pa.nulls(0) for _ in columns],
-                                                      names=list(columns)),
+                                                      names=columns),
                            problem.row, pa.array([], pa.int64()), [problem])
 
 
