@@ -130,16 +130,11 @@ def _token_hashes(tokens: pa.Array) -> np.ndarray:
     Pure numpy on the offsets and data buffers (no Python string per token), and the same in
     every process, unlike Python's salted ``hash()``.
     """
-    tokens = tokens.cast(pa.large_string())
     n = len(tokens)
-    all_offsets = np.frombuffer(tokens.buffers()[1], dtype=np.int64)
-    offsets = all_offsets[tokens.offset:tokens.offset + n + 1]
-    data = np.frombuffer(tokens.buffers()[2], dtype=np.uint8) if tokens.buffers()[2] else (
-        np.zeros(0, np.uint8))
-    start, end = int(offsets[0]), int(offsets[-1])
-    body = data[start:end].astype(np.uint64)
+    offsets, data = _string_buffers(tokens)
+    body = data.astype(np.uint64)
     lengths = np.diff(offsets)
-    starts = offsets[:-1] - start
+    starts = offsets[:-1]
     if body.size == 0:
         return np.zeros(n, dtype=np.uint64)
     max_len = int(lengths.max())
@@ -190,10 +185,69 @@ def sort_vocabulary(table: pa.Table) -> pa.Table:
     return table.take(idx)
 
 
+def _string_buffers(tokens: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets relative to the first token, data bytes) of a string array, zero-copy."""
+    tokens = tokens.cast(pa.large_string())
+    n = len(tokens)
+    offsets = np.frombuffer(tokens.buffers()[1], dtype=np.int64)[
+        tokens.offset:tokens.offset + n + 1]
+    data = (np.frombuffer(tokens.buffers()[2], dtype=np.uint8) if tokens.buffers()[2]
+            else np.zeros(0, np.uint8))
+    return offsets - offsets[0], data[int(offsets[0]):int(offsets[-1])]
+
+
 def unwritable_mask(tokens: pa.Array) -> pa.Array:
-    """Tokens a line-based vocabulary file cannot hold: empty or containing a line break."""
-    return pc.or_(pc.equal(pc.utf8_length(tokens), 0),
-                  pc.match_substring_regex(tokens, _UNWRITABLE_RE))
+    """Tokens a line-based vocabulary file cannot hold: empty or containing a line break.
+
+    Every line-break character is a control byte (< 0x20) or non-ASCII, so when the
+    token bytes hold neither (the common case) only empty tokens need looking at.
+    """
+    if isinstance(tokens, pa.ChunkedArray):
+        tokens = tokens.combine_chunks()
+    empty = pc.equal(pc.binary_length(tokens), 0)
+    if len(tokens) == 0:
+        return empty
+    _, data = _string_buffers(tokens)
+    if not ((data < 0x20) | (data >= 0x80)).any():
+        return empty
+    return pc.or_(empty, pc.match_substring_regex(tokens, _UNWRITABLE_RE))
+
+
+def _prefix_keys(tokens: pa.Array) -> np.ndarray:
+    """The first 8 bytes of each token as a big-endian uint64 (zero padded).
+
+    Comparing keys orders tokens as their bytes do, except that tokens sharing their first
+    8 bytes compare equal: callers break those ties with a full comparison.
+    """
+    offsets, data = _string_buffers(tokens)
+    lengths = np.minimum(np.diff(offsets), 8)
+    padded = np.zeros(len(data) + 8, dtype=np.uint8)
+    padded[:len(data)] = data
+    words = np.ndarray((len(padded) - 7,), dtype=">u8", buffer=padded, strides=(1,))
+    keys = words[offsets[:-1]].astype(np.uint64)
+    shift = (8 * (8 - lengths)).astype(np.uint64)
+    keep = np.where(lengths > 0, ~np.uint64(0) << np.minimum(shift, 63), np.uint64(0))
+    keep[shift == 64] = 0
+    return keys & keep
+
+
+def _largest_tokens(tokens: pa.Array, k: int) -> np.ndarray:
+    """Indices of the ``k`` tokens with the largest bytes (tokens are distinct)."""
+    n = len(tokens)
+    if k >= n:
+        return np.arange(n, dtype=np.int64)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    keys = _prefix_keys(tokens)
+    threshold = np.partition(keys, n - k)[n - k]
+    above = np.flatnonzero(keys > threshold)
+    ties = np.flatnonzero(keys == threshold)
+    need = k - len(above)
+    if need < len(ties):
+        order = pc.sort_indices(tokens.take(pa.array(ties)),
+                                sort_keys=[("", "descending")]).to_numpy()
+        ties = ties[order[:need]]
+    return np.concatenate([above, ties])
 
 
 def summary(table: pa.Table) -> dict[str, int]:
@@ -228,9 +282,8 @@ def select_top_k(table: pa.Table, top_k: int | None) -> tuple[pa.Table, dict[str
         ties = np.flatnonzero(counts == threshold)
         need = top_k - len(above)
         if need < len(ties):
-            order = pc.sort_indices(table.column("token").take(pa.array(ties)),
-                                    sort_keys=[("", "descending")]).to_numpy()
-            ties = ties[order[:need]]
+            tied = table.column("token").take(pa.array(ties)).combine_chunks()
+            ties = ties[_largest_tokens(tied, need)]
         keep = np.sort(np.concatenate([above, ties]))
     kept = table.take(pa.array(keep))
     total = summary(table)

@@ -104,6 +104,25 @@ def test_select_top_k_equals_a_full_sort_at_every_cut(top_k):
                     "count": len(tokens) - sum(c for _, c in expected) if dropped else 0}
 
 
+@pytest.mark.parametrize("k", [0, 1, 5, 50, 199, 400])
+def test_largest_tokens_breaks_shared_prefixes_by_full_bytes(k):
+    rng = random.Random(k)
+    stems = ["http://example.com/item/", "abcdefgh", "abcdefg", "Ζ", ""]
+    tokens = sorted({rng.choice(stems) + rng.choice(["", "a", "ab", "é", "z\x00", "zz"])
+                     + str(rng.randrange(30)) for _ in range(300)} | {"", "abcdefgh"})
+    rng.shuffle(tokens)
+    got = voc._largest_tokens(pa.array(tokens, pa.large_string()), k)
+    expected = sorted(tokens, key=lambda t: t.encode(), reverse=True)[:k]
+    assert sorted(tokens[i] for i in got) == sorted(expected)
+
+
+def test_unwritable_mask_on_plain_ascii_flags_only_empty_tokens():
+    tokens = pa.array(["a", "", "x y", "~"], pa.large_string())  # no control/non-ASCII byte
+    assert voc.unwritable_mask(tokens).to_pylist() == [False, True, False, False]
+    mixed = pa.array(["a", "b\x0bc", "d\u2028", "é", "", "tab\tok"], pa.large_string())
+    assert voc.unwritable_mask(mixed).to_pylist() == [False, True, True, False, True, False]
+
+
 def test_partitioned_prune_equals_global_prune():
     rng = random.Random(7)
     tokens = [f"t{int(rng.paretovariate(1.2))}" for _ in range(5000)]
