@@ -82,7 +82,7 @@ def _dictionary_counts(chunks: list[pa.Array]) -> pa.Table:
     table = pa.Table.from_arrays([tokens, pa.array(counts[present]),
                                   pa.array(np.zeros(len(present), np.int64))], schema=SCHEMA)
     # A dictionary may hold the same string twice (e.g. after a cast): merge to be safe.
-    return merge_tables([table]) if len(pc.unique(tokens)) != len(tokens) else table
+    return _aggregate(table) if len(pc.unique(tokens)) != len(tokens) else table
 
 
 def count_chunks(chunks: list[pa.Array]) -> pa.Table:
@@ -107,51 +107,61 @@ def count_chunks(chunks: list[pa.Array]) -> pa.Table:
                                  pa.array(np.zeros(len(values), np.int64))], schema=SCHEMA)
 
 
+def _aggregate(table: pa.Table) -> pa.Table:
+    """One row per token: counts and dfs summed."""
+    out = table.group_by("token").aggregate([("count", "sum"), ("df", "sum")])
+    return pa.Table.from_arrays(
+        [out.column("token"), out.column("count_sum"), out.column("df_sum")], schema=SCHEMA)
+
+
 def merge_tables(tables: Iterable[pa.Table]) -> pa.Table:
-    """Sums counts and dfs of the same token across tables."""
+    """Sums counts and dfs of the same token across tables (each table has distinct tokens)."""
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return empty_table()
     if len(tables) == 1:
         return tables[0]
-    t = pa.concat_tables(tables)
-    out = t.group_by("token").aggregate([("count", "sum"), ("df", "sum")])
-    return pa.Table.from_arrays(
-        [out.column("token"), out.column("count_sum"), out.column("df_sum")], schema=SCHEMA)
+    return _aggregate(pa.concat_tables(tables))
 
 
 _HASH_MULT = np.uint64(0x100000001B3)  # FNV-1a 64-bit prime, used as polynomial base
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 
-def _token_hashes(tokens: pa.Array) -> np.ndarray:
-    """64-bit polynomial hash of each token's UTF-8 bytes, vectorised over Arrow buffers.
+_WORD_MULT = np.uint64(0xC2B2AE3D27D4EB4F)
+_BYTE_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1],
+                       dtype=np.uint64)
 
-    Pure numpy on the offsets and data buffers (no Python string per token), and the same in
-    every process, unlike Python's salted ``hash()``.
+
+def _token_hashes(tokens: pa.Array) -> np.ndarray:
+    """64-bit hash of each token's UTF-8 bytes, vectorised over the Arrow buffers.
+
+    The bytes are read 8 at a time (little-endian words, zero past the token's end) and
+    mixed with the length, one numpy pass per word position over the tokens that reach
+    it. Pure numpy (no Python string per token) and the same in every process, unlike
+    Python's salted ``hash()``.
     """
     n = len(tokens)
     offsets, data = _string_buffers(tokens)
-    body = data.astype(np.uint64)
     lengths = np.diff(offsets)
-    starts = offsets[:-1]
-    if body.size == 0:
-        return np.zeros(n, dtype=np.uint64)
-    max_len = int(lengths.max())
+    padded = np.zeros(len(data) + 8, dtype=np.uint8)
+    padded[:len(data)] = data
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     with np.errstate(over="ignore"):
-        powers = np.cumprod(np.full(max_len, _HASH_MULT, dtype=np.uint64)) // _HASH_MULT
-        powers[0] = np.uint64(1)
-        position = np.arange(body.size, dtype=np.int64) - np.repeat(starts, lengths)
-        weighted = (body + np.uint64(1)) * powers[position]
-        nonempty = lengths > 0
-        sums = np.zeros(n, dtype=np.uint64)
-        if nonempty.any():
-            sums[nonempty] = np.add.reduceat(weighted, starts[nonempty])
-        h = sums + lengths.astype(np.uint64)
+        h = lengths.astype(np.uint64) * _HASH_MULT
+        idx = np.flatnonzero(lengths > 0)
+        w = 0
+        while idx.size:
+            remaining = np.minimum(lengths[idx] - 8 * w, 8)
+            word = words[offsets[idx] + 8 * w] & _BYTE_MASKS[remaining]
+            g = (h[idx] ^ word) * _WORD_MULT
+            h[idx] = g ^ (g >> np.uint64(29))
+            w += 1
+            idx = idx[lengths[idx] > 8 * w]
         h ^= h >> np.uint64(31)
         h *= _MIX
         h ^= h >> np.uint64(29)
-    return h
+    return h if n else np.zeros(0, dtype=np.uint64)
 
 
 def stable_partition(tokens: pa.Array, num_partitions: int) -> np.ndarray:

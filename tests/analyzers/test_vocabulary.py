@@ -170,3 +170,11 @@ def test_reserved_tokens_are_dropped_and_counted():
     assert drops["excluded_reserved"] == {"tokens": 1, "count": 4}
     kept, _ = voc.prune(table, min_count=1, top_k=None)
     assert _as_pairs(voc.sort_vocabulary(kept))[0] == ("[UNK]", 4)
+
+
+def test_a_dictionary_holding_a_string_twice_is_counted_once_per_token():
+    # Arrow allows duplicate dictionary entries; the counts must still be per token.
+    arr = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 1, 0], pa.int32()),
+                                         pa.array(["x", "y", "x"]))
+    got = dict(_as_pairs(voc.count_chunks([arr])))
+    assert got == {"x": 3, "y": 2}
