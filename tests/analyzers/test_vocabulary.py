@@ -178,3 +178,14 @@ def test_a_dictionary_holding_a_string_twice_is_counted_once_per_token():
                                          pa.array(["x", "y", "x"]))
     got = dict(_as_pairs(voc.count_chunks([arr])))
     assert got == {"x": 3, "y": 2}
+
+
+def test_merged_counts_stay_exact_past_float64_precision():
+    big = 2**60 + 1  # not representable in float64
+    a = pa.Table.from_arrays([pa.array(["t", "u"], pa.large_string()), pa.array([big, 1]),
+                              pa.array([0, 0])], schema=voc.SCHEMA)
+    b = pa.Table.from_arrays([pa.array(["t"], pa.large_string()), pa.array([2]),
+                              pa.array([0])], schema=voc.SCHEMA)
+    assert dict(_as_pairs(voc.merge_tables([a, b]))) == {"t": big + 2, "u": 1}
+    small = [voc.count_values(pa.array(["x", "y", "x"])), voc.count_values(pa.array(["y"]))]
+    assert dict(_as_pairs(voc.merge_tables(small))) == {"x": 2, "y": 2}
