@@ -97,3 +97,22 @@ def test_boundaries_are_within_epsilon_rank_error(num_buckets):
         hi = np.searchsorted(ordered, b, side="right") / n
         # b is a valid epsilon-quantile if its rank interval is within epsilon of the target.
         assert lo - epsilon <= target <= hi + epsilon, (i, b, lo, hi, target)
+
+
+@pytest.mark.parametrize("num_buckets", [4, 100])
+def test_boundaries_from_weighted_repeats_are_within_epsilon_rank_error(num_buckets):
+    # Integer counts with a heavy tail repeat a few values: batches go to the sketch as
+    # (distinct value, count) pairs. The epsilon guarantee must hold all the same.
+    values = np.floor(RNG.pareto(1.1, 60000) * 5).astype(float)
+    batch = values[:num.REPEAT_MIN_VALUES * 2]
+    sample = batch[::batch.size // num.REPEAT_SAMPLE][:num.REPEAT_SAMPLE]
+    assert np.unique(sample).size * 4 <= sample.size  # the weighted path is taken
+    epsilon = min(1.0 / num_buckets, 0.01)
+    merged = num.CanonicalMergeFn().extract_output(_split_partials(values, 3, epsilon))["x"]
+    got = num.boundaries(merged, num_buckets)
+    ordered = np.sort(values)
+    for i, b in enumerate(got, start=1):
+        target = i / num_buckets
+        lo = np.searchsorted(ordered, b, side="left") / values.size
+        hi = np.searchsorted(ordered, b, side="right") / values.size
+        assert lo - epsilon <= target <= hi + epsilon, (i, b, lo, hi, target)
