@@ -92,6 +92,13 @@ def iter_chunks(f: IO[bytes], source: str, *, chunk_bytes: int = CHUNK_BYTES
             buf[:carry] = buf[used:filled]
 
 
+def _type_conflict(name: str, source: str, what: str) -> InputError:
+    return InputError(
+        f"Feature {name!r} in {source} holds {what}. A tf.Example feature must keep one "
+        "list type (bytes_list, float_list or int64_list) in every record of a file; "
+        "rewrite the records with one type.")
+
+
 class _Reference:
     """tfx-bsl's decoder for the records the fast path leaves aside."""
 
@@ -141,11 +148,9 @@ class _Reference:
                 kind = str(field.type.value_type)
                 first = seen.setdefault(field.name, (kind, n))
                 if first[0] != kind:
-                    return InputError(
-                        f"Feature {field.name!r} in {self._source} holds {first[0]} values "
-                        f"in record {first[1]} and {kind} values in record {n}. A tf.Example "
-                        "feature must keep one list type (bytes_list, float_list or "
-                        "int64_list) in every record; rewrite the records with one type.")
+                    return _type_conflict(field.name, self._source,
+                                          f"{first[0]} values in record {first[1]} and "
+                                          f"{kind} values in record {n}")
         return InputError(f"tfx-bsl could not decode records {numbers[0]}..{numbers[-1]} of "
                           f"{self._source} together: {error}")
 
@@ -196,11 +201,9 @@ class _TypeCheck:
             number = int(batch.row_numbers[row].as_py())
             first = self._first.setdefault(name, (kind, number))
             if first[0] != kind:
-                raise InputError(
-                    f"Feature {name!r} in {self._source} holds {first[0]} values in record "
-                    f"{first[1]} and {kind} values in record {number}. A tf.Example feature "
-                    "must keep one list type (bytes_list, float_list or int64_list) in every "
-                    "record of a file; rewrite the records with one type.")
+                raise _type_conflict(name, self._source,
+                                     f"{first[0]} values in record {first[1]} and {kind} "
+                                     f"values in record {number}")
         return batch
 
 
@@ -218,12 +221,10 @@ def _merge(columns: Sequence[str], native: pa.RecordBatch, native_numbers: np.nd
         elif pa.types.is_null(b.type) and not pa.types.is_null(a.type):
             b = pa.nulls(len(b), a.type)
         if a.type != b.type:
-            raise InputError(
-                f"Feature {name!r} in {source} holds {_value_type(a)} values in some records "
-                f"and {_value_type(b)} values in others (records {int(numbers.min())}.."
-                f"{int(numbers.max())}). A tf.Example feature must keep one list type "
-                "(bytes_list, float_list or int64_list) in every record of a file; rewrite "
-                "the records with one type.")
+            raise _type_conflict(name, source,
+                                 f"{_value_type(a)} values in some records and "
+                                 f"{_value_type(b)} values in others (records "
+                                 f"{int(numbers.min())}..{int(numbers.max())})")
         arrays.append(pa.concat_arrays([a, b]))
     order = pa.array(np.argsort(numbers, kind="stable"))
     merged = pa.RecordBatch.from_arrays(arrays, names=list(columns)).take(order)
