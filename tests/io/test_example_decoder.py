@@ -3,8 +3,8 @@
 Expected values come from tfx-bsl's ``ExamplesToRecordBatchDecoder`` (which the native
 path must agree with), from protobuf (``example_pb2``) or from how the input was built,
 never from the code under test. Wire bytes are built by hand where protobuf's serializer
-would not produce them. Known divergences are strict xfails whose reasons give the input
-and the expected vs actual result.
+would not produce them. (The divergences this file first found as strict xfails are fixed;
+their tests now pass as plain tests.)
 """
 
 from __future__ import annotations
