@@ -176,9 +176,7 @@ def normalize(arr: pa.Array | pa.ChunkedArray, target: str
 
 def flatten_values(arr: pa.Array) -> pa.Array:
     """Non-null leaf values of a (possibly list) column."""
-    if pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type):
-        arr = pc.list_flatten(arr)
-    return arr.drop_null()
+    return leaf_values_with_nulls(arr).drop_null()
 
 
 def leaf_values_with_nulls(arr: pa.Array) -> pa.Array:

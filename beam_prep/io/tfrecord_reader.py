@@ -128,29 +128,23 @@ class _Reference:
             try:
                 rb = self._decoder.DecodeBatch(good) if good else None
             except RuntimeError as e:  # every record is fine alone: types disagree
-                raise self._type_conflict(good, good_numbers, e) from e
+                raise self._explain_conflict(good, good_numbers, e) from e
         batch = (formats._select(rb, self._columns) if rb is not None
                  else pa.RecordBatch.from_arrays([pa.nulls(0) for _ in self._columns],
                                                  names=self._columns))
         return RawBatch(batch, good_numbers[0] if good_numbers else 0,
                         pa.array(good_numbers, pa.int64()), rejected)
 
-
-    def _type_conflict(self, payloads: list[bytes], numbers: list[int],
-                       error: Exception) -> InputError:
-        """Names the feature that holds two value types (int64/float/bytes lists)."""
-        seen: dict[str, tuple[str, int]] = {}
-        for n, p in zip(numbers, payloads):
-            schema = self._decoder.DecodeBatch([p]).schema
-            for field in schema:
-                if pa.types.is_null(field.type):
-                    continue
-                kind = str(field.type.value_type)
-                first = seen.setdefault(field.name, (kind, n))
-                if first[0] != kind:
-                    return _type_conflict(field.name, self._source,
-                                          f"{first[0]} values in record {first[1]} and "
-                                          f"{kind} values in record {n}")
+    def _explain_conflict(self, payloads: list[bytes], numbers: list[int],
+                          error: Exception) -> InputError:
+        """Names the feature that holds two list types, record by record."""
+        types = _TypeCheck(self._source)
+        try:
+            for n, p in zip(numbers, payloads):
+                rb = formats._select(self._decoder.DecodeBatch([p]), self._columns)
+                types.check(RawBatch(rb, n, pa.array([n], pa.int64()), []))
+        except InputError as conflict:
+            return conflict
         return InputError(f"tfx-bsl could not decode records {numbers[0]}..{numbers[-1]} of "
                           f"{self._source} together: {error}")
 
@@ -197,10 +191,14 @@ class _TypeCheck:
             kind = _value_type(arr)
             if kind is None or arr.null_count == len(arr):
                 continue
+            first = self._first.get(name)
+            if first is not None and first[0] == kind:
+                continue  # the common case: no record number needed
             row = int(np.argmax(np.asarray(arr.is_valid())))
             number = int(batch.row_numbers[row].as_py())
-            first = self._first.setdefault(name, (kind, number))
-            if first[0] != kind:
+            if first is None:
+                self._first[name] = (kind, number)
+            else:
                 raise _type_conflict(name, self._source,
                                      f"{first[0]} values in record {first[1]} and {kind} "
                                      f"values in record {number}")
