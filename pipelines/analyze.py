@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Fail when more than this fraction of rows cannot be read "
                         "(default 0.01). Bad rows always go to <output>/rejected/.")
     p.add_argument("--batch_size", type=int, default=65536,
-                   help="Rows per Arrow batch (default 65536).")
+                   help="Rows per Arrow batch (default 65536). Parquet is read a whole row "
+                        "group per batch when the group is larger (up to 1,048,576 rows).")
     p.add_argument("--vocab_partitions", type=int, default=16,
                    help="Hash partitions per vocabulary: parallelism of the count merge "
                         "(default 16).")

@@ -69,20 +69,29 @@ def count_values(values: pa.Array, doc_ids: pa.Array | None = None) -> pa.Table:
 
 
 def _dictionary_counts(chunks: list[pa.Array]) -> pa.Table:
-    """Counts dictionary-encoded chunks on their integer indices (no string hashing)."""
-    unified = pa.chunked_array(chunks).unify_dictionaries()
+    """Counts dictionary-encoded chunks on their integer indices (no string hashing).
+
+    ``unify_dictionaries`` builds one memo table over every chunk's dictionary, so the
+    unified dictionary holds each string once; an empty chunk is appended so that a lone
+    chunk is unified too (a dictionary may hold the same string twice, e.g. after a cast).
+    Null slots are filled with index 0 and taken back from that token's count.
+    """
+    kind = chunks[0].type
+    empty = pa.DictionaryArray.from_arrays(pa.array([], kind.index_type),
+                                           pa.array([], kind.value_type))
+    unified = pa.chunked_array(chunks + [empty]).unify_dictionaries()
     dictionary = unified.chunks[0].dictionary
-    counts = np.zeros(len(dictionary), dtype=np.int64)
-    for chunk in unified.chunks:
-        idx = pc.drop_null(chunk.indices).to_numpy(zero_copy_only=False)
-        if idx.size:
-            counts += np.bincount(idx, minlength=len(dictionary))
-    present = np.nonzero(counts)[0]
+    nulls = sum(c.null_count for c in unified.chunks)
+    indices = [pc.fill_null(c.indices, 0) if c.null_count else c.indices
+               for c in unified.chunks if len(c)]
+    idx = np.concatenate([i.to_numpy() for i in indices])
+    counts = np.bincount(idx, minlength=len(dictionary)).astype(np.int64)
+    if nulls:
+        counts[0] -= nulls
+    present = np.flatnonzero(counts)
     tokens = dictionary.take(pa.array(present)).cast(pa.large_string())
-    table = pa.Table.from_arrays([tokens, pa.array(counts[present]),
-                                  pa.array(np.zeros(len(present), np.int64))], schema=SCHEMA)
-    # A dictionary may hold the same string twice (e.g. after a cast): merge to be safe.
-    return _aggregate(table) if len(pc.unique(tokens)) != len(tokens) else table
+    return pa.Table.from_arrays([tokens, pa.array(counts[present]),
+                                 pa.array(np.zeros(len(present), np.int64))], schema=SCHEMA)
 
 
 def count_chunks(chunks: list[pa.Array]) -> pa.Table:

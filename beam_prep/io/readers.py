@@ -178,7 +178,8 @@ def read_split(split: Split, columns: Mapping[str, str], *,
     Args:
         split: What to read.
         columns: Column name → target type (``string``, ``int64``, ``float64``).
-        batch_size: Rows per batch (the last batch of a split may be smaller).
+        batch_size: Rows per batch (the last batch of a split may be smaller; Parquet
+            batches hold a whole row group when it is larger, up to 1,048,576 rows).
         csv_delimiter: Field delimiter for CSV.
 
     Yields:

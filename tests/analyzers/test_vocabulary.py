@@ -180,6 +180,19 @@ def test_a_dictionary_holding_a_string_twice_is_counted_once_per_token():
     assert got == {"x": 3, "y": 2}
 
 
+def test_dictionary_chunks_with_nulls_and_different_dictionaries_match_a_counter():
+    rng = random.Random(7)
+    words = ["a", "bb", "ccc", "日本", "é", ""]
+    chunks, plain = [], []
+    for n in (0, 1, 50, 300):
+        values = [rng.choice(words + [None]) for _ in range(n)]
+        plain += [v for v in values if v is not None]
+        chunks.append(pa.array(values, pa.string()).dictionary_encode())
+    chunks.append(pa.array([None, None], pa.string()).dictionary_encode())  # all null
+    got = dict(_as_pairs(voc.count_chunks(chunks)))
+    assert got == dict(collections.Counter(plain))
+
+
 def test_merged_counts_stay_exact_past_float64_precision():
     big = 2**60 + 1  # not representable in float64
     a = pa.Table.from_arrays([pa.array(["t", "u"], pa.large_string()), pa.array([big, 1]),
