@@ -163,6 +163,35 @@ def test_files_round_trip_any_token():
     assert voc.vocabulary_text(pa.array([], pa.large_string())) == b""
 
 
+@pytest.mark.parametrize("runs", [3, 400])
+def test_sort_breaks_ties_on_full_bytes_when_the_first_8_bytes_agree(runs):
+    rng = random.Random(runs)
+    tokens = []
+    for r in range(runs):
+        stem = f"https://{r:04d}"  # 12 bytes: the first 8 agree across every run
+        tokens += [stem + rng.choice(["", "a", "b", "ab", "é", "\x00"]) + str(i)
+                   for i in range(rng.randint(1, 4))]
+    tokens += ["a", "a\x00", "a\x00\x00", "ab"]  # equal zero-padded prefixes
+    tokens = sorted(set(tokens))
+    counted = [t for t in tokens for _ in range(rng.choice([1, 1, 2]))]
+    rng.shuffle(counted)
+    table = voc.count_values(pa.array(counted, pa.large_string()))
+    assert _as_pairs(voc.sort_vocabulary(table)) == _reference(counted)
+
+
+@pytest.mark.parametrize("with_df", [False, True])
+def test_counts_sidecar_is_compact_json_per_line(with_df):
+    tokens = ["plain", "sp ace", "Ξ日本", "ünï", "7"]
+    table = pa.Table.from_arrays(
+        [pa.array(tokens, pa.large_string()), pa.array([5, 4, 3, 2, 1]),
+         pa.array([2, 2, 1, 1, 0])], schema=voc.SCHEMA)
+    expected = "".join(
+        json.dumps([t, c, d] if with_df else [t, c], ensure_ascii=False,
+                   separators=(",", ":")) + "\n"
+        for t, c, d in zip(tokens, [5, 4, 3, 2, 1], [2, 2, 1, 1, 0]))
+    assert voc.counts_jsonl(table, with_df=with_df) == expected.encode("utf-8")
+
+
 def test_reserved_tokens_are_dropped_and_counted():
     table = voc.count_values(pa.array(["[UNK]"] * 4 + ["a"] * 2 + ["b"]))
     pruned, drops = voc.prune(table, min_count=1, top_k=None, reserved=("[UNK]",))
