@@ -29,11 +29,12 @@ from beam_prep.io.readers import list_splits  # noqa: E402
 from beam_prep.spec import Spec  # noqa: E402
 
 
-def run_once(spec: Spec, path: str, fmt: str, batch_size: int) -> tuple[int, float]:
+def run_once(spec: Spec, path: str, fmt: str, batch_size: int,
+             threads: int = 1) -> tuple[int, float]:
     """Analyses every split of one file; returns (rows, seconds)."""
     with tempfile.TemporaryDirectory() as tmp:
         fn = AnalyzeSplitFn(spec.to_dict(), batch_size=batch_size, num_partitions=16,
-                            temp_dir=tmp, spill_rows=8192)
+                            temp_dir=tmp, spill_rows=8192, threads=threads)
         fn.setup()
         rows = 0
         started = time.perf_counter()
@@ -50,17 +51,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--format", choices=("parquet", "tfrecord"), default="tfrecord")
     parser.add_argument("--batch_size", type=int, default=65536)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="AnalyzeSplitFn threads (beam-prep analyze --split_threads).")
     args = parser.parse_args(argv)
     with open(os.path.join(args.data, "spec.yaml"), encoding="utf-8") as f:
         spec = Spec.from_dict(yaml.safe_load(f))
     path = sorted(glob.glob(os.path.join(args.data, args.format, f"*.{args.format}")))[0]
     best = None
     for _ in range(args.repeats):
-        rows, seconds = run_once(spec, path, args.format, args.batch_size)
+        rows, seconds = run_once(spec, path, args.format, args.batch_size, args.threads)
         best = seconds if best is None else min(best, seconds)
     native = native_available() if args.format == "tfrecord" else "n/a"
     print(f"{args.format} {os.path.basename(path)}: {rows:,} rows in {best:.2f} s "
-          f"({rows / best:,.0f} rows/s), native={native}")
+          f"({rows / best:,.0f} rows/s), native={native}, threads={args.threads}")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "end) instead of through the shuffle (default 8192: on the local "
                         "runners this halves memory and time at 20M rows; on a runner with "
                         "a shuffle service and a slow object store, raise it).")
+    p.add_argument("--split_threads", type=int, default=2,
+                   help="Threads per split: the features of a batch are processed in "
+                        "parallel (Arrow and numpy release the GIL). Results do not depend "
+                        "on it. Default 2; 1 turns the pool off (e.g. when every core "
+                        "already runs a worker process).")
     p.add_argument("--quiet", action="store_true", help="Do not print the summary.")
     return p
 
@@ -86,7 +91,8 @@ def _validate_args(args: argparse.Namespace) -> None:
     if not 0 <= args.max_bad_fraction <= 1:
         raise InputError(f"--max_bad_fraction must be in [0, 1]. Received: "
                          f"{args.max_bad_fraction}")
-    for flag in ("batch_size", "vocab_partitions", "parquet_rows_per_split", "spill_rows"):
+    for flag in ("batch_size", "vocab_partitions", "parquet_rows_per_split", "spill_rows",
+                 "split_threads"):
         if getattr(args, flag) < 1:
             raise InputError(f"--{flag} must be a positive integer. Received: "
                              f"{getattr(args, flag)}")
@@ -117,7 +123,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
         spec, files, fmt, args.output, patterns=args.input, batch_size=args.batch_size,
         num_partitions=args.vocab_partitions, max_bad_fraction=args.max_bad_fraction,
         parquet_rows_per_split=args.parquet_rows_per_split, csv_delimiter=args.csv_delimiter,
-        spill_rows=args.spill_rows)
+        spill_rows=args.spill_rows, split_threads=args.split_threads)
     result = pipeline.run()
     result.wait_until_finish()
     return result

@@ -271,3 +271,32 @@ def test_tfrecord_artifacts_do_not_depend_on_the_native_decoder(tmp_path, rows, 
         assert (out / rel).read_bytes() == (reference / rel).read_bytes(), rel
     assert native.vocabulary("country") == _expected_vocab(rows["country"], min_count=2,
                                                             top_k=5)
+
+
+def test_split_threads_change_no_byte_and_count_documents(tmp_path, rows):
+    """Features of a batch processed by a thread pool give the artifacts of one thread."""
+    rng = np.random.default_rng(3)
+    words = ["alpha", "beta", "gamma", "delta", "Ωmega"]
+    texts = [None if i % 11 == 0 else " ".join(rng.choice(words, 1 + i % 4))
+             for i in range(N)]
+    table = pa.table({"country": rows["country"], "item_id": rows["item_id"],
+                      "price": pa.array(rows["price"], pa.float64()), "title": texts})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=500)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.replace("  - {name: user, kind: hashed, num_bins: 16}\n", "")
+                    + "  - {name: title, kind: text, output_mode: tf_idf, ngrams: 2}\n"
+                    + "  - {name: p2, kind: numeric, column: price, default_value: -1.0}\n")
+    outs = []
+    for threads in ("1", "4"):
+        out = tmp_path / f"t{threads}"
+        analyze.run(["--spec", str(spec), "--input", str(tmp_path / "d.parquet"),
+                     "--output", str(out), "--batch_size", "200",
+                     "--split_threads", threads])
+        outs.append(out)
+    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    for rel in files:
+        assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
+    art = Artifacts(str(outs[1]))
+    assert art.stats("title")["document_count"] == sum(t is not None for t in texts)
+    assert art.stats("p2")["count"] == N  # the missing price is filled with -1.0

@@ -173,6 +173,7 @@ class AnalyzeToArtifacts(beam.PTransform):
         csv_delimiter: CSV field delimiter.
         spill_rows: Vocabulary tables of this many rows or more go through files under
             ``<output_dir>/_tmp`` instead of the shuffle (removed before the manifest).
+        split_threads: Threads per split analysis (results do not depend on it).
 
     Returns:
         A PCollection with the manifest dict (one element).
@@ -182,7 +183,7 @@ class AnalyzeToArtifacts(beam.PTransform):
                  patterns: Sequence[str] | None = None, batch_size: int = 65536,
                  num_partitions: int = 16, max_bad_fraction: float = 0.01,
                  parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",",
-                 spill_rows: int = spill.DEFAULT_SPILL_ROWS) -> None:
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS, split_threads: int = 1) -> None:
         super().__init__()
         self._spec = spec
         self._files = list(files)
@@ -195,6 +196,7 @@ class AnalyzeToArtifacts(beam.PTransform):
         self._rows_per_split = parquet_rows_per_split
         self._delimiter = csv_delimiter
         self._spill_rows = spill_rows
+        self._threads = split_threads
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         spec_dict = self._spec.to_dict()
@@ -215,7 +217,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             split_fn.AnalyzeSplitFn(spec_dict, batch_size=self._batch_size,
                                     num_partitions=self._partitions,
                                     csv_delimiter=self._delimiter, temp_dir=temp,
-                                    spill_rows=self._spill_rows)
+                                    spill_rows=self._spill_rows, threads=self._threads)
         ).with_outputs(split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, main="vocab")
 
         seeds = p | "EveryVocabulary" >> beam.Create(

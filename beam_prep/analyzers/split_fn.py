@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,8 +115,60 @@ class _VocabState:
         return voc.merge_tables(self.tables)
 
 
+def _prefetched(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
+    """Yields ``items`` while a background thread produces the next ones (read and decode
+    of batch n+1 overlap the analysis of batch n). Exceptions reach the consumer in order;
+    closing the generator early stops the producer after its current item."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((done, None))
+        except BaseException as e:  # handed to the consumer
+            q.put((done, e))
+
+    thread = threading.Thread(target=produce, name="beam_prep-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = q.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                q.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        thread.join()
+
+
 class AnalyzeSplitFn(beam.DoFn):
     """Reads a split and emits its partial vocabularies, numeric partials and row counts.
+
+    The features of a batch are independent, so with ``threads`` > 1 they are processed by
+    a small thread pool: the heavy steps (Arrow kernels, numpy sorts and bincounts,
+    dictionary unification) release the GIL. Each feature's accumulator still sees its
+    batches in file order, and outputs are emitted in feature order, so the results do
+    not depend on the thread count.
 
     Args:
         spec_dict: ``Spec.to_dict()`` (plain data, so the DoFn pickles small).
@@ -125,23 +178,38 @@ class AnalyzeSplitFn(beam.DoFn):
         temp_dir: Scratch directory; partition tables of ``spill_rows`` rows or more are
             written there and passed as :class:`SpillRef` (None = never spill).
         spill_rows: Spill threshold.
+        threads: Threads per split (1 = no pool).
     """
 
     def __init__(self, spec_dict: dict, *, batch_size: int, num_partitions: int,
                  csv_delimiter: str = ",", temp_dir: str | None = None,
-                 spill_rows: int = spill.DEFAULT_SPILL_ROWS) -> None:
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS, threads: int = 1) -> None:
         self._spec_dict = spec_dict
         self._batch_size = batch_size
         self._num_partitions = num_partitions
         self._temp_dir = temp_dir
         self._spill_rows = spill_rows
         self._csv_delimiter = csv_delimiter
+        self._threads = max(1, threads)
         self._rows = beam.metrics.Metrics.counter("beam_prep", "rows_read")
         self._bad = beam.metrics.Metrics.counter("beam_prep", "rows_rejected")
 
     def setup(self) -> None:
         self._spec = Spec.from_dict(self._spec_dict)
         self._columns = required_columns(self._spec)
+        self._features = [f for f in self._spec.features if f.kind != "hashed"]
+        self._pool = (ThreadPoolExecutor(self._threads, thread_name_prefix="beam_prep")
+                      if self._threads > 1 else None)
+
+    def teardown(self) -> None:
+        if getattr(self, "_pool", None) is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _map(self, fn, items: list) -> list:
+        if self._pool is None or len(items) < 2:
+            return [fn(item) for item in items]
+        return list(self._pool.map(fn, items))
 
     def process(self, split: Split) -> Iterator[Any]:
         spec = self._spec
@@ -150,10 +218,29 @@ class AnalyzeSplitFn(beam.DoFn):
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric")}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
-                "missing": {f.name: 0 for f in spec.features if f.kind != "hashed"},
+                "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")}}
-        for result in read_split(split, self._columns, batch_size=self._batch_size,
-                                 csv_delimiter=self._csv_delimiter):
+
+        def add_feature(args: tuple[Feature, pa.Array]) -> tuple[int, int]:
+            """Adds one feature's column; returns (missing cells, documents)."""
+            f, raw = args
+            n_missing = int(colmod.missing_mask(raw).sum())
+            filled = _fill_missing(raw, getattr(f, "default_value", None))
+            documents = 0
+            if f.kind == "numeric":
+                values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
+                numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
+            elif f.kind == "text":
+                table, documents = self._count_text(f, filled)
+                vocab[f.name].add_table(table)
+            else:
+                # Counting skips nulls: no need to copy the column without them.
+                vocab[f.name].add_values(colmod.leaf_values_with_nulls(filled))
+            return n_missing, documents
+
+        results = read_split(split, self._columns, batch_size=self._batch_size,
+                             csv_delimiter=self._csv_delimiter)
+        for result in (_prefetched(results) if self._pool is not None else results):
             meta["rows_read"] += result.rows_seen
             meta["rows_rejected"] += len(result.rejected)
             self._rows.inc(result.rows_seen)
@@ -164,34 +251,31 @@ class AnalyzeSplitFn(beam.DoFn):
                 key = f"{r.source}\x00{(r.row if r.row is not None else -1):020d}"
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
             batch = result.batch
-            for f in spec.features:
-                if f.kind == "hashed":
-                    continue
-                raw = batch.column(f.source_column)
-                missing = colmod.missing_mask(raw)
-                n_missing = int(missing.sum())
-                filled = _fill_missing(raw, getattr(f, "default_value", None))
+            added = self._map(add_feature, [(f, batch.column(f.source_column))
+                                            for f in self._features])
+            for f, (n_missing, documents) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
-                if f.kind == "numeric":
-                    values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
-                    numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
-                elif f.kind == "text":
-                    vocab[f.name].add_table(self._count_text(f, filled, meta))
-                else:
-                    # Counting skips nulls: no need to copy the column without them.
-                    vocab[f.name].add_values(colmod.leaf_values_with_nulls(filled))
-        for name, state in vocab.items():
+                if f.kind == "text":
+                    meta["documents"][f.name] += documents
+
+        def finish(item: tuple[str, _VocabState]) -> list[tuple[tuple[str, int], Any]]:
+            name, state = item
             counted = state.result()
             # Spill by the size of the feature's whole table, so a large vocabulary goes
             # through files in every partition (each partition alone may look small).
             to_files = self._temp_dir is not None and counted.num_rows >= self._spill_rows
+            out = []
             for part, table in voc.split_by_partition(counted, self._num_partitions):
                 if to_files:
                     path = (f"{self._temp_dir}/counts/{name}/p{part:03d}/"
                             f"{spill.stable_id(split.split_id)}.arrow")
-                    yield ((name, part), spill.spill(table, path))
+                    out.append(((name, part), spill.spill(table, path)))
                 else:
-                    yield ((name, part), table)
+                    out.append(((name, part), table))
+            return out
+
+        for outputs in self._map(finish, list(vocab.items())):
+            yield from outputs
         if numeric:
             partials = {name: acc.result() for name, acc in numeric.items()}
             yield beam.pvalue.TaggedOutput(
@@ -201,18 +285,19 @@ class AnalyzeSplitFn(beam.DoFn):
                   meta["rows_read"], meta["rows_rejected"], time.monotonic() - started)
 
     @staticmethod
-    def _count_text(f: Feature, arr: pa.Array, meta: dict) -> pa.Table:
+    def _count_text(f: Feature, arr: pa.Array) -> tuple[pa.Table, int]:
+        """Token counts of a text column and its number of documents (non-null cells)."""
         from beam_prep import text
 
         flat = arr.flatten() if pa.types.is_large_list(arr.type) else arr
         if pa.types.is_dictionary(flat.type):
             flat = flat.dictionary_decode()
         present = pc.is_valid(flat)
-        meta["documents"][f.name] += int(pc.sum(present).as_py() or 0)
+        documents = int(pc.sum(present).as_py() or 0)
         flat = flat.filter(present)
         tokens = text.tokenize(flat, f)
         if f.output_mode == "tf_idf":
             offsets = np.asarray(tokens.offsets.to_numpy(zero_copy_only=False))
             doc_ids = np.repeat(np.arange(len(tokens), dtype=np.int64), np.diff(offsets))
-            return voc.count_values(pc.list_flatten(tokens), pa.array(doc_ids))
-        return voc.count_chunks([pc.list_flatten(tokens)])
+            return voc.count_values(pc.list_flatten(tokens), pa.array(doc_ids)), documents
+        return voc.count_chunks([pc.list_flatten(tokens)]), documents

@@ -77,6 +77,9 @@ def _dictionary_counts(chunks: list[pa.Array]) -> pa.Table:
     Null slots are filled with index 0 and taken back from that token's count.
     """
     kind = chunks[0].type
+    if not pa.types.is_int32(kind.index_type):  # room for the unified dictionary
+        kind = pa.dictionary(pa.int64(), kind.value_type)
+        chunks = [c.cast(kind) for c in chunks]
     empty = pa.DictionaryArray.from_arrays(pa.array([], kind.index_type),
                                            pa.array([], kind.value_type))
     unified = pa.chunked_array(chunks + [empty]).unify_dictionaries()
@@ -97,13 +100,13 @@ def _dictionary_counts(chunks: list[pa.Array]) -> pa.Table:
 def count_chunks(chunks: list[pa.Array]) -> pa.Table:
     """Counts the non-null values of several flat arrays in one pass.
 
-    Dictionary-encoded chunks are counted on their indices; other arrays are hashed once
-    as a chunked array. Integers are counted as integers, then written as decimal strings.
+    Dictionary-encoded chunks are counted on their indices (unless a dictionary holds a
+    null); other arrays are hashed once as a chunked array. Integers are counted as integers, then written as decimal strings.
     """
     chunks = [c for c in chunks if len(c)]
     if not chunks:
         return empty_table()
-    if all(pa.types.is_dictionary(c.type) for c in chunks):
+    if all(pa.types.is_dictionary(c.type) and c.dictionary.null_count == 0 for c in chunks):
         return _dictionary_counts(chunks)
     flat = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in chunks]
     if len({c.type for c in flat}) > 1:
@@ -414,7 +417,7 @@ def _concatenated(strings: pa.Array) -> bytes:
     offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)
     start = int(offsets[strings.offset])
     end = int(offsets[strings.offset + len(strings)])
-    return strings.buffers()[2].to_pybytes()[start:end]
+    return strings.buffers()[2].slice(start, end - start).to_pybytes()
 
 
 def _lines_bytes(lines: pa.Array) -> bytes:

@@ -222,6 +222,15 @@ def test_dictionary_chunks_with_nulls_and_different_dictionaries_match_a_counter
     assert got == dict(collections.Counter(plain))
 
 
+def test_dictionaries_with_narrow_indices_or_null_values_are_counted():
+    wide = pa.array([str(i) for i in range(200)])  # longer than int8 can index
+    narrow = pa.DictionaryArray.from_arrays(pa.array([0, 1, 1, None], pa.int8()), wide)
+    assert dict(_as_pairs(voc.count_chunks([narrow]))) == {"0": 1, "1": 2}
+    holed = pa.DictionaryArray.from_arrays(pa.array([0, 1, 1, 2], pa.int32()),
+                                           pa.array([None, "b", "c"]))
+    assert dict(_as_pairs(voc.count_chunks([holed]))) == {"b": 2, "c": 1}
+
+
 def test_merged_counts_stay_exact_past_float64_precision():
     big = 2**60 + 1  # not representable in float64
     a = pa.Table.from_arrays([pa.array(["t", "u"], pa.large_string()), pa.array([big, 1]),

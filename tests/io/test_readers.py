@@ -58,6 +58,48 @@ def test_parquet_splits_by_row_groups_and_keeps_row_numbers(tmp_path):
     assert [r["a"] for r in rows] == [1, 2, 3, 4, 5] and not rejected and seen == 5
 
 
+def _row_group_file(tmp_path, sizes):
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "groups.parquet"
+    with pq.ParquetWriter(p, pa.schema([("a", pa.int64()), ("b", pa.string()),
+                                        ("c", pa.float64())])) as w:
+        start = 0
+        for n in sizes:
+            ids = list(range(start, start + n))
+            w.write_table(pa.table({"a": ids, "b": [f"t{i % 7}" for i in ids],
+                                    "c": [i / 2 for i in ids]}), row_group_size=n)
+            start += n
+    return p
+
+
+def test_parquet_batches_hold_whole_row_groups_within_the_caps(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from beam_prep.io import formats
+
+    sizes = [3, 4, 2, 12, 1, 9, 2]
+    p = _row_group_file(tmp_path, sizes)
+    meta = pq.ParquetFile(p).metadata
+    assert [formats.parquet_batch_rows(meta, g, 5) for g in range(7)] == [5, 5, 5, 12, 5, 9, 5]
+    monkeypatch.setattr(formats, "PARQUET_MAX_BATCH_ROWS", 10)
+    assert formats.parquet_batch_rows(meta, 3, 5) == 10
+    total = meta.row_group(3).total_byte_size
+    cap = total // 2
+    monkeypatch.setattr(formats, "PARQUET_MAX_BATCH_BYTES", cap)
+    got = formats.parquet_batch_rows(meta, 3, 2)
+    assert got * total <= cap * 12 < (got + 1) * total  # the most rows within the cap
+    assert formats.parquet_batch_rows(meta, 3, 8) == 8  # never below batch_size
+    monkeypatch.undo()
+    split = list_splits(str(p), "parquet")[0]
+    batches = list(read_split(split, COLUMNS, batch_size=5))
+    assert [b.batch.num_rows for b in batches] == sizes
+    got = [r["a"] for b in batches for r in b.batch.to_pylist()]
+    assert got == list(range(sum(sizes)))
+    assert [v for b in batches for v in b.batch.column("b").to_pylist()] == [
+        f"t{i % 7}" for i in range(sum(sizes))]
+
+
 def test_tfrecord_lists_and_corrupt_records(tmp_path):
     import tensorflow as tf
 
