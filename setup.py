@@ -50,9 +50,11 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11,<3.12",
-    packages=find_packages(include=["beam_prep", "beam_prep.*", "pipelines"])
-    + ["beam_prep.templates"],
-    package_dir={"beam_prep.templates": "templates"},
+    # The repository folders pipelines/ and templates/ are installed inside the package, so the
+    # wheel puts nothing at the top level of site-packages but beam_prep.
+    packages=find_packages(include=["beam_prep", "beam_prep.*"])
+    + ["beam_prep.pipelines", "beam_prep.templates"],
+    package_dir={"beam_prep.pipelines": "pipelines", "beam_prep.templates": "templates"},
     package_data={"beam_prep": ["py.typed"], "beam_prep.templates": ["*.j2"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,

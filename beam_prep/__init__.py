@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from beam_prep import _compat
 from beam_prep.errors import ArtifactError, BeamPrepError, InputError, SpecError
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.spec import (
@@ -26,6 +27,8 @@ from beam_prep.spec import (
 )
 
 __version__ = "0.1.0"
+
+_compat.install()  # old import paths (moved modules) keep working, with a warning
 
 __all__ = [
     "ArtifactError",

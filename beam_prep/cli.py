@@ -21,13 +21,13 @@ from beam_prep.errors import BeamPrepError
 
 # sub-command -> (module, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "analyze": ("pipelines.analyze", "main",
+    "analyze": ("beam_prep.pipelines.analyze", "main",
                 "Beam job: read data, compute vocabularies and statistics, write artifacts."),
     "generate": ("beam_prep.codegen.cli", "main",
                  "Render a Keras 3 preprocessing module from an artifact directory."),
-    "make-elwc": ("pipelines.make_elwc", "main",
+    "make-elwc": ("beam_prep.pipelines.make_elwc", "main",
                   "Beam job: turn ranking logs (LETOR/LibSVM, CSV, JSONL, Parquet) into ELWC."),
-    "train": ("pipelines.train", "main",
+    "train": ("beam_prep.pipelines.train", "main",
               "Train a ranking model on ELWC data (CPU, Mirrored, MultiWorker or TPU)."),
 }
 

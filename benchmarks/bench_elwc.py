@@ -46,7 +46,7 @@ def minimal_converter(path: str, out: str, features: int) -> int:
     import tensorflow as tf
     from tensorflow_serving.apis import input_pb2
 
-    from beam_prep.ranking.letor import parse_letor
+    from beam_prep.ranking.data.letor import parse_letor
 
     with open(path, "rb") as f:
         p = parse_letor(f.read(), fmt="letor")
@@ -74,11 +74,11 @@ def minimal_fast_converter(path: str, out: str) -> int:
     """Single process, no Beam, same parser and byte encoder as the job (isolates Beam's cost):
     parse the file in the same line-aligned pieces as the job (faster than one whole-file parse:
     smaller temporary arrays), group by query, encode every list, write one TFRecord file."""
-    from beam_prep.ranking.build import ListBuilder
-    from beam_prep.ranking.options import ElwcOptions
-    from beam_prep.ranking.sources import LayoutCombineFn, plan_pieces, read_piece
-    from beam_prep.ranking.tfrecord import write_tfrecords
-    from beam_prep.ranking.transforms import DEFAULT_SPLIT_BYTES
+    from beam_prep.ranking.data.build import ListBuilder
+    from beam_prep.ranking.data.options import ElwcOptions
+    from beam_prep.ranking.data.sources import LayoutCombineFn, plan_pieces, read_piece
+    from beam_prep.ranking.data.tfrecord import write_tfrecords
+    from beam_prep.ranking.data.transforms import DEFAULT_SPLIT_BYTES
 
     opts = ElwcOptions(input_format="letor")
     parsed = [read_piece(path, "x", 0, piece, opts)
@@ -91,14 +91,14 @@ def minimal_fast_converter(path: str, out: str) -> int:
 
 
 def run_beam(path: str, out: str, extra: list[str]) -> None:
-    from pipelines import make_elwc
+    from beam_prep.pipelines import make_elwc
 
     shutil.rmtree(out, ignore_errors=True)
     make_elwc.run(["--input", path, "--output", out, "--num_shards", "4", *extra])
 
 
 def bench_reader(pattern: str, list_size: int, batch_size: int) -> tuple[int, float]:
-    from beam_prep.ranking.reader import make_dataset
+    from beam_prep.ranking.train.reader import make_dataset
 
     ds = make_dataset(pattern, list_size=list_size, batch_size=batch_size)
     t = time.perf_counter()

@@ -53,7 +53,7 @@ def numpy_ndcg(labels: np.ndarray, scores: np.ndarray, k: int = 10) -> float:
 
 def convert(workdir: str) -> tuple[str, str, str]:
     """make-elwc on rank.train and rank.test; returns (feature_spec, train glob, test glob)."""
-    from pipelines import make_elwc
+    from beam_prep.pipelines import make_elwc
 
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
@@ -71,9 +71,9 @@ def convert(workdir: str) -> tuple[str, str, str]:
 def run_seed(seed: int, workdir: str, spec: str, train: str, test: str,
              overrides: list[str]) -> dict:
     """Trains with ``seed`` and evaluates on the test lists."""
-    from beam_prep.ranking.hparams import RankingHparams
-    from beam_prep.ranking.launcher import RankingLauncher
-    from beam_prep.ranking.metrics import ndcg
+    from beam_prep.ranking.train.hparams import RankingHparams
+    from beam_prep.ranking.train.launcher import RankingLauncher
+    from beam_prep.ranking.train.metrics import ndcg
 
     model_dir = f"{workdir}/model_{seed}"
     shutil.rmtree(model_dir, ignore_errors=True)

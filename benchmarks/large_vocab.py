@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     meta = generate(os.path.join(args.out, "data"), args.rows, args.distinct, args.seed)
     print(f"data ready in {time.monotonic() - t0:.0f}s")
     artifacts = os.path.join(args.out, "artifacts")
-    cmd = [sys.executable, "-m", "pipelines.analyze", "--spec",
+    cmd = [sys.executable, "-m", "beam_prep.pipelines.analyze", "--spec",
            os.path.join(args.out, "data", "spec.yaml"), "--input",
            os.path.join(args.out, "data", "*.parquet"), "--output", artifacts, "--overwrite",
            *args.beam_args.split()]

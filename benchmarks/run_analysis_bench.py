@@ -88,7 +88,7 @@ def _env() -> dict[str, str]:
 
 def beam_prep_available() -> str | None:
     """None if `beam-prep analyze` can run, else the reason it cannot."""
-    if importlib.util.find_spec("pipelines.analyze") is None:
+    if importlib.util.find_spec("beam_prep.pipelines.analyze") is None:
         return "pipelines/analyze.py does not exist yet"
     return None
 

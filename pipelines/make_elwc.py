@@ -10,7 +10,7 @@ where it cannot.
 Example:
     $ beam-prep make-elwc --input 'logs/*.txt' --input_format letor --output elwc/ \\
         --max_list_size 100 --splits train:0.8,validation:0.1,test:0.1 --num_shards 4
-    $ python -m pipelines.make_elwc --input rank.train --input_format lightgbm --output out/ \\
+    $ python -m beam_prep.pipelines.make_elwc --input rank.train --input_format lightgbm --output out/ \\
         --direct_running_mode=multi_processing --direct_num_workers=2
 """
 
@@ -26,14 +26,14 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from beam_prep.errors import ArtifactError, InputError, SpecError
 from beam_prep.io import filesystem
-from beam_prep.ranking.options import (
+from beam_prep.ranking.data.options import (
     COMPRESSIONS,
     INPUT_FORMATS,
     LIST_POLICIES,
     ElwcOptions,
     parse_splits,
 )
-from beam_prep.ranking.transforms import (
+from beam_prep.ranking.data.transforms import (
     DEFAULT_SPLIT_BYTES,
     STATS_FILENAME,
     ConvertToELWC,

@@ -3,7 +3,7 @@
 Usage::
 
     beam-prep train --config train.yaml [section.key=value ...]
-    python -m pipelines.train --config train.yaml training.loss=list_mle
+    python -m beam_prep.pipelines.train --config train.yaml training.loss=list_mle
 
 Overrides use YAML values (``model.hidden_sizes=[64,32]``). The run resumes from the state in
 ``training.model_dir``; the SavedModel goes to ``training.export_dir``.
@@ -32,8 +32,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str] | None = None) -> Any:
     """Parses ``argv``, trains, exports; returns the launcher's ``TrainResult``."""
-    from beam_prep.ranking.hparams import RankingHparams
-    from beam_prep.ranking.launcher import RankingLauncher
+    from beam_prep.ranking.train.hparams import RankingHparams
+    from beam_prep.ranking.train.launcher import RankingLauncher
 
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     hparams = RankingHparams.load(args.config, overrides=args.overrides)

@@ -19,7 +19,7 @@ import pytest
 
 from beam_prep import Artifacts
 from beam_prep.errors import ArtifactError, InputError
-from pipelines import analyze
+from beam_prep.pipelines import analyze
 
 N = 3000
 SPEC = """
@@ -199,7 +199,7 @@ def test_dataflow_translation_dry_run(tmp_path, rows):
     spec.write_text(SPEC)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     proc = subprocess.run(
-        [sys.executable, "-m", "pipelines.analyze", "--spec", str(spec), "--input", str(data),
+        [sys.executable, "-m", "beam_prep.pipelines.analyze", "--spec", str(spec), "--input", str(data),
          "--output", str(tmp_path / "df_out"), "--runner=DataflowRunner",
          "--project=fake-project", "--region=us-central1",
          "--temp_location=gs://fake-bucket/tmp", "--dry_run=True"],

@@ -1,4 +1,4 @@
-"""beam_prep.text against the real keras.layers.TextVectorization (and tf.strings ops).
+"""beam_prep.analyzers.text against the real keras.layers.TextVectorization (and tf.strings ops).
 
 The reference tokens come from the layer only: adapt it (no max_tokens), call it in ``int``
 mode and map the indices back through ``get_vocabulary()``. Every token the layer emits on
@@ -18,7 +18,7 @@ import pytest
 
 from beam_prep.errors import InputError, SpecError
 from beam_prep.spec import TextFeature
-from beam_prep.text import (
+from beam_prep.analyzers.text import (
     KERAS_RESERVED_TOKENS,
     add_ngrams,
     document_frequencies,

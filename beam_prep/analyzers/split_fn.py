@@ -287,7 +287,7 @@ class AnalyzeSplitFn(beam.DoFn):
     @staticmethod
     def _count_text(f: Feature, arr: pa.Array) -> tuple[pa.Table, int]:
         """Token counts of a text column and its number of documents (non-null cells)."""
-        from beam_prep import text
+        from beam_prep.analyzers import text
 
         flat = arr.flatten() if pa.types.is_large_list(arr.type) else arr
         if pa.types.is_dictionary(flat.type):

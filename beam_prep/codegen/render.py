@@ -37,18 +37,18 @@ TEMPLATE_PACKAGE = "beam_prep.templates"
 MAIN_TEMPLATE = "preprocessing.py.j2"
 
 
-def _templates_dir() -> str:
-    """The Jinja2 templates: installed package data, else the checkout's ``templates/``."""
-    try:
-        from importlib import resources
+def _load_template(name: str) -> str | None:
+    """A template's source from the installed ``beam_prep.templates`` package (any install kind).
 
-        path = resources.files(TEMPLATE_PACKAGE)
-        if path.joinpath(MAIN_TEMPLATE).is_file():
-            return str(path)
-    except (ModuleNotFoundError, TypeError):
-        pass
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(os.path.dirname(os.path.dirname(here)), "templates")
+    ``importlib.resources`` reads package data from a wheel install, an editable install (where
+    ``templates/`` is mapped into the package) or a zip alike; ``None`` means no such template.
+    """
+    from importlib import resources
+
+    resource = resources.files(TEMPLATE_PACKAGE).joinpath(name)
+    if not resource.is_file():
+        return None
+    return resource.read_text(encoding="utf-8")
 
 
 def py_literal(value: Any, indent: int = 0) -> str:
@@ -130,7 +130,7 @@ def _docwrap(text: str, indent: int) -> str:
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_templates_dir()),
+        loader=jinja2.FunctionLoader(_load_template),
         autoescape=False,
         keep_trailing_newline=True,
         trim_blocks=True,

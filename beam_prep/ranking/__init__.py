@@ -21,19 +21,19 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ConvertToELWC": "beam_prep.ranking.transforms",
-    "WriteELWC": "beam_prep.ranking.transforms",
+    "ConvertToELWC": "beam_prep.ranking.data.transforms",
+    "WriteELWC": "beam_prep.ranking.data.transforms",
     "ElwcFeatureSpec": "beam_prep.ranking.feature_spec",
-    "make_dataset": "beam_prep.ranking.reader",
-    "parse_elwc_batch": "beam_prep.ranking.reader",
-    "RankingHparams": "beam_prep.ranking.hparams",
-    "build_launcher": "beam_prep.ranking.launcher",
-    "RankingModelBuilder": "beam_prep.ranking.model",
-    "export_ranker": "beam_prep.ranking.export",
-    "get_loss": "beam_prep.ranking.losses",
-    "ndcg": "beam_prep.ranking.metrics",
-    "mrr": "beam_prep.ranking.metrics",
-    "make_strategy": "beam_prep.ranking.strategy",
+    "make_dataset": "beam_prep.ranking.train.reader",
+    "parse_elwc_batch": "beam_prep.ranking.train.reader",
+    "RankingHparams": "beam_prep.ranking.train.hparams",
+    "build_launcher": "beam_prep.ranking.train.launcher",
+    "RankingModelBuilder": "beam_prep.ranking.train.model",
+    "export_ranker": "beam_prep.ranking.train.export",
+    "get_loss": "beam_prep.ranking.train.losses",
+    "ndcg": "beam_prep.ranking.train.metrics",
+    "mrr": "beam_prep.ranking.train.metrics",
+    "make_strategy": "beam_prep.ranking.train.strategy",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -173,7 +173,7 @@ SPEC_YAML = """features:
 
 def test_real_analysis_and_csv_dataset_agree_on_missing_cells(tmp_path) -> None:
     """Empty CSV fields: the analysis fills them, and so does the generated module."""
-    from pipelines import analyze
+    from beam_prep.pipelines import analyze
 
     (tmp_path / "data.csv").write_text(CSV, encoding="utf-8")
     (tmp_path / "spec.yaml").write_text(SPEC_YAML, encoding="utf-8")

@@ -25,7 +25,7 @@ SPEC = os.path.join(ROOT, "examples", "spec.yaml")
 
 @pytest.fixture(scope="module")
 def analyzed(tmp_path_factory):
-    from pipelines import analyze
+    from beam_prep.pipelines import analyze
 
     out = str(tmp_path_factory.mktemp("e2e") / "artifacts")
     analyze.run(["--spec", SPEC, "--input", SAMPLE, "--output", out])

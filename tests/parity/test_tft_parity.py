@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 
 from beam_prep import Artifacts
-from pipelines import analyze
+from beam_prep.pipelines import analyze
 from tests.parity import datagen
 
 EPSILON = 0.01

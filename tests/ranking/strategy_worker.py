@@ -14,7 +14,7 @@ import sys
 def main(mode: str, tmp: str) -> None:
     import tensorflow as tf
 
-    from beam_prep.ranking.strategy import make_strategy
+    from beam_prep.ranking.train.strategy import make_strategy
 
     if mode == "mirrored":
         cpus = tf.config.list_physical_devices("CPU")
@@ -25,8 +25,8 @@ def main(mode: str, tmp: str) -> None:
         mwms = make_strategy("multi_worker")  # before any other TensorFlow op
     import numpy as np
 
-    from beam_prep.ranking.hparams import RankingHparams
-    from beam_prep.ranking.launcher import RankingLauncher
+    from beam_prep.ranking.train.hparams import RankingHparams
+    from beam_prep.ranking.train.launcher import RankingLauncher
     from tests.ranking.train_fixtures import (
         SPEC,
         config_yaml,

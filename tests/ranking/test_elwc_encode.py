@@ -11,9 +11,9 @@ from google.protobuf import text_format
 from tensorflow.core.example import example_pb2
 from tensorflow_serving.apis import input_pb2
 
-from beam_prep.ranking.encode import DenseFloatEncoder, encode_elwc, encode_features
-from beam_prep.ranking.lists import CountsCombineFn, plan_lists, shard_of, split_of
-from beam_prep.ranking.tfrecord import write_tfrecords
+from beam_prep.ranking.data.encode import DenseFloatEncoder, encode_elwc, encode_features
+from beam_prep.ranking.data.lists import CountsCombineFn, plan_lists, shard_of, split_of
+from beam_prep.ranking.data.tfrecord import write_tfrecords
 
 
 def _keys_in_wire_order(serialized: bytes) -> list[str]:
@@ -180,7 +180,7 @@ META = [
 
 
 def test_meta_combine_fn_contract():
-    from beam_prep.ranking.transforms import MetaCombineFn
+    from beam_prep.ranking.data.transforms import MetaCombineFn
 
     fn = MetaCombineFn()
     for order in ([0, 1, 2], [2, 1, 0], [1, 2, 0]):

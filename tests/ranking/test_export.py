@@ -11,9 +11,9 @@ import tensorflow as tf
 from tensorflow.core.example import example_pb2
 from tensorflow_serving.apis import input_pb2
 
-from beam_prep.ranking.export import ELWC_SIGNATURE, EXAMPLE_SIGNATURE
-from beam_prep.ranking.hparams import RankingHparams
-from beam_prep.ranking.launcher import RankingLauncher
+from beam_prep.ranking.train.export import ELWC_SIGNATURE, EXAMPLE_SIGNATURE
+from beam_prep.ranking.train.hparams import RankingHparams
+from beam_prep.ranking.train.launcher import RankingLauncher
 from tests.ranking.train_fixtures import (
     SAMPLE,
     SPEC,

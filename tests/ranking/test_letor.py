@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from beam_prep.errors import InputError
-from beam_prep.ranking.letor import parse_letor, parse_query_sizes
+from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
 from tests.shared_data import SHARED
 
 LIGHTGBM = SHARED + "/data/letor/lightgbm/"
@@ -108,8 +108,8 @@ def test_lightgbm_group_size_mismatch_is_an_error():
 
 
 def test_line_aligned_pieces_cover_the_file_exactly(tmp_path):
-    from beam_prep.ranking.options import ElwcOptions
-    from beam_prep.ranking.sources import plan_pieces, read_line_range
+    from beam_prep.ranking.data.options import ElwcOptions
+    from beam_prep.ranking.data.sources import plan_pieces, read_line_range
 
     text = b"1 qid:1 1:1\n\n0 qid:2 2:5 # x\r\nlong line " + b"z" * 50 + b"\n\n\nlast 1:1"
     path = tmp_path / "a.txt"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from beam_prep.errors import SpecError
-from beam_prep.ranking.losses import get_loss
+from beam_prep.ranking.train.losses import get_loss
 
 # Hand-made lists: padding (-1), graded labels, a list with no relevant doc, one fully padded.
 LABELS = np.array([

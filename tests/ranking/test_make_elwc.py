@@ -15,8 +15,8 @@ from tensorflow_serving.apis import input_pb2
 
 from beam_prep.errors import ArtifactError, InputError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
-from beam_prep.ranking.reader import MASK_KEY, make_dataset
-from pipelines import make_elwc
+from beam_prep.ranking.train.reader import MASK_KEY, make_dataset
+from beam_prep.pipelines import make_elwc
 from tests.shared_data import SHARED
 
 LIGHTGBM = SHARED + "/data/letor/lightgbm/"
@@ -202,8 +202,8 @@ def test_library_transform_in_test_pipeline(tmp_path):
     from apache_beam.testing.test_pipeline import TestPipeline
     from apache_beam.testing.util import assert_that, equal_to
 
-    from beam_prep.ranking.options import ElwcOptions
-    from beam_prep.ranking.transforms import ConvertToELWC, list_input_files
+    from beam_prep.ranking.data.options import ElwcOptions
+    from beam_prep.ranking.data.transforms import ConvertToELWC, list_input_files
 
     _write(tmp_path / "a.txt", "1 qid:7 3:0.5\n0 qid:7 1:1\n2 qid:8 1:2\n")
     opts = ElwcOptions(input_format="letor")
@@ -330,8 +330,8 @@ def test_queries_left_without_documents_are_not_counted(tmp_path):
 
 
 def test_lightgbm_pieces_cut_at_group_starts_give_the_same_bytes(tmp_path):
-    from beam_prep.ranking.options import ElwcOptions
-    from beam_prep.ranking.sources import plan_pieces
+    from beam_prep.ranking.data.options import ElwcOptions
+    from beam_prep.ranking.data.sources import plan_pieces
 
     lines = open(LIGHTGBM + "rank.test").read().split("\n")[:-1]
     sizes = [int(x) for x in open(LIGHTGBM + "rank.test.query").read().split()]

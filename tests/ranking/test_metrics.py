@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from beam_prep.ranking.metrics import mrr, ndcg, ranking_metrics
+from beam_prep.ranking.train.metrics import mrr, ndcg, ranking_metrics
 
 LABELS = np.array([
     [2.0, 0.0, 1.0, -1.0, -1.0],   # padded

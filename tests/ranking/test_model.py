@@ -8,9 +8,9 @@ import tensorflow as tf
 
 from beam_prep.errors import SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo
-from beam_prep.ranking.hparams import ModelHparams, RankingHparams
-from beam_prep.ranking.launcher import RankingLauncher
-from beam_prep.ranking.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.train.hparams import ModelHparams, RankingHparams
+from beam_prep.ranking.train.launcher import RankingLauncher
+from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
 from tests.ranking.train_fixtures import (
     SPEC,
     config_yaml,

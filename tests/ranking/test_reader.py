@@ -9,7 +9,7 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import input_pb2
 
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
-from beam_prep.ranking.reader import MASK_KEY, make_dataset
+from beam_prep.ranking.train.reader import MASK_KEY, make_dataset
 from tests.shared_data import SHARED
 
 TFR_ELWC = SHARED + "/data/elwc/tfranking/train_elwc.tfrecord"

@@ -21,10 +21,10 @@ from beam_prep.io.artifacts import (
     canonical_json,
     manifest_fingerprint,
 )
-from beam_prep.ranking.embeddings import table_rows
-from beam_prep.ranking.hparams import RankingHparams
-from beam_prep.ranking.launcher import RankingLauncher
-from beam_prep.ranking.strategy import resolve_loop, validate_tpu_settings
+from beam_prep.ranking.train.embeddings import table_rows
+from beam_prep.ranking.train.hparams import RankingHparams
+from beam_prep.ranking.train.launcher import RankingLauncher
+from beam_prep.ranking.train.strategy import resolve_loop, validate_tpu_settings
 from beam_prep.spec import Spec, StringFeature
 from tests.ranking.train_fixtures import SPEC, config_yaml, copy_sample, elwc_parse_fn
 

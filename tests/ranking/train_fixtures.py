@@ -1,6 +1,6 @@
 """Fixtures for the training tests: the TF Ranking ELWC sample, its feature spec, configs.
 
-``elwc_parse_fn`` is the ELWC reader's batch parser (``beam_prep.ranking.reader``).
+``elwc_parse_fn`` is the ELWC reader's batch parser (``beam_prep.ranking.train.reader``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ SPEC = ElwcFeatureSpec(
 
 def elwc_parse_fn(spec: ElwcFeatureSpec, list_size: int):
     """The launcher's default parser (the ELWC reader), for tests that pass it explicitly."""
-    from beam_prep.ranking.launcher import default_parse_fn
+    from beam_prep.ranking.train.launcher import default_parse_fn
 
     return default_parse_fn(spec, list_size)
 

@@ -37,8 +37,8 @@ import tensorflow as tf
 from keras import ops
 
 from beam_prep.errors import SpecError
-from beam_prep.ranking.embeddings import RankingEmbeddings, table_rows_from_layer
-from beam_prep.ranking.hparams import ModelHparams
+from beam_prep.ranking.train.embeddings import RankingEmbeddings, table_rows_from_layer
+from beam_prep.ranking.train.hparams import ModelHparams
 
 
 class Preprocessor:

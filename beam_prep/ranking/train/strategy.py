@@ -23,7 +23,7 @@ step's logs (loss and metric results, which are scalars) with
 ``axis=0`` asks to also reduce along the first axis of each value, which a scalar does not
 have (single-host strategies take another branch, ``tf.reduce_mean`` over the replica list).
 The model, losses and metrics are not involved: the same model trains under ``mirrored`` and
-under the custom loop of :mod:`beam_prep.ranking.launcher` with MultiWorkerMirroredStrategy.
+under the custom loop of :mod:`beam_prep.ranking.train.launcher` with MultiWorkerMirroredStrategy.
 
 Example:
     >>> validate_tpu_settings(list_size=10, drop_remainder=False, global_batch_size=8,
@@ -43,7 +43,7 @@ from typing import Any
 import tensorflow as tf
 
 from beam_prep.errors import SpecError
-from beam_prep.ranking.hparams import STRATEGIES
+from beam_prep.ranking.train.hparams import STRATEGIES
 
 
 def make_strategy(name: str, *, tpu: str = "") -> tf.distribute.Strategy:
@@ -171,9 +171,9 @@ def train_custom_loop(launcher: Any, model: Any, train_ds: tf.data.Dataset,
     """
     import keras
 
-    from beam_prep.ranking.launcher import make_optimizer, tensorboard_available
-    from beam_prep.ranking.losses import get_loss
-    from beam_prep.ranking.metrics import ranking_metrics
+    from beam_prep.ranking.train.launcher import make_optimizer, tensorboard_available
+    from beam_prep.ranking.train.losses import get_loss
+    from beam_prep.ranking.train.metrics import ranking_metrics
 
     hp = launcher.hp
     tr = hp.training

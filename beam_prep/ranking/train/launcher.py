@@ -3,7 +3,7 @@
 :class:`DatasetBuilder` reads TFRecord files of serialized ELWC, shuffles serialized records,
 batches them (``drop_remainder`` for static shapes), parses each batch with the ELWC reader
 (``reader.parse_elwc_batch``: padded to ``list_size``, labels ``-1`` on padding) and runs the
-:class:`~beam_prep.ranking.model.Preprocessor` in ``tf.data``.
+:class:`~beam_prep.ranking.train.model.Preprocessor` in ``tf.data``.
 
 :class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
 (callbacks: ``ModelCheckpoint`` every N steps, ``BackupAndRestore`` for preemption,
@@ -33,11 +33,11 @@ import tensorflow as tf
 
 from beam_prep.errors import InputError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
-from beam_prep.ranking.hparams import DataHparams, RankingHparams
-from beam_prep.ranking.losses import get_loss
-from beam_prep.ranking.metrics import ranking_metrics
-from beam_prep.ranking.model import Preprocessor, RankingModelBuilder
-from beam_prep.ranking.strategy import (
+from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
+from beam_prep.ranking.train.losses import get_loss
+from beam_prep.ranking.train.metrics import ranking_metrics
+from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.train.strategy import (
     is_chief,
     make_strategy,
     resolve_loop,
@@ -50,10 +50,10 @@ ParseFn = Callable[[Any], tuple[dict[str, Any], Any]]
 def default_parse_fn(spec: ElwcFeatureSpec, list_size: int) -> ParseFn:
     """The ELWC reader's batch parser: serialized ``[B]`` -> (features, labels ``[B, L]``).
 
-    Uses :func:`beam_prep.ranking.reader.parse_elwc_batch` (mask as int32; the model does not
+    Uses :func:`beam_prep.ranking.train.reader.parse_elwc_batch` (mask as int32; the model does not
     take it: padded entries are recognised by their label ``-1``).
     """
-    from beam_prep.ranking.reader import parse_elwc_batch
+    from beam_prep.ranking.train.reader import parse_elwc_batch
 
     def parse(serialized: Any) -> tuple[dict[str, Any], Any]:
         return parse_elwc_batch(serialized, spec, list_size=list_size, mask_dtype=tf.int32)
@@ -254,13 +254,13 @@ class RankingLauncher:
         if self.loop == "fit":
             history, steps = self._fit(model, train_ds, valid_ds)
         else:
-            from beam_prep.ranking.strategy import train_custom_loop
+            from beam_prep.ranking.train.strategy import train_custom_loop
 
             history, steps = train_custom_loop(self, model, train_ds, valid_ds)
         seconds = time.perf_counter() - start
         export_path = None
         if self.hp.training.export_dir and self.chief:
-            from beam_prep.ranking.export import export_ranker
+            from beam_prep.ranking.train.export import export_ranker
 
             export_path = export_ranker(model, self.preprocessor, self.hp.training.export_dir,
                                         parse_fn=self.datasets.parse_fn)
@@ -335,7 +335,7 @@ def _from_artifacts(path: str | None, spec: ElwcFeatureSpec
     if not path:
         return {}, {}
     import beam_prep
-    from beam_prep.ranking.embeddings import table_rows
+    from beam_prep.ranking.train.embeddings import table_rows
 
     art = beam_prep.Artifacts(path)
     names = {f.name for f in (*spec.context, *spec.example)} & set(art.feature_names)

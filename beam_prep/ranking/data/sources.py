@@ -4,7 +4,7 @@ Files are opened through Beam ``FileSystems`` (local, ``gs://``, ...). Uncompres
 are cut into byte ranges aligned on line starts (:func:`plan_pieces`), so one large file is
 parsed by several workers; every piece is parsed whole with pyarrow. The documents of a piece
 are cut by output ``(split, shard)`` (a hash of the query id) into columnar
-:class:`~beam_prep.ranking.lists.DocBlock` s, so the pipeline moves a few large elements of
+:class:`~beam_prep.ranking.data.lists.DocBlock` s, so the pipeline moves a few large elements of
 numpy arrays, never one element per query or per document, and never encoded protos.
 
 Layouts describe the features seen, to be merged over all files (see :class:`LayoutCombineFn`):
@@ -36,9 +36,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem
-from beam_prep.ranking.letor import parse_letor, parse_query_sizes
-from beam_prep.ranking.lists import DocBlock, shard_of, split_of
-from beam_prep.ranking.options import ElwcOptions
+from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
+from beam_prep.ranking.data.lists import DocBlock, shard_of, split_of
+from beam_prep.ranking.data.options import ElwcOptions
 
 Key = tuple[str, int]  # (split name, shard)
 

@@ -35,7 +35,7 @@ import keras
 from keras import ops
 
 from beam_prep.errors import SpecError
-from beam_prep.ranking.hparams import LOSSES, SOFTMAX_TARGETS
+from beam_prep.ranking.train.hparams import LOSSES, SOFTMAX_TARGETS
 
 _NEG = -1e9
 

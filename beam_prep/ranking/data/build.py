@@ -7,7 +7,7 @@ slice of a byte matrix).
 
 Example:
     >>> import numpy as np
-    >>> from beam_prep.ranking.lists import DocBlock
+    >>> from beam_prep.ranking.data.lists import DocBlock
     >>> opts = ElwcOptions(input_format="letor")
     >>> spec = feature_spec_from_layout({"ids": np.array([1, 2])}, opts)
     >>> [f.name for f in spec.example]
@@ -30,15 +30,15 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import InputError
-from beam_prep.ranking.encode import (
+from beam_prep.ranking.data.encode import (
     DenseFloatEncoder,
     encode_elwc,
     encode_features,
     frame_example,
 )
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
-from beam_prep.ranking.lists import DocBlock, csr_rows, merge_blocks, plan_lists
-from beam_prep.ranking.options import ElwcOptions
+from beam_prep.ranking.data.lists import DocBlock, csr_rows, merge_blocks, plan_lists
+from beam_prep.ranking.data.options import ElwcOptions
 
 
 def letor_ids(layout: dict[str, Any], opts: ElwcOptions) -> np.ndarray:
@@ -88,7 +88,7 @@ class ListBuilder:
 
     Args:
         opts: conversion options.
-        layout: merged feature layout from :class:`~beam_prep.ranking.sources.LayoutCombineFn`.
+        layout: merged feature layout from :class:`~beam_prep.ranking.data.sources.LayoutCombineFn`.
         batch_documents: documents encoded per numpy batch (bounds the temporary matrices).
     """
 

@@ -35,7 +35,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from beam_prep.ranking.model import Preprocessor
+from beam_prep.ranking.train.model import Preprocessor
 
 ELWC_SIGNATURE = "serving_default"
 EXAMPLE_SIGNATURE = "score_examples"

@@ -41,12 +41,12 @@ from apache_beam import pvalue
 
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem
-from beam_prep.ranking.build import ListBuilder, feature_spec_from_layout
+from beam_prep.ranking.data.build import ListBuilder, feature_spec_from_layout
 from beam_prep.ranking.feature_spec import FILENAME as FEATURE_SPEC_FILENAME
-from beam_prep.ranking.lists import CountsCombineFn
-from beam_prep.ranking.options import ElwcOptions
-from beam_prep.ranking.sources import LayoutCombineFn, Piece, plan_pieces, read_piece
-from beam_prep.ranking.tfrecord import write_tfrecords
+from beam_prep.ranking.data.lists import CountsCombineFn
+from beam_prep.ranking.data.options import ElwcOptions
+from beam_prep.ranking.data.sources import LayoutCombineFn, Piece, plan_pieces, read_piece
+from beam_prep.ranking.data.tfrecord import write_tfrecords
 
 STATS_FILENAME = "stats.json"
 REJECTED_PATH = "rejected/rejected.jsonl"

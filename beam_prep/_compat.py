@@ -1,0 +1,67 @@
+"""Old import paths that still work for one release, with a DeprecationWarning.
+
+Modules moved in 0.2 (ranking split into ``ranking.data`` and ``ranking.train``; the text
+tokeniser moved under ``analyzers``; the jobs are installed as ``beam_prep.pipelines``). Importing
+an old path returns the module at its new home (the same object, so ``isinstance`` checks and
+monkeypatching keep working) and warns once per path.
+
+Example:
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     import beam_prep.ranking.letor as old
+    >>> old.__name__
+    'beam_prep.ranking.data.letor'
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+
+_DATA = ("build", "encode", "letor", "lists", "options", "sources", "tfrecord", "transforms")
+_TRAIN = ("embeddings", "export", "hparams", "launcher", "losses", "metrics", "model", "reader",
+          "strategy")
+
+#: old module path -> new module path.
+MOVED: dict[str, str] = {
+    **{f"beam_prep.ranking.{m}": f"beam_prep.ranking.data.{m}" for m in _DATA},
+    **{f"beam_prep.ranking.{m}": f"beam_prep.ranking.train.{m}" for m in _TRAIN},
+    "beam_prep.text": "beam_prep.analyzers.text",
+}
+
+REMOVED_IN = "0.3"
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, new: str) -> None:
+        self._new = new
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        warnings.warn(
+            f"`{spec.name}` moved to `{self._new}`; the old import path is deprecated and will be "
+            f"removed in beam_prep {REMOVED_IN}. Import `{self._new}` instead.",
+            DeprecationWarning, stacklevel=2)
+        return importlib.import_module(self._new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module was imported at its new home."""
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: object = None,
+                  target: object = None) -> importlib.machinery.ModuleSpec | None:
+        new = MOVED.get(fullname)
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(new))
+
+
+def install() -> None:
+    """Puts the alias finder on ``sys.meta_path`` once (called by ``beam_prep/__init__``)."""
+    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+        sys.meta_path.append(_AliasFinder())
