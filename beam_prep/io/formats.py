@@ -66,7 +66,7 @@ class RawBatch:
     rejected: list[RejectedRow]
 
 
-def _select(table: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:
+def select(table: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:
     arrays = []
     names = table.schema.names
     for c in columns:
@@ -142,7 +142,7 @@ def _emit_csv(batches: list[pa.RecordBatch], columns: Sequence[str], first_row: 
     rejected = list(invalid)
     for start in range(0, max(n, 1), batch_size):
         sl = table.slice(start, batch_size)
-        yield RawBatch(_select(sl, columns), int(positions[start]) if n else first_row,
+        yield RawBatch(select(sl, columns), int(positions[start]) if n else first_row,
                        pa.array(positions[start:start + batch_size]), rejected)
         rejected = []
 
@@ -188,7 +188,7 @@ def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: in
             parse_options=pa_json.ParseOptions(newlines_in_values=False))
         if table.num_rows != len(lines):
             raise ValueError("row count mismatch")
-        return RawBatch(_select(table, columns), first_row,
+        return RawBatch(select(table, columns), first_row,
                         pa.array(first_row + np.arange(len(lines), dtype=np.int64)), [])
     except (pa.ArrowInvalid, ValueError):
         pass
@@ -273,6 +273,6 @@ def iter_parquet(f: IO[bytes], columns: Sequence[str], *, batch_size: int,
         size = parquet_batch_rows(pf.metadata, g, batch_size)
         for rb in pf.iter_batches(batch_size=size, row_groups=[g], columns=present,
                                   use_threads=True):
-            yield RawBatch(_select(rb, columns), row,
+            yield RawBatch(select(rb, columns), row,
                            pa.array(row + np.arange(rb.num_rows, dtype=np.int64)), [])
             row += rb.num_rows

@@ -129,7 +129,7 @@ class _Reference:
                 rb = self._decoder.DecodeBatch(good) if good else None
             except RuntimeError as e:  # every record is fine alone: types disagree
                 raise self._explain_conflict(good, good_numbers, e) from e
-        batch = (formats._select(rb, self._columns) if rb is not None
+        batch = (formats.select(rb, self._columns) if rb is not None
                  else pa.RecordBatch.from_arrays([pa.nulls(0) for _ in self._columns],
                                                  names=self._columns))
         return RawBatch(batch, good_numbers[0] if good_numbers else 0,
@@ -141,7 +141,7 @@ class _Reference:
         types = _TypeCheck(self._source)
         try:
             for n, p in zip(numbers, payloads):
-                rb = formats._select(self._decoder.DecodeBatch([p]), self._columns)
+                rb = formats.select(self._decoder.DecodeBatch([p]), self._columns)
                 types.check(RawBatch(rb, n, pa.array([n], pa.int64()), []))
         except InputError as conflict:
             return conflict
