@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
-DATA = "/work/shared/data/letor/lightgbm"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "examples", "data", "letor", "lightgbm")  # bundled, MIT (LICENSE beside it)
 CONFIG = os.path.join(ROOT, "examples", "train.yaml")
 LIGHTGBM_LAMBDARANK = 0.757
 RANDOM_ORDER = 0.581

@@ -1,4 +1,8 @@
-"""Corpora pasted from the seed guide (../shared/seeds/000_*.txt), shared by several tests."""
+"""A small multilingual corpus shared by several tests (kept in the checkout; nothing read from outside).
+
+The eight lines are Odyssey 19.560-567 (public domain), the corpus the TextVectorization guide
+adapts: polytonic Greek exercises Unicode lowercasing and punctuation stripping.
+"""
 
 # The 8 lines adapted by TextVectorization in the guide's adapt() example ("data = [...]",
 # around line 72 of the Russian translation).

@@ -2,7 +2,7 @@
 
 ``beam-prep analyze`` runs twice per module (shared by every test): once on a CSV of the
 generated tabular data (``datagen.py``), once on a JSONL file with one document per line of
-the Greek corpus of the seed guide (``/work/shared/seeds/000_*.txt``, pasted below).
+the Greek corpus of the TextVectorization guide (``tests/seed_corpus.py``).
 
 Vocabulary order. Keras sorts the adapted counts with ``np.lexsort((tokens, counts))[::-1]``
 (``index_lookup.py``, ``finalize_state``): count descending, ties by the token descending.

@@ -7,9 +7,7 @@ import pytest
 
 from beam_prep.errors import InputError
 from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
-from tests.shared_data import SHARED
-
-LIGHTGBM = SHARED + "/data/letor/lightgbm/"
+from tests.sample_data import LIGHTGBM
 
 
 def reference_parse(text: str) -> list[tuple[str | None, float, dict[int, np.float32]]]:

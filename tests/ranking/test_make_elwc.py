@@ -17,9 +17,7 @@ from beam_prep.errors import ArtifactError, InputError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.train.reader import MASK_KEY, make_dataset
 from beam_prep.pipelines import make_elwc
-from tests.shared_data import SHARED
-
-LIGHTGBM = SHARED + "/data/letor/lightgbm/"
+from tests.sample_data import LIGHTGBM
 
 
 def read_all(pattern, **kw):

@@ -10,9 +10,9 @@ from tensorflow_serving.apis import input_pb2
 
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 from beam_prep.ranking.train.reader import MASK_KEY, make_dataset
-from tests.shared_data import SHARED
+from tests.sample_data import TFRANKING
 
-TFR_ELWC = SHARED + "/data/elwc/tfranking/train_elwc.tfrecord"
+TFR_ELWC = TFRANKING + "/train_elwc.tfrecord"
 
 FIXTURES = [
     """context { features { feature { key: "q" value { bytes_list { value: ["a", "b"] } } }

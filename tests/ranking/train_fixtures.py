@@ -13,9 +13,9 @@ from google.protobuf import text_format
 from tensorflow_serving.apis import input_pb2
 
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
-from tests.shared_data import SHARED
+from tests.sample_data import TFRANKING
 
-SAMPLE_DIR = SHARED + "/data/elwc/tfranking"
+SAMPLE_DIR = TFRANKING
 SAMPLE = os.path.join(SAMPLE_DIR, "train_elwc.tfrecord")
 VOCAB = os.path.join(SAMPLE_DIR, "vocab.txt")
 
