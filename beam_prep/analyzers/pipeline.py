@@ -30,7 +30,7 @@ import pyarrow as pa
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill, split_fn
 from beam_prep.analyzers import vocabulary as voc
-from beam_prep.analyzers.manifest import build_manifest
+from beam_prep.analyzers.manifest import build_manifest, numeric_summary
 from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -288,10 +288,7 @@ def summarize(manifest: dict) -> str:
             lines.append(f"  {name:<20} {kind:<8} vocabulary {s['vocabulary_size']:,} of "
                          f"{s['distinct_values']:,} distinct{extra}")
         elif kind == "numeric":
-            b = s.get("boundaries")
-            lines.append(f"  {name:<20} {kind:<8} mean {s['mean']:.6g} var {s['variance']:.6g} "
-                         f"min {s['min']} max {s['max']} missing {s['missing_count']:,}"
-                         + (f", {len(b)} boundaries" if b else ""))
+            lines.append(numeric_summary(name, s))
         else:
             lines.append(f"  {name:<20} {kind:<8} (no analysis)")
     return "\n".join(lines)
