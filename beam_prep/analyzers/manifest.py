@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from beam_prep.analyzers import numeric as num
@@ -23,9 +24,9 @@ def library_versions() -> dict[str, str]:
     import pyarrow
     import tfx_bsl
 
-    import beam_prep
+    from beam_prep.version import __version__
 
-    return {"beam_prep": beam_prep.__version__, "apache_beam": apache_beam.__version__,
+    return {"beam_prep": __version__, "apache_beam": apache_beam.__version__,
             "pyarrow": pyarrow.__version__, "tfx_bsl": tfx_bsl.__version__}
 
 
@@ -40,25 +41,72 @@ def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None) ->
     return stats
 
 
+NO_FINITE_VALUE = ("no finite value in the data (all missing, NaN or inf); generated layers: "
+                   "identity Normalization, one bucket")
+VARIANCE_OVERFLOW = ("the variance exceeds the float64 range (about 1.8e308), so no "
+                     "Normalization layer can hold it; scale the column down (e.g. divide it "
+                     "by 1e160) or clip its outliers, then re-run the analysis")
+
+
+def null_reasons(moments: num.Moments) -> dict[str, str]:
+    """Why a numeric statistic is null in the manifest (JSON has no NaN/inf).
+
+    Example:
+        >>> null_reasons(num.Moments())["mean"].startswith("no finite value")
+        True
+    """
+    if moments.count == 0:
+        return {k: NO_FINITE_VALUE for k in ("mean", "variance", "min", "max")}
+    if not math.isfinite(moments.variance):
+        return {"variance": VARIANCE_OVERFLOW}
+    return {}
+
+
 def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) -> dict:
     partial = partial or num.NumericPartial()
     m = partial.moments
+    reasons = null_reasons(m)
     stats: dict[str, Any] = {
         "count": m.count,
         "missing_count": missing,
         "nan_count": partial.nan,
         "infinite_count": partial.infinite,
-        "mean": layout.finite_or_none(m.mean) if m.count else None,
-        "variance": layout.finite_or_none(m.variance) if m.count else None,
-        "min": layout.finite_or_none(m.minimum) if m.count else None,
-        "max": layout.finite_or_none(m.maximum) if m.count else None,
+        "mean": None if "mean" in reasons else m.mean,
+        "variance": None if "variance" in reasons else m.variance,
+        "min": None if "min" in reasons else m.minimum,
+        "max": None if "max" in reasons else m.maximum,
+        "null_reasons": reasons,
         "boundaries": None,
         "epsilon": feature.resolved_epsilon(),
     }
     if feature.num_buckets is not None:
-        stats["boundaries"] = [layout.finite_or_none(b)
-                               for b in num.boundaries(partial, feature.num_buckets)]
+        # Without a finite value (all missing, NaN or inf) there is one bucket: no boundary.
+        found = num.boundaries(partial, feature.num_buckets) if m.count else []
+        stats["boundaries"] = [layout.finite_or_none(b) for b in found]
     return stats
+
+
+def numeric_summary(name: str, stats: dict) -> str:
+    """Summary line(s) of a numeric feature: statistics, then one warning per null one.
+
+    Example:
+        >>> print(numeric_summary("x", {"mean": 2.5, "variance": 1.25, "min": 1.0,
+        ...                             "max": 4.0, "missing_count": 0, "boundaries": None}))
+          x                    numeric  mean 2.5 var 1.25 min 1.0 max 4.0 missing 0
+    """
+    def fmt(key: str) -> str:
+        value = stats.get(key)
+        return "null" if value is None else f"{value:.6g}"
+
+    b = stats.get("boundaries")
+    lines = [f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
+             f"min {stats['min']} max {stats['max']} missing {stats['missing_count']:,}"
+             + (f", {len(b)} boundaries" if b else "")]
+    reasons = stats.get("null_reasons") or {}
+    for reason in dict.fromkeys(reasons.values()):
+        keys = ", ".join(k for k, v in reasons.items() if v == reason)
+        lines.append(f"  warning: {name}: {keys} null: {reason}")
+    return "\n".join(lines)
 
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],

@@ -1,4 +1,4 @@
-"""Numeric statistics: moments merged with Chan et al.'s parallel formula, and quantiles.
+"""Numeric statistics: moments merged with Chan et al.'s parallel formula (scaled), and quantiles.
 
 Partial results are computed per *split* (a deterministic unit of input, see
 :mod:`beam_prep.io.readers`), then merged in a canonical order (sorted by split id), so
@@ -29,51 +29,78 @@ MAX_NUM_VALUES = 1 << 32  # the sketch's error bound holds up to this many value
 
 @dataclasses.dataclass(frozen=True)
 class Moments:
-    """Count, mean, sum of squared deviations (M2), min and max of finite values.
+    """Count, mean, scaled sum of squared deviations, min and max of finite values.
+
+    Values are summed after scaling by a power of two (``2**-exponent``, with ``exponent``
+    the binary exponent of the largest ``|x|`` seen), so no intermediate overflows: the mean
+    is right for any finite input (``1e308`` included) and the variance whenever it fits in
+    a float64. A power of two scales exactly, so on ordinary data every sum rounds as the
+    unscaled one would (the same bits as a plain Chan merge).
 
     Attributes:
         count: Number of finite values.
-        mean: Their mean (0 when count is 0).
-        m2: Sum of squared deviations from the mean.
+        mean: Their mean (0 when count is 0), always within ``[minimum, maximum]``.
+        scaled_m2: Sum of squared deviations from the mean, divided by ``4**exponent``.
         minimum: Smallest value (+inf when count is 0).
         maximum: Largest value (-inf when count is 0).
+        exponent: Scale of ``scaled_m2`` (0 when count is 0).
     """
 
     count: int = 0
     mean: float = 0.0
-    m2: float = 0.0
+    scaled_m2: float = 0.0
     minimum: float = math.inf
     maximum: float = -math.inf
+    exponent: int = 0
 
     @classmethod
     def of(cls, values: np.ndarray) -> Moments:
-        """Moments of a float64 array of finite values (two-pass, in float64)."""
+        """Moments of a float64 array of finite values (two-pass, scaled, in float64)."""
         n = int(values.size)
         if n == 0:
             return cls()
-        mean = float(np.mean(values, dtype=np.float64))
-        dev = values - mean
+        lo, hi = float(values.min()), float(values.max())
+        exponent = math.frexp(max(-lo, hi))[1]
+        scaled = np.ldexp(values, -exponent) if exponent else values
+        mean = float(np.mean(scaled, dtype=np.float64))
+        dev = scaled - mean
         # Not np.dot: a BLAS call here spins OpenBLAS threads for no gain on one vector.
         m2 = float(np.add.reduce(dev * dev))
-        return cls(n, mean, m2, float(values.min()), float(values.max()))
+        return cls(n, _unscaled_mean(mean, exponent, lo, hi), m2, lo, hi, exponent)
 
     def merge(self, other: Moments) -> Moments:
-        """Chan et al. combination of two partial results."""
+        """Chan et al. combination of two partial results, on a common scale."""
         if other.count == 0:
             return self
         if self.count == 0:
             return other
         n = self.count + other.count
-        delta = other.mean - self.mean
-        mean = self.mean + delta * (other.count / n)
-        m2 = self.m2 + other.m2 + delta * delta * (self.count * other.count / n)
-        return Moments(n, mean, m2, min(self.minimum, other.minimum),
-                       max(self.maximum, other.maximum))
+        e = max(self.exponent, other.exponent)
+        mean_a, mean_b = math.ldexp(self.mean, -e), math.ldexp(other.mean, -e)
+        m2_a = math.ldexp(self.scaled_m2, 2 * (self.exponent - e))
+        m2_b = math.ldexp(other.scaled_m2, 2 * (other.exponent - e))
+        delta = mean_b - mean_a
+        mean = mean_a + delta * (other.count / n)
+        m2 = m2_a + m2_b + delta * delta * (self.count * other.count / n)
+        lo, hi = min(self.minimum, other.minimum), max(self.maximum, other.maximum)
+        return Moments(n, _unscaled_mean(mean, e, lo, hi), m2, lo, hi, e)
 
     @property
     def variance(self) -> float:
-        """Population variance (0 when empty)."""
-        return self.m2 / self.count if self.count else 0.0
+        """Population variance (0 when empty; ``inf`` when beyond float64)."""
+        if not self.count:
+            return 0.0
+        try:
+            return math.ldexp(self.scaled_m2 / self.count, 2 * self.exponent)
+        except OverflowError:
+            return math.inf
+
+
+def _unscaled_mean(scaled_mean: float, exponent: int, lo: float, hi: float) -> float:
+    """``scaled_mean * 2**exponent`` kept within ``[lo, hi]`` (rounding can step past them,
+    and past the largest float when ``hi`` is near it)."""
+    lo_s, hi_s = math.ldexp(lo, -exponent), math.ldexp(hi, -exponent)
+    return math.ldexp(min(max(scaled_mean, lo_s), hi_s), exponent)
 
 
 @dataclasses.dataclass
