@@ -67,7 +67,7 @@ def iter_chunks(f: IO[bytes], source: str, *, chunk_bytes: int = CHUNK_BYTES
         got = _fill(f, buf, carry)
         filled = carry + got
         view = memoryview(buf)[:filled]
-        starts, lengths, used, pending = frame(view)
+        starts, lengths, used, pending, _, _ = frame(view)
         if len(starts):
             yield view, starts, lengths, before, None
             before += len(starts)
