@@ -11,7 +11,13 @@ The version ranges below are the ones that resolve together on Python 3.11
   ``bench`` extras as the reference implementation only.
 """
 
+import re
+
 from setuptools import Extension, find_packages, setup
+
+# One version source: beam_prep/version.py (read as text: importing the package needs its deps).
+with open("beam_prep/version.py", encoding="utf-8") as f:
+    VERSION = re.search(r'^__version__ = "([^"]+)"', f.read(), re.M).group(1)
 
 # The tf.Example decoder's C part. optional=True: without a compiler the install still
 # succeeds and TFRecord input is decoded by tfx-bsl instead (same results, ~5x slower).
@@ -38,11 +44,12 @@ TEST_REQUIRES = [
     "pytest>=8",
     "pytest-xdist>=3",
     "ruff>=0.6",
+    "import-linter>=2.1",
 ]
 
 setup(
     name="beam-prep",
-    version="0.1.0",
+    version=VERSION,
     description=(
         "Preprocessing state for Keras 3 models computed at scale with Apache Beam, "
         "plus ELWC ranking datasets and a TPU-ready ranking launcher."

@@ -26,7 +26,7 @@ from beam_prep.spec import (
     TextFeature,
 )
 
-__version__ = "0.1.0"
+from beam_prep.version import __version__
 
 _compat.install()  # old import paths (moved modules) keep working, with a warning
 
