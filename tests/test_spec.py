@@ -35,7 +35,10 @@ def test_issue_example_spec_loads_with_defaults():
 @pytest.mark.parametrize("entry, message", [
     ("{name: c, kind: string, top_k: 0}",
      "Feature 'c': `top_k` must be a positive integer or null. Received: top_k=0"),
-    ("{name: c, kind: string, top_k: 10, topk: 3}", "unknown key(s) ['topk']"),
+    ("{name: c, kind: string, top_k: 10, topk: 3}",
+     "Feature 'c': `topk` must be one of the known keys ['name', 'column', 'kind', 'top_k', "
+     "'min_count', 'num_oov_indices', 'mask_token', 'output_mode', 'default_value'] "
+     "(did you mean `top_k`?). Received: topk=3"),
     ("{name: c, kind: strin}", "`kind` must be one of 'string'"),
     ("{name: t, kind: text, output_mode: tfidf}",
      "Feature 't': `output_mode` must be one of 'int', 'multi_hot', 'count', 'tf_idf'. "
@@ -55,7 +58,8 @@ def test_invalid_entries_are_rejected_with_a_precise_message(entry, message):
 
 
 def test_spec_level_errors():
-    with pytest.raises(SpecError, match="Unknown top-level spec key"):
+    with pytest.raises(SpecError, match=r"The spec: `extra` must be one of the known keys "
+                                        r"\['features', 'version'\]. Received: extra=1"):
         Spec.from_yaml_text("features: []\nextra: 1\n")
     with pytest.raises(SpecError, match="at least one feature"):
         Spec.from_yaml_text("features: []\n")

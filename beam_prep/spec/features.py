@@ -1,4 +1,4 @@
-"""Feature spec: frozen dataclasses, YAML loading and validation.
+"""Feature spec dataclasses: the five kinds of feature and their validation.
 
 A spec lists the features to analyse. Each feature is one of five kinds:
 
@@ -13,27 +13,26 @@ numeric    count/mean/variance/min/max,     Normalization, Discretization
 hashed     none                             Hashing (+ CategoryEncoding modes)
 =========  ===============================  ==========================================
 
+Types and ``Literal`` options are checked by :func:`beam_prep.config.check_fields` (the same
+checks the YAML loader applies); each ``validate()`` adds the range checks.
+
 Example:
-    >>> spec = Spec.from_yaml_text('''
-    ... features:
-    ...   - {name: country, kind: string, top_k: 10, min_count: 2}
-    ...   - {name: price, kind: numeric, num_buckets: 4}
-    ... ''')
-    >>> spec.feature("country").top_k
-    10
-    >>> spec.feature("price").resolved_epsilon()
-    0.01
+    >>> StringFeature("country", top_k=10).validate()
+    >>> NumericFeature("price", default_value=float("nan")).validate()
+    Traceback (most recent call last):
+    ...
+    beam_prep.errors.SpecError: Feature 'price': `default_value` must be a finite number or \
+null (NaN and infinity cannot stand in for a missing value). Received: default_value=nan
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
-from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args
 
-import yaml
-
+from beam_prep.config import check_fields, field_error
 from beam_prep.errors import SpecError
 
 Kind = Literal["string", "integer", "text", "numeric", "hashed"]
@@ -50,15 +49,15 @@ STANDARDIZE_OPTIONS: tuple[str, ...] = get_args(Standardize)
 SPLIT_OPTIONS: tuple[str, ...] = get_args(Split)
 HASHED_DTYPES: tuple[str, ...] = get_args(HashedDtype)
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SPEC_KEYS = ("features", "version")
-SPEC_VERSION = 1
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _where(feature: str) -> str:
+    return f"Feature {feature!r}"
 
 
 def _fail(feature: str, field: str, value: Any, allowed: str) -> SpecError:
-    return SpecError(
-        f"Feature {feature!r}: `{field}` must be {allowed}. Received: {field}={value!r}"
-    )
+    return field_error(_where(feature), field, value, allowed)
 
 
 def _check_positive_int(feature: str, field: str, value: Any, *, optional: bool,
@@ -72,17 +71,11 @@ def _check_positive_int(feature: str, field: str, value: Any, *, optional: bool,
         raise _fail(feature, field, value, what)
 
 
-def _check_choice(feature: str, field: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise _fail(feature, field, value, "one of " + ", ".join(repr(a) for a in allowed))
-
-
 def _check_lookup_fields(f: Any) -> None:
-    """Fields shared by string and integer lookups."""
+    """Ranges of the fields shared by string and integer lookups."""
     _check_positive_int(f.name, "top_k", f.top_k, optional=True)
     _check_positive_int(f.name, "min_count", f.min_count, optional=False)
     _check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0)
-    _check_choice(f.name, "output_mode", f.output_mode, LOOKUP_OUTPUT_MODES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,14 +99,15 @@ class _FeatureBase:
         return self.column if self.column is not None else self.name
 
     def validate(self) -> None:
-        """Raises SpecError if a field is out of range."""
-        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+        """Raises SpecError if a field has the wrong type or option, or is out of range."""
+        if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name):
             raise SpecError(
                 "Feature `name` must be a Python identifier (letters, digits, underscore; "
                 f"not starting with a digit). Received: name={self.name!r}"
             )
         if self.column is not None and (not isinstance(self.column, str) or not self.column):
             raise _fail(self.name, "column", self.column, "a non-empty string or null")
+        check_fields(self, where=_where(self.name))
 
     def to_dict(self) -> dict[str, Any]:
         """Canonical dict (kind first, then fields in declaration order)."""
@@ -153,10 +147,6 @@ class StringFeature(_FeatureBase):
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_lookup_fields(self)
-        if self.mask_token is not None and not isinstance(self.mask_token, str):
-            raise _fail(self.name, "mask_token", self.mask_token, "a string or null")
-        if self.default_value is not None and not isinstance(self.default_value, str):
-            raise _fail(self.name, "default_value", self.default_value, "a string or null")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,10 +180,6 @@ class IntegerFeature(_FeatureBase):
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_lookup_fields(self)
-        for field in ("mask_token", "default_value"):
-            value = getattr(self, field)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise _fail(self.name, field, value, "an integer or null")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,10 +216,7 @@ class TextFeature(_FeatureBase):
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
-        _check_choice(self.name, "standardize", self.standardize, STANDARDIZE_OPTIONS)
-        _check_choice(self.name, "split", self.split, SPLIT_OPTIONS)
         _check_positive_int(self.name, "ngrams", self.ngrams, optional=True)
-        _check_choice(self.name, "output_mode", self.output_mode, TEXT_OUTPUT_MODES)
         _check_positive_int(self.name, "output_sequence_length", self.output_sequence_length,
                             optional=True)
         if self.max_tokens is not None:
@@ -245,8 +228,6 @@ class TextFeature(_FeatureBase):
         if self.output_sequence_length is not None and self.output_mode != "int":
             raise _fail(self.name, "output_sequence_length", self.output_sequence_length,
                         "null unless output_mode='int'")
-        if self.default_value is not None and not isinstance(self.default_value, str):
-            raise _fail(self.name, "default_value", self.default_value, "a string or null")
 
     def max_vocabulary_tokens(self) -> int | None:
         """Tokens written to the vocabulary file at most, as Keras counts them.
@@ -297,10 +278,10 @@ class NumericFeature(_FeatureBase):
             if self.num_buckets is None:
                 raise _fail(self.name, "epsilon", self.epsilon,
                             "null unless num_buckets is set")
-        if self.default_value is not None and (
-                isinstance(self.default_value, bool)
-                or not isinstance(self.default_value, (int, float))):
-            raise _fail(self.name, "default_value", self.default_value, "a number or null")
+        if self.default_value is not None and not math.isfinite(self.default_value):
+            raise _fail(self.name, "default_value", self.default_value,
+                        "a finite number or null (NaN and infinity cannot stand in for a "
+                        "missing value)")
 
     def resolved_epsilon(self) -> float | None:
         """The sketch epsilon actually used (TFT's default when not set)."""
@@ -335,17 +316,12 @@ class HashedFeature(_FeatureBase):
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_positive_int(self.name, "num_bins", self.num_bins, optional=False)
-        if self.salt is not None and (
-                isinstance(self.salt, bool) or not isinstance(self.salt, int)):
-            raise _fail(self.name, "salt", self.salt, "an integer or null")
-        _check_choice(self.name, "dtype", self.dtype, HASHED_DTYPES)
-        _check_choice(self.name, "output_mode", self.output_mode, LOOKUP_OUTPUT_MODES)
 
 
 Feature = Union[StringFeature, IntegerFeature, TextFeature, NumericFeature, HashedFeature]
 VocabularyFeature = Union[StringFeature, IntegerFeature, TextFeature]
 
-_KIND_CLASSES: dict[str, type] = {
+KIND_CLASSES: dict[str, type] = {
     "string": StringFeature,
     "integer": IntegerFeature,
     "text": TextFeature,
@@ -353,144 +329,3 @@ _KIND_CLASSES: dict[str, type] = {
     "hashed": HashedFeature,
 }
 
-
-def feature_from_dict(raw: Mapping[str, Any], position: int = 0) -> Feature:
-    """Builds and validates one feature from a mapping (a YAML entry).
-
-    Args:
-        raw: Mapping with ``name``, ``kind`` and the kind's fields.
-        position: Index in the spec, for error messages.
-
-    Returns:
-        The validated feature dataclass.
-
-    Raises:
-        SpecError: Unknown kind, unknown key, or a value out of range.
-
-    Example:
-        >>> feature_from_dict({"name": "x", "kind": "numeric"}).kind
-        'numeric'
-    """
-    if not isinstance(raw, Mapping):
-        raise SpecError(f"features[{position}] must be a mapping. Received: {raw!r}")
-    name = raw.get("name", f"<features[{position}]>")
-    kind = raw.get("kind")
-    if kind not in _KIND_CLASSES:
-        raise _fail(str(name), "kind", kind, "one of " + ", ".join(repr(k) for k in KINDS))
-    cls = _KIND_CLASSES[kind]
-    allowed = [f.name for f in dataclasses.fields(cls) if f.init]
-    unknown = sorted(k for k in raw if k not in allowed and k != "kind")
-    if unknown:
-        raise SpecError(
-            f"Feature {name!r}: unknown key(s) {unknown} for kind {kind!r}. "
-            f"Allowed keys: {['kind'] + allowed}"
-        )
-    if "name" not in raw:
-        raise SpecError(f"features[{position}] has no `name`. Received: {dict(raw)!r}")
-    values = {k: v for k, v in raw.items() if k != "kind"}
-    if kind == "text":
-        for field in ("standardize", "split"):
-            if field in values and values[field] is None:
-                values[field] = "none"
-    if kind == "numeric":
-        for field in ("epsilon", "default_value"):
-            if isinstance(values.get(field), int) and not isinstance(values.get(field), bool):
-                values[field] = float(values[field])
-    feature = cls(**values)
-    feature.validate()
-    return feature
-
-
-@dataclasses.dataclass(frozen=True)
-class Spec:
-    """The whole feature spec.
-
-    Attributes:
-        features: The features, in declaration order (artifact order follows it).
-
-    Example:
-        >>> Spec((StringFeature("a"), NumericFeature("b"))).names()
-        ('a', 'b')
-    """
-
-    features: tuple[Feature, ...]
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.features, tuple):
-            object.__setattr__(self, "features", tuple(self.features))
-        if not self.features:
-            raise SpecError("The spec must declare at least one feature. Received: features=[]")
-        seen: set[str] = set()
-        for feature in self.features:
-            feature.validate()
-            if feature.name in seen:
-                raise SpecError(
-                    f"Feature names must be unique. Received: name={feature.name!r} twice"
-                )
-            seen.add(feature.name)
-
-    def names(self) -> tuple[str, ...]:
-        """Feature names in order."""
-        return tuple(f.name for f in self.features)
-
-    def feature(self, name: str) -> Feature:
-        """The feature called ``name``; SpecError if there is none."""
-        for f in self.features:
-            if f.name == name:
-                return f
-        raise SpecError(f"No feature named {name!r}. Known features: {list(self.names())}")
-
-    def of_kind(self, *kinds: str) -> tuple[Feature, ...]:
-        """Features of the given kinds, in order."""
-        return tuple(f for f in self.features if f.kind in kinds)
-
-    def source_columns(self) -> tuple[str, ...]:
-        """Distinct input columns read by analysed features (hashed ones are not read)."""
-        out: list[str] = []
-        for f in self.features:
-            if f.kind != "hashed" and f.source_column not in out:
-                out.append(f.source_column)
-        return tuple(out)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Canonical dict, as stored in the manifest."""
-        return {"version": SPEC_VERSION, "features": [f.to_dict() for f in self.features]}
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> Spec:
-        """Validates a parsed spec document.
-
-        Raises:
-            SpecError: With the feature, field, value and what is allowed.
-        """
-        if not isinstance(raw, Mapping):
-            raise SpecError(
-                "A spec must be a mapping with a `features` list. "
-                f"Received: {type(raw).__name__}"
-            )
-        unknown = sorted(k for k in raw if k not in _SPEC_KEYS)
-        if unknown:
-            raise SpecError(f"Unknown top-level spec key(s) {unknown}. Allowed: {list(_SPEC_KEYS)}")
-        version = raw.get("version", SPEC_VERSION)
-        if version != SPEC_VERSION:
-            raise SpecError(f"`version` must be {SPEC_VERSION}. Received: version={version!r}")
-        features = raw.get("features")
-        if not isinstance(features, list):
-            raise SpecError(f"`features` must be a list. Received: features={features!r}")
-        return cls(tuple(feature_from_dict(f, i) for i, f in enumerate(features)))
-
-    @classmethod
-    def from_yaml_text(cls, text: str) -> Spec:
-        """Parses YAML text (see :meth:`from_dict`)."""
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise SpecError(f"The spec is not valid YAML: {e}") from e
-        return cls.from_dict(raw)
-
-    @classmethod
-    def load(cls, path: str) -> Spec:
-        """Reads a YAML spec from any Beam filesystem path."""
-        from beam_prep.io.filesystem import read_text
-
-        return cls.from_yaml_text(read_text(path))

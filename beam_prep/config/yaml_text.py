@@ -1,0 +1,98 @@
+"""YAML parsing for configs: safe types only, and a key may appear once per mapping.
+
+PyYAML keeps the last of two equal keys silently, so a feature with two ``top_k:`` lines (or
+a file with two ``features:`` blocks) would lose one without a word. :class:`UniqueKeyLoader`
+refuses it; :func:`load_yaml` turns parse errors into SpecError.
+
+Example:
+    >>> load_yaml("a: 1\\nb: [2, 3]\\n", what="The spec")
+    {'a': 1, 'b': [2, 3]}
+    >>> load_yaml("a: 1\\na: 2\\n", what="The spec")
+    Traceback (most recent call last):
+    ...
+    beam_prep.errors.SpecError: The spec: key `a` appears twice in one mapping (line 1 and \
+line 2). Received: a=1 and a=2; keep one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from beam_prep.errors import SpecError
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """Two equal keys in one YAML mapping.
+
+    Attributes:
+        key: The key.
+        first_line: 1-based line of its first occurrence.
+        line: 1-based line of the repeated one.
+        values: The two values (as parsed).
+    """
+
+    def __init__(self, key: Any, first_line: int, line: int, values: tuple[Any, Any],
+                 mark: Any) -> None:
+        super().__init__(None, None, f"found duplicate key {key!r}", mark)
+        self.key = key
+        self.first_line = first_line
+        self.line = line
+        self.values = values
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that raises :class:`DuplicateKeyError` on a repeated key.
+
+    Merge keys (``<<: *anchor``) may still be overridden, as YAML intends.
+
+    Example:
+        >>> yaml.load("{x: 1, y: 2}", Loader=UniqueKeyLoader)
+        {'x': 1, 'y': 2}
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """Checks keys for repeats, then builds the mapping as SafeLoader does."""
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, tuple[int, yaml.Node]] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue  # SafeLoader reports unhashable keys itself
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    first_line, first_value = seen[key]
+                    values = (self.construct_object(first_value, deep=True),
+                              self.construct_object(value_node, deep=True))
+                    raise DuplicateKeyError(key, first_line, line, values, key_node.start_mark)
+                seen[key] = (line, value_node)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str, *, what: str) -> Any:
+    """Parses YAML text with :class:`UniqueKeyLoader`.
+
+    Args:
+        text: The document.
+        what: The document in messages, e.g. ``"The spec"``.
+
+    Raises:
+        SpecError: Invalid YAML, or a key repeated in a mapping (naming the key and lines).
+    """
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKeyError as e:
+        first, second = e.values
+        raise SpecError(
+            f"{what}: key `{e.key}` appears twice in one mapping (line {e.first_line} and "
+            f"line {e.line}). Received: {e.key}={first!r} and {e.key}={second!r}; keep one "
+            "of them.") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{what} is not valid YAML: {e}") from e
