@@ -98,9 +98,12 @@ def numeric_summary(name: str, stats: dict) -> str:
         value = stats.get(key)
         return "null" if value is None else f"{value:.6g}"
 
+    def raw(key: str) -> str:
+        return "null" if stats.get(key) is None else str(stats[key])
+
     b = stats.get("boundaries")
     lines = [f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
-             f"min {stats['min']} max {stats['max']} missing {stats['missing_count']:,}"
+             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
              + (f", {len(b)} boundaries" if b else "")]
     reasons = stats.get("null_reasons") or {}
     for reason in dict.fromkeys(reasons.values()):

@@ -161,6 +161,7 @@ class FeaturePlan:
         column: Data column the raw input reads (``tf.data`` batches are keyed by column).
         fill: The ``FillMissing`` layer (arg ``default_value``) applied to the raw input
             before each output's ``layers``; None when the feature has no default_value.
+        notes: Why a layer deviates from the statistics (``#`` comments in generated code).
     """
 
     name: str
@@ -171,6 +172,7 @@ class FeaturePlan:
     tf_idf: TfIdfPlan | None = None
     column: str = ""
     fill: LayerPlan | None = None
+    notes: tuple[str, ...] = ()
 
     def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
         """Every layer applied to the raw input for ``output`` (the fill layer first)."""
@@ -205,7 +207,7 @@ def _vocabulary_arg(art: Artifacts, name: str, empty_token: Any) -> tuple[Any, b
     size = int(art.stats(name).get("vocabulary_size", 0))
     if int(meta["bytes"]) == 0:
         return [empty_token], True, 0
-    return VocabularyFile(meta["path"]), False, size
+    return VocabularyFile(art.relpath(name, "vocabulary")), False, size
 
 
 def _check_oov(name: str, empty: bool, num_oov_indices: int) -> None:
@@ -259,7 +261,7 @@ def _text(art: Artifacts, f: Any) -> FeaturePlan:
     size = int(art.stats(f.name).get("vocabulary_size", 0))
     empty = int(meta["vocabulary"]["bytes"]) == 0
     if f.output_mode == "tf_idf":
-        tf_idf = TfIdfPlan(meta["vocabulary"]["path"], meta["counts"]["path"],
+        tf_idf = TfIdfPlan(art.relpath(f.name, "vocabulary"), art.relpath(f.name, "counts"),
                            art.document_count(f.name))
         tail: tuple[tuple[str, Any], ...] = (("vocabulary", TfIdfState("vocabulary")),
                                              ("idf_weights", TfIdfState("idf_weights")))
@@ -284,30 +286,49 @@ def _text(art: Artifacts, f: Any) -> FeaturePlan:
     return FeaturePlan(f.name, "text", "string", (output,), summary, tf_idf)
 
 
+def _numeric_moments(name: str, stats: dict[str, Any]) -> tuple[float, float, bool]:
+    """``(mean, variance, no_data)`` for the Normalization; refuses null moments with data."""
+    mean, variance = stats.get("mean"), stats.get("variance")
+    if int(stats.get("count") or 0) == 0:
+        # No finite value was seen: an identity normalization (documented in the summary).
+        return 0.0, 1.0, True
+    if mean is None or variance is None:
+        which = "variance" if variance is None else "mean"
+        raise ArtifactError(
+            f"Feature {name!r}: a Normalization layer needs a finite mean and variance, but "
+            f"the analysis found a {which} beyond the float64 range (about 1.8e308). Received: "
+            f"mean={mean!r}, variance={variance!r}. Fix: scale the column down (e.g. divide it "
+            "by 1e160) or clip its outliers, then re-run the analysis."
+        )
+    return float(mean), float(variance), False
+
+
 def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
     stats = art.stats(f.name)
-    mean, variance = stats.get("mean"), stats.get("variance")
-    no_data = mean is None or variance is None
-    if no_data:
-        # No finite value was seen: an identity normalization (documented in the summary).
-        mean, variance = 0.0, 1.0
+    mean, variance, no_data = _numeric_moments(f.name, stats)
     norm = LayerPlan("Normalization", f"{f.name}_normalization",
-                     (("mean", float(mean)), ("variance", float(variance))))
+                     (("mean", mean), ("variance", variance)))
     outputs = [OutputPlan(f.name, (norm,), stage="model", dtype="float32")]
-    summary = (f"numeric feature {f.name!r}: mean={float(mean)!r}, variance={float(variance)!r}"
-               + (" (no finite value in the data: identity normalization)" if no_data else ""))
+    summary = (f"numeric feature {f.name!r}: mean={mean!r}, variance={variance!r}"
+               + (" (no finite value in the data: all missing, NaN or inf; identity "
+                  "normalization)" if no_data else ""))
     if f.num_buckets is not None:
         boundaries = stats.get("boundaries")
-        if boundaries is None:
+        if no_data or boundaries is None:
             boundaries = []
-            summary += "; no boundaries (no data): every value in bucket 0"
+            summary += "; no boundaries (no finite value): every value in bucket 0"
         else:
             summary += f"; {len(boundaries) + 1} buckets" + (
                 ", NaN in the last one" if f.default_value is None else "")
         disc = LayerPlan("Discretization", f"{f.name}_discretization",
                          (("bin_boundaries", [float(b) for b in boundaries]),))
         outputs.append(OutputPlan(f.name + BUCKET_SUFFIX, (disc,), dtype="int32"))
-    return FeaturePlan(f.name, "numeric", "float32", tuple(outputs), summary + ".")
+    notes = (f"{f.name!r} had no finite value in the analysed data (all missing, NaN or inf):",
+             "identity Normalization (mean 0, variance 1)"
+             + (" and a single bucket (no boundaries)." if f.num_buckets is not None else "."),
+             ) if no_data else ()
+    return FeaturePlan(f.name, "numeric", "float32", tuple(outputs), summary + ".",
+                       notes=notes)
 
 
 def _hashed(f: Any) -> FeaturePlan:
@@ -391,5 +412,5 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
             used = role == "vocabulary" or (role == "counts" and any(
                 fp.tf_idf is not None for fp in planned if fp.name == name))
             if used:
-                files.append((meta["path"], meta["sha256"], int(meta["bytes"])))
+                files.append((art.relpath(name, role), meta["sha256"], int(meta["bytes"])))
     return ModulePlan(art.fingerprint, planned, tuple(files))
