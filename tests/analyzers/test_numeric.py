@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import math
 import pickle
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -126,3 +128,62 @@ def test_boundaries_from_weighted_repeats_are_within_epsilon_rank_error(num_buck
         lo = np.searchsorted(ordered, b, side="left") / values.size
         hi = np.searchsorted(ordered, b, side="right") / values.size
         assert lo - epsilon <= target <= hi + epsilon, (i, b, lo, hi, target)
+
+
+# Extreme magnitudes: the oracle is exact rational arithmetic (fractions), not numpy, whose
+# float64 sums overflow on these inputs.
+def _exact_mean_variance(values: np.ndarray) -> tuple[Fraction, Fraction]:
+    xs = [Fraction(float(v)) for v in values]
+    mean = sum(xs, Fraction(0)) / len(xs)
+    return mean, sum(((x - mean) ** 2 for x in xs), Fraction(0)) / len(xs)
+
+
+def _as_float(x: Fraction) -> float:
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf
+
+
+EXTREME = {
+    "near_max_same_sign": np.array([1e308, 1.5e308, 1.7e308, 1.2e308] * 25),
+    "near_max_both_signs": np.array([1e308, 1e308, -1e308, 1e308]),
+    "max_float": np.array([np.finfo(np.float64).max] * 7 + [0.0]),
+    # Variance ~1.7e308 fits; the sum of squared deviations (~3.4e311) does not.
+    "variance_near_max": np.array([1.3e154, -1.3e154] * 1000),
+    "subnormal": np.array([1e-310, 3e-310, 2e-310, 5e-324]),
+    "mixed_scales": np.concatenate([RNG.normal(0.0, 1.0, 500), [1e150, -3e149]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTREME))
+def test_moments_of_extreme_magnitudes_match_exact_arithmetic(name):
+    values = EXTREME[name]
+    exact_mean, exact_var = _exact_mean_variance(values)
+    for shards in (1, 3, 7):
+        parts = [num.Moments.of(chunk) for chunk in np.array_split(values, shards)]
+        for order in list(itertools.permutations(range(len(parts))))[:4]:
+            merged = num.Moments()
+            for i in order:
+                merged = merged.merge(parts[i])
+            assert merged.count == values.size
+            assert math.isfinite(merged.mean)
+            # A mean that cancels to ~0 is only defined up to rounding of the largest |x|.
+            scale = float(np.abs(values).max())
+            assert merged.mean == pytest.approx(float(exact_mean), rel=1e-12,
+                                                abs=max(1e-15 * scale, 1e-323))
+            assert merged.minimum <= merged.mean <= merged.maximum
+            expected_var = _as_float(exact_var)
+            if math.isinf(expected_var):
+                assert merged.variance == math.inf
+            else:
+                assert merged.variance == pytest.approx(expected_var, rel=1e-12, abs=1e-323)
+
+
+def test_variance_beyond_float64_is_inf_and_the_mean_is_still_exact():
+    m = num.Moments.of(np.array([1e308, -1e308]))
+    assert (m.mean, m.variance) == (0.0, math.inf)
+    acc = num.NumericAccumulator(None)
+    for v in (1e308, 1e308, -1e308, 1e308):
+        acc.add(np.array([v]), missing=0)
+    assert acc.result().moments.mean == 5e307  # (3 - 1) * 1e308 / 4, exact
