@@ -1,11 +1,17 @@
 """TFRecord files of ``tf.Example`` → raw Arrow batches, in large chunks.
 
-A file is read in chunks of :data:`CHUNK_BYTES`; the record framing of a chunk is walked
-in one call, and its records are decoded a batch at a time by
-:class:`~beam_prep.io.example_decoder.ExampleDecoder` straight from the chunk (no Python
-object per record). Records the fast decoder leaves aside go to tfx-bsl's decoder; a
-record neither can read is rejected with its record number. Batches follow the file's
-record order; the batch boundaries depend only on the file and ``batch_size``.
+A file is framed a chunk at a time by :func:`beam_prep.io.tfrecord_stream.iter_chunks`
+(every length CRC checked, payload CRCs too by default), and its records are decoded a
+batch at a time by :class:`~beam_prep.io.example_decoder.ExampleDecoder` straight from the
+chunk (no Python object per record). Records the fast decoder leaves aside go to tfx-bsl's
+decoder; a record neither can read, or whose payload CRC does not match, is rejected with
+its record number. Batches follow the file's record order; the batch boundaries depend
+only on the file and ``batch_size``.
+
+When the rest of a file cannot be framed (a corrupt length prefix, a truncated file or
+gzip stream), :class:`~beam_prep.errors.InputError` names the file and byte offset, unless
+``skip_corrupt_tail`` is set: then the remainder is one rejected row with reason
+``corrupt_tail`` (see :class:`~beam_prep.io.tfrecord_stream.CorruptTail`).
 
 Example:
     >>> import io
@@ -24,72 +30,9 @@ import pyarrow.compute as pc
 
 from beam_prep.errors import InputError
 from beam_prep.io import formats
-from beam_prep.io.example_decoder import ExampleDecoder, frame
+from beam_prep.io.example_decoder import ExampleDecoder
 from beam_prep.io.formats import REASON_RECORD, RawBatch, RejectedRow
-
-CHUNK_BYTES = 1 << 25
-MAX_RECORD_BYTES = (1 << 31) - 1
-
-
-def _fill(f: IO[bytes], buf: bytearray, start: int) -> int:
-    """Reads into ``buf[start:]`` until it is full or the file ends; returns bytes read."""
-    view = memoryview(buf)
-    got = start
-    readinto = getattr(f, "readinto", None)
-    while got < len(buf):
-        if readinto is not None:
-            n = readinto(view[got:])
-        else:
-            data = f.read(len(buf) - got)
-            n = len(data)
-            view[got:got + n] = data
-        if not n:
-            break
-        got += n
-    return got - start
-
-
-def iter_chunks(f: IO[bytes], source: str, *, chunk_bytes: int = CHUNK_BYTES
-                ) -> Iterator[tuple[memoryview, np.ndarray, np.ndarray, int,
-                                    RejectedRow | None]]:
-    """Yields (chunk, record starts, record lengths, records before the chunk, rejection).
-
-    Whole records only; a record that straddles two reads is carried into the next
-    chunk. One buffer is reused for every chunk (a fresh 32 MiB buffer per read cost
-    more in page faults than the decoding), so a chunk is valid only until the next one
-    is requested. A truncated tail, or a length prefix no record can have, ends the file
-    with a rejection for that record (the framing cannot resynchronise after it).
-    """
-    buf = bytearray(chunk_bytes)
-    carry = 0
-    before = 0
-    while True:
-        got = _fill(f, buf, carry)
-        filled = carry + got
-        view = memoryview(buf)[:filled]
-        starts, lengths, used, pending, _, _ = frame(view)
-        if len(starts):
-            yield view, starts, lengths, before, None
-            before += len(starts)
-        carry = filled - used
-        problem = None
-        if pending > MAX_RECORD_BYTES:
-            problem = f"record length {pending} in the length prefix: corrupt framing"
-        elif not got and carry:
-            problem = ("truncated record header" if carry < 12 else
-                       f"truncated record: {carry - 16} of {pending} payload bytes")
-        if problem is not None:
-            yield view[:0], starts[:0], lengths[:0], before, RejectedRow(
-                source, before + 1, REASON_RECORD, problem, "")
-            return
-        if not got and not carry:
-            return
-        if pending + 16 > len(buf):  # a record larger than the buffer: a larger buffer
-            grown = bytearray(pending + 16)
-            grown[:carry] = buf[used:filled]
-            buf = grown
-        else:
-            buf[:carry] = buf[used:filled]
+from beam_prep.io.tfrecord_stream import CHUNK_BYTES, iter_chunks
 
 
 def _type_conflict(name: str, source: str, what: str) -> InputError:
@@ -236,7 +179,8 @@ def _scalars(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
-                  chunk_bytes: int = CHUNK_BYTES) -> Iterator[RawBatch]:
+                  chunk_bytes: int = CHUNK_BYTES, check_data_crc: bool = True,
+                  skip_corrupt_tail: bool = False) -> Iterator[RawBatch]:
     """Reads ``tf.Example`` records as raw batches of the requested columns.
 
     Rows follow the file's record order, and a batch's rows and layout are the same
@@ -245,27 +189,35 @@ def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, sour
     as a flat column (null = absent), otherwise as a list column.
 
     Args:
-        f: Open file (already decompressed).
+        f: Open file (decompressed, or from :func:`~beam_prep.io.tfrecord_stream.open_file`,
+            which also reports a truncated gzip stream).
         columns: Feature names; absent features come back as all-null columns.
         batch_size: Records per decode call (a chunk's last batch may be smaller).
-        source: File path, for rejected rows.
+        source: File path, for rejected rows and errors.
         chunk_bytes: Read size.
+        check_data_crc: Verify every payload CRC (a mismatch rejects that record).
+        skip_corrupt_tail: When the rest of the file cannot be framed, reject it as one
+            row (reason ``corrupt_tail``) instead of raising.
 
     Yields:
         :class:`~beam_prep.io.formats.RawBatch` with 1-based record numbers.
 
     Raises:
-        InputError: A feature holds two list types within the file.
+        InputError: A feature holds two list types within the file, or the rest of the
+            file cannot be framed and ``skip_corrupt_tail`` is off.
     """
     columns = list(columns)
     decoder = ExampleDecoder(columns, flat_scalars=True)
     reference: _Reference | None = None
     types = _TypeCheck(source)
-    for buf, starts, lengths, before, problem in iter_chunks(f, source,
-                                                            chunk_bytes=chunk_bytes):
+    empty = pa.RecordBatch.from_arrays([pa.nulls(0) for _ in columns], names=columns)
+    for buf, starts, lengths, all_numbers, crc_rejected, tail in iter_chunks(
+            f, source, chunk_bytes=chunk_bytes, check_data=check_data_crc):
+        if crc_rejected:
+            yield RawBatch(empty, crc_rejected[0].row, pa.array([], pa.int64()), crc_rejected)
         for i in range(0, len(starts), batch_size):
             s, ln = starts[i:i + batch_size], lengths[i:i + batch_size]
-            numbers = before + i + 1 + np.arange(len(s), dtype=np.int64)
+            numbers = all_numbers[i:i + batch_size]
             out = decoder.decode(buf, s, ln)
             if not len(out.fallback):
                 yield types.check(RawBatch(out.batch, int(numbers[0]), pa.array(numbers), []))
@@ -279,15 +231,21 @@ def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, sour
                                            ref.rejected))
                 continue
             yield types.check(_merge(columns, out.batch, numbers[out.decoded], ref, source))
-        if problem is not None:
-            yield RawBatch(pa.RecordBatch.from_arrays([pa.nulls(0) for _ in columns],
-                                                      names=columns),
-                           problem.row, pa.array([], pa.int64()), [problem])
+        if tail is not None:
+            if not skip_corrupt_tail:
+                raise tail.error()
+            yield RawBatch(empty, tail.record, pa.array([], pa.int64()), [tail.rejected()])
 
 
 def first_records(f: IO[bytes], source: str, limit: int) -> list[bytes]:
-    """The payloads of up to ``limit`` leading records (for schema inspection)."""
-    for buf, starts, lengths, _, _ in iter_chunks(f, source, chunk_bytes=1 << 22):
-        return [bytes(buf[s:s + n])
-                for s, n in zip(starts[:limit].tolist(), lengths[:limit].tolist())]
+    """The payloads of up to ``limit`` leading records (for schema inspection).
+
+    Records after a corrupt part are not looked for; a file unreadable from its first
+    record raises the :class:`~beam_prep.errors.InputError` of :func:`iter_tfrecord`.
+    """
+    for chunk in iter_chunks(f, source, chunk_bytes=1 << 22):
+        if not len(chunk.starts) and chunk.tail is not None:
+            raise chunk.tail.error()
+        return [bytes(chunk.view[s:s + n]) for s, n in zip(chunk.starts[:limit].tolist(),
+                                                            chunk.lengths[:limit].tolist())]
     return []

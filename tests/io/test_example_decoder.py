@@ -13,6 +13,7 @@ import gzip
 import random
 import struct
 
+import google_crc32c
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -318,7 +319,22 @@ def _frame_both(buf, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(example_decoder, "_native", None)
         python = frame(buf)
-    return [[r[0].tolist(), r[1].tolist(), r[2], r[3]] for r in (native, python)]
+    return [[r.starts.tolist(), r.lengths.tolist(), r.used, r.pending, r.corrupt,
+             r.bad_data.tolist()] for r in (native, python)]
+
+
+def _masked(data: bytes) -> bytes:
+    """TFRecord's masked CRC-32C, from google-crc32c and the TFRecord format definition."""
+    c = google_crc32c.value(data)
+    return struct.pack("<I", ((c >> 15 | c << 17) + 0xA282EAD8) & 0xFFFFFFFF)
+
+
+def _framed(payload: bytes, *, bad_data: bool = False) -> bytes:
+    head = struct.pack("<Q", len(payload))
+    crc = _masked(payload)
+    if bad_data:
+        crc = bytes([crc[0] ^ 1]) + crc[1:]
+    return head + _masked(head) + payload + crc
 
 
 @has_module
@@ -326,32 +342,43 @@ def _frame_both(buf, monkeypatch):
 def test_frame_native_and_python_agree(seed, monkeypatch):
     rng = random.Random(seed)
     for _ in range(25):
-        buf, starts, lengths = bytearray(), [], []
-        for _ in range(rng.randrange(6)):
+        buf, starts, lengths, bad = bytearray(), [], [], []
+        for i in range(rng.randrange(6)):
             payload = rng.randbytes(rng.choice((0, 1, 5, 12, 100, 300)))
             starts.append(len(buf) + 12)
             lengths.append(len(payload))
-            buf += struct.pack("<Q", len(payload)) + rng.randbytes(4) + payload + rng.randbytes(4)
+            if rng.random() < 0.2:
+                bad.append(i)
+            buf += _framed(payload, bad_data=i in bad)
         consumed = len(buf)
-        if rng.random() < 0.5:  # junk whose length prefix (< 2**63) cannot fit
-            tail = bytearray(rng.randbytes(rng.randrange(41)))
-            if len(tail) >= 8:
-                tail[7] = rng.randrange(1, 0x80)
-        else:  # a record cut short
+        corrupt, pending = False, -1
+        kind = rng.choice(("junk", "cut", "none"))
+        if kind == "junk":  # random bytes: a length CRC that does not match
+            tail = rng.randbytes(rng.randrange(41))
+            corrupt = len(tail) >= 12
+        elif kind == "cut":  # a sound header, the record cut short
             n = rng.randrange(40)
-            whole = struct.pack("<Q", n) + rng.randbytes(n + 8)
+            whole = _framed(rng.randbytes(n))
             tail = whole[:rng.randrange(len(whole))]
-        pending = struct.unpack_from("<Q", tail)[0] if len(tail) >= 12 else -1
+            pending = n if len(tail) >= 12 else -1
+        else:
+            tail = b""
         data = bytes(buf + tail)
         for view in (data, bytearray(data), memoryview(data)):
             native, python = _frame_both(view, monkeypatch)
-            assert native == python == [starts, lengths, consumed, pending]
+            assert native == python == [starts, lengths, consumed, pending, corrupt, bad]
+        unchecked = frame(data, check_data=False)
+        assert unchecked.bad_data.tolist() == [] and unchecked.starts.tolist() == starts
 
 
 @has_module
 def test_frame_huge_length_prefix(monkeypatch):
-    native, python = _frame_both(b"\xff" * 12, monkeypatch)
-    assert python == [[], [], 0, 2**64 - 1]
+    native, python = _frame_both(b"\xff" * 12, monkeypatch)  # a length CRC that fails
+    assert python == [[], [], 0, -1, True, []]
+    assert native == python
+    head = b"\xff" * 8
+    native, python = _frame_both(head + _masked(head), monkeypatch)  # a sound huge length
+    assert python == [[], [], 0, 2**64 - 1, False, []]
     assert native == python
 
 
@@ -397,10 +424,13 @@ def test_truncated_file(tmp_path, keep, chunk_bytes):
     assert len(records[-1]) == 60
     data = _write(tmp_path / "t.tfrecord", records).read_bytes()
     (tmp_path / "t.tfrecord").write_bytes(data[:len(data) - 76 + keep])  # `keep` of the last
+    if keep < 76:  # the file ends inside record 20, which starts at len(data) - 76
+        with pytest.raises(InputError, match=f"byte offset {len(data) - 76} \\(record 20\\)"):
+            _read(tmp_path / "t.tfrecord", ["a", "s"], chunk_bytes=chunk_bytes, batch_size=8)
     rows, rejected, _ = _read(tmp_path / "t.tfrecord", ["a", "s"], chunk_bytes=chunk_bytes,
-                              batch_size=8)
+                              batch_size=8, skip_corrupt_tail=True)
     assert rows == _expected(records if keep == 76 else records[:-1], ["a", "s"])[0]
-    assert rejected == ([] if keep == 76 else [(20, MALFORMED)])
+    assert rejected == ([] if keep == 76 else [(20, "corrupt_tail")])
 
 
 def test_gzip_file_reads_like_plain_file(tmp_path):
