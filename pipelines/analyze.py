@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from beam_prep.pipelines.flags import parse_job_args
 
 from beam_prep.analyzers.pipeline import AnalyzeToArtifacts, prepare_output_dir, summarize
 from beam_prep.analyzers.split_fn import required_columns
@@ -105,7 +106,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
         SpecError, InputError, ArtifactError: Bad spec, input or output directory; all
             raised before the pipeline starts when they can be detected then.
     """
-    args, beam_args = build_parser().parse_known_args(list(argv) if argv is not None else None)
+    args, beam_args = parse_job_args(build_parser(), argv)
     _validate_args(args)
     spec = Spec.load(args.spec)
     files = expand_patterns(args.input)
@@ -142,7 +143,7 @@ def _log_progress() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry: runs the job, prints a summary; returns the exit code."""
-    args, beam_args = build_parser().parse_known_args(list(argv) if argv is not None else None)
+    args, beam_args = parse_job_args(build_parser(), argv)
     dry_run = bool(PipelineOptions(beam_args).get_all_options().get("dry_run"))
     if not args.quiet:
         _log_progress()

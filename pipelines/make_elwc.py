@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from beam_prep.pipelines.flags import parse_job_args
 
 from beam_prep.errors import ArtifactError, InputError, SpecError
 from beam_prep.io import filesystem
@@ -176,7 +177,7 @@ def _prepare_output(output: str, overwrite: bool) -> None:
 
 def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
     """Builds and runs the job; waits for it; raises InputError if too many lines were bad."""
-    args, beam_args = build_parser().parse_known_args(argv)
+    args, beam_args = parse_job_args(build_parser(), argv)
     opts = options_from_args(args)
     files = list_input_files(args.input, opts)
     _prepare_output(args.output, args.overwrite)
@@ -223,7 +224,7 @@ def summary(output: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point (``beam-prep make-elwc``); returns the exit code."""
-    args, _ = build_parser().parse_known_args(argv)
+    args, _ = parse_job_args(build_parser(), argv)
     run(argv)
     print(summary(args.output))
     return 0

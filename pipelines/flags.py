@@ -1,0 +1,108 @@
+"""Command-line flags shared by the Beam jobs: refuse flags that neither the job nor Beam knows.
+
+A job parses its own flags with ``parse_known_args`` and hands the rest to Beam's
+``PipelineOptions``, which silently drops a flag it does not know (a misspelt
+``--max_bad_fracton=0.5`` would run the job with the default). :func:`parse_job_args` asks Beam
+which of the remaining flags its option classes accept — through Beam's own parser, built by
+``PipelineOptions.get_all_options`` from every imported ``PipelineOptions`` subclass, custom
+ones included — and stops with argparse's usage error (exit code 2) on the others, suggesting
+the closest known flag.
+
+Example:
+    >>> import argparse
+    >>> p = argparse.ArgumentParser(prog="job")
+    >>> _ = p.add_argument("--max_bad_fraction", type=float, default=0.01)
+    >>> args, beam_args = parse_job_args(p, ["--max_bad_fraction=0.5", "--runner=DirectRunner"])
+    >>> args.max_bad_fraction, beam_args
+    (0.5, ['--runner=DirectRunner'])
+    >>> parse_job_args(p, ["--max_bad_fracton=0.5"])  # doctest: +SKIP
+    usage: job [-h] [--max_bad_fraction MAX_BAD_FRACTION]
+    job: error: unrecognized argument --max_bad_fracton=0.5 (did you mean --max_bad_fraction?)...
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+from collections.abc import Sequence
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+
+class _BeamParser(Exception):
+    """Carries what Beam's option parser made of the flags out of ``get_all_options``."""
+
+    def __init__(self, unknown: list[str], names: list[str]) -> None:
+        super().__init__()
+        self.unknown = unknown
+        self.names = names
+
+
+def beam_unknown_args(beam_args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The arguments no Beam option class accepts, and the names of the flags Beam knows.
+
+    Args:
+        beam_args: Arguments left over by the job's own parser.
+
+    Returns:
+        ``(unknown, known_flags)``: the leftover tokens Beam's parser would discard, in order,
+        and ``--name`` of every option Beam knows (for suggestions).
+    """
+    flags = list(beam_args)
+
+    def inspect(parser: argparse.ArgumentParser) -> None:
+        _, unknown = parser.parse_known_args(flags)
+        names = sorted(f"--{name}" for name in vars(parser.parse_known_args([])[0]))
+        raise _BeamParser(unknown, names)  # stop: nothing else of get_all_options is needed
+
+    try:
+        PipelineOptions(flags).get_all_options(add_extra_args_fn=inspect)
+    except _BeamParser as found:
+        return found.unknown, found.names
+    raise AssertionError("PipelineOptions.get_all_options did not call add_extra_args_fn")
+
+
+def _job_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """The job's ``--flags``, as its help lists them."""
+    return sorted(set(re.findall(r"(?<![\w-])--[A-Za-z][\w-]*", parser.format_help())))
+
+
+def parse_job_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
+                   ) -> tuple[argparse.Namespace, list[str]]:
+    """Parses the job's flags; the rest must be Beam options, else a usage error (exit 2).
+
+    Args:
+        parser: The job's own parser.
+        argv: Command-line arguments (None: ``sys.argv[1:]``).
+
+    Returns:
+        ``(args, beam_args)`` as ``parser.parse_known_args`` returns them.
+
+    Raises:
+        SystemExit: Code 2, through ``parser.error``, naming every unrecognized argument and,
+            for a flag, the closest known one.
+    """
+    args, beam_args = parser.parse_known_args(list(argv) if argv is not None else None)
+    unknown, beam_names = beam_unknown_args(beam_args)
+    problems = []
+    after_flag = False
+    candidates = _job_flags(parser) + beam_names
+    for token in unknown:
+        if token.startswith("--") and token != "--":
+            name = token.split("=", 1)[0]
+            close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{token}{hint}")
+            after_flag = "=" not in token
+        elif not after_flag:  # a value right after an unknown flag belongs to it
+            problems.append(token)
+        else:
+            after_flag = False
+    if problems:
+        many = len(problems) > 1
+        parser.error(
+            f"unrecognized argument{'s' if many else ''} {', '.join(problems)}. Neither this "
+            f"job nor Beam's pipeline options accept {'them' if many else 'it'}; fix the "
+            "spelling (see --help for the job's flags, Beam's PipelineOptions for the rest).")
+    return args, beam_args

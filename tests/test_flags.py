@@ -1,0 +1,62 @@
+"""Flags: a flag neither the job nor Beam knows stops the job with exit code 2 and a suggestion."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from beam_prep.pipelines.flags import beam_unknown_args, parse_job_args
+
+from beam_prep import cli
+
+
+def _exit_code_and_stderr(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    return exc.value.code, capsys.readouterr().err
+
+
+def test_analyze_rejects_a_misspelt_flag_and_suggests_the_right_one(capsys, tmp_path):
+    code, err = _exit_code_and_stderr(capsys, [
+        "analyze", "--spec", str(tmp_path / "s.yaml"), "--input", str(tmp_path / "x.csv"),
+        "--output", str(tmp_path / "o"), "--max_bad_fracton=0.5"])
+    assert code == 2
+    assert "unrecognized argument --max_bad_fracton=0.5 (did you mean --max_bad_fraction?)" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_make_elwc_rejects_unknown_flags_and_names_all_of_them(capsys, tmp_path):
+    code, err = _exit_code_and_stderr(capsys, [
+        "make-elwc", "--input", str(tmp_path / "x.txt"), "--output", str(tmp_path / "o"),
+        "--runer", "DirectRunner", "--direct_num_workers=2", "--num_shardz=3"])
+    assert code == 2
+    # "DirectRunner" is the value of the unknown --runer, not a second problem.
+    assert ("unrecognized arguments --runer (did you mean --runner?), --num_shardz=3 "
+            "(did you mean --num_shards?)." in err)
+    assert "--direct_num_workers" not in err
+
+
+def test_beam_options_pass_through_and_only_unknown_ones_are_reported():
+    unknown, names = beam_unknown_args([
+        "--runner=DirectRunner", "--direct_running_mode", "multi_processing",
+        "--experiments", "a", "--experiments=b", "--no_use_public_ips", "--bogus=1", "x"])
+    assert unknown == ["--bogus=1", "x"]
+    assert {"--runner", "--direct_num_workers", "--temp_location", "--project"} <= set(names)
+
+
+def test_parse_job_args_returns_the_beam_flags_unchanged():
+    p = argparse.ArgumentParser(prog="job")
+    p.add_argument("--max_bad_fraction", type=float, default=0.01)
+    args, beam_args = parse_job_args(p, ["--max_bad_fraction=0.5", "--runner", "DirectRunner",
+                                         "--temp_location=/tmp/t"])
+    assert args.max_bad_fraction == 0.5
+    assert beam_args == ["--runner", "DirectRunner", "--temp_location=/tmp/t"]
+
+
+def test_a_flag_far_from_every_known_one_gets_no_suggestion(capsys):
+    p = argparse.ArgumentParser(prog="job")
+    with pytest.raises(SystemExit) as exc:
+        parse_job_args(p, ["--zzqqxx=1"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "unrecognized argument --zzqqxx=1." in err
+    assert "did you mean" not in err
