@@ -16,6 +16,12 @@ Line ``i`` (0-based) of ``vocab/<feature>.txt`` gets index ``i + num_oov_indices
 TextVectorization ``i + 2`` in ``int`` mode (0 = padding, 1 = ``[UNK]``), ``i + 1``
 otherwise (0 = ``[UNK]``).
 
+Every file path in the manifest is relative to the artifact directory and must stay
+inside it: an absolute path, a ``..`` component or (on local disk) a symlink resolving
+outside the directory is refused (:func:`check_relpath`). The fingerprint and the sha256
+checksums detect accidental corruption and mismatched files; they are not a signature
+(anyone who can write the directory can recompute them).
+
 Example:
     >>> art = Artifacts("artifacts/")          # doctest: +SKIP
     >>> art.vocabulary("country")[:3]          # doctest: +SKIP
@@ -29,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -69,6 +76,56 @@ def manifest_fingerprint(manifest: dict[str, Any]) -> str:
     """sha256 over the canonical manifest without its ``fingerprint`` field."""
     body = {k: v for k, v in manifest.items() if k != "fingerprint"}
     return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def _unsafe_reason(root: str, relpath: Any) -> str | None:
+    """Why ``relpath`` could leave ``root`` (None when it stays inside)."""
+    if not isinstance(relpath, str) or not relpath:
+        return "it is not a non-empty string"
+    if relpath.startswith(("/", "\\")) or "://" in relpath or relpath[1:2] == ":":
+        return "it is absolute"
+    if ".." in relpath.replace("\\", "/").split("/"):
+        return "it contains a '..' component"
+    if "://" not in root:
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(os.path.join(root, relpath))
+        if os.path.commonpath([real_root, real]) != real_root:
+            return f"it resolves through a symlink to {real!r}, outside the directory"
+    return None
+
+
+def check_relpath(root: str, relpath: Any, *, feature: str, role: str) -> str:
+    """Checks that a manifest path stays inside the artifact directory; returns it.
+
+    Refused: a path that is not a non-empty string, an absolute path (``/x``, ``C:x``,
+    ``gs://x``), a ``..`` component, and on local disk a path whose real location (after
+    symlinks) is outside ``root``. The generated module applies the same rules.
+
+    Args:
+        root: The artifact directory.
+        relpath: The ``path`` field of a file entry in the manifest.
+        feature: The feature the file belongs to (for the message).
+        role: ``vocabulary``, ``counts``, ... (for the message).
+
+    Returns:
+        ``relpath`` unchanged.
+
+    Raises:
+        ArtifactError: The path could leave the artifact directory.
+
+    Example:
+        >>> check_relpath("artifacts", "vocab/a.txt", feature="a", role="vocabulary")
+        'vocab/a.txt'
+    """
+    why = _unsafe_reason(root, relpath)
+    if why is not None:
+        raise ArtifactError(
+            f"Feature {feature!r}: the {role} path in {MANIFEST} is refused because {why}. "
+            f"Received: path={relpath!r} (artifact directory {root!r}). Fix: every file must "
+            "be a relative path inside the artifact directory; re-run `beam-prep analyze` "
+            "into a fresh directory instead of editing or linking its files."
+        )
+    return relpath
 
 
 def finite_or_none(x: float | None) -> float | None:
@@ -123,6 +180,9 @@ class Artifacts:
                 f"{manifest_path} was modified after it was written (fingerprint mismatch)."
             )
         self.spec = Spec.from_dict(self.manifest["spec"])
+        for name, entry in self.manifest["features"].items():
+            for role, meta in entry.get("files", {}).items():
+                check_relpath(path, meta.get("path"), feature=name, role=role)
         if verify:
             self.verify()
 
@@ -154,10 +214,14 @@ class Artifacts:
 
     def file_path(self, name: str, role: str) -> str:
         """Absolute path of a feature file; ``role`` is ``vocabulary`` or ``counts``."""
-        files = self._entry(name).get("files", {})
-        if role not in files:
+        return fs.join(self.path, self.relpath(name, role))
+
+    def relpath(self, name: str, role: str) -> str:
+        """A feature file's path relative to the directory, checked to stay inside it."""
+        meta = self._entry(name).get("files", {}).get(role)
+        if meta is None:
             raise ArtifactError(f"Feature {name!r} has no {role!r} file in {self.path}.")
-        return fs.join(self.path, files[role]["path"])
+        return check_relpath(self.path, meta.get("path"), feature=name, role=role)
 
     def vocabulary_path(self, name: str) -> str:
         """Path of the Keras-readable vocabulary file."""
@@ -197,7 +261,7 @@ class Artifacts:
         """Checks every listed file's sha256 and size; raises ArtifactError on mismatch."""
         for name, entry in self.manifest["features"].items():
             for role, meta in entry.get("files", {}).items():
-                full = fs.join(self.path, meta["path"])
+                full = fs.join(self.path, self.relpath(name, role))
                 if not fs.exists(full):
                     raise ArtifactError(f"{full} ({name} {role}) is missing.")
                 digest, size = fs.sha256_of(full)
