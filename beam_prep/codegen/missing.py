@@ -46,10 +46,17 @@ class FillMissing(keras.layers.Layer):
     """
 
     def __init__(self, default_value: Any, **kwargs: Any) -> None:
-        super().__init__(trainable=False, autocast=False, **kwargs)
+        # A layer without weights; `trainable` may come back from get_config().
+        kwargs.setdefault("trainable", False)
+        super().__init__(autocast=False, **kwargs)
         self.default_value = default_value
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        # Keras takes only tensors positionally: a list or a NumPy array becomes one here,
+        # with its own dtype (autocast=False: nothing is cast to the layer's float dtype).
+        if not (tf.is_tensor(inputs) or keras.utils.is_keras_tensor(inputs)):
+            inputs = tf.convert_to_tensor(inputs)
+        return super().__call__(inputs, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         x = tf.convert_to_tensor(inputs)

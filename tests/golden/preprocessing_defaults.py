@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -213,10 +214,17 @@ class FillMissing(keras.layers.Layer):
     """
 
     def __init__(self, default_value: Any, **kwargs: Any) -> None:
-        super().__init__(trainable=False, autocast=False, **kwargs)
+        # A layer without weights; `trainable` may come back from get_config().
+        kwargs.setdefault("trainable", False)
+        super().__init__(autocast=False, **kwargs)
         self.default_value = default_value
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        # Keras takes only tensors positionally: a list or a NumPy array becomes one here,
+        # with its own dtype (autocast=False: nothing is cast to the layer's float dtype).
+        if not (tf.is_tensor(inputs) or keras.utils.is_keras_tensor(inputs)):
+            inputs = tf.convert_to_tensor(inputs)
+        return super().__call__(inputs, **kwargs)
 
     def call(self, inputs: Any) -> Any:
         x = tf.convert_to_tensor(inputs)
@@ -239,7 +247,29 @@ class FillMissing(keras.layers.Layer):
 
 
 def _artifact_path(artifacts_dir: str, relpath: str) -> str:
-    return artifacts_dir.rstrip("/") + "/" + relpath
+    """``artifacts_dir/relpath``, refusing a path that could leave the artifact directory.
+
+    Refused (as ``beam_prep.io.artifacts.check_relpath`` does): an empty or absolute path,
+    a ``..`` component, and on local disk a path resolving (through symlinks) outside.
+    """
+    path = artifacts_dir.rstrip("/") + "/" + relpath
+    why = None
+    if not relpath or relpath.startswith(("/", "\\")) or "://" in relpath or relpath[1:2] == ":":
+        why = "it is absolute or empty"
+    elif ".." in relpath.replace("\\", "/").split("/"):
+        why = "it contains a '..' component"
+    elif "://" not in artifacts_dir:
+        root = os.path.realpath(artifacts_dir)
+        real = os.path.realpath(path)
+        if os.path.commonpath([root, real]) != root:
+            why = f"it resolves through a symlink to {real!r}, outside the directory"
+    if why is not None:
+        raise ArtifactMismatchError(
+            f"Artifact file {relpath!r} in {artifacts_dir!r} is refused because {why}. Fix: "
+            "keep every artifact file a plain file inside the artifact directory (re-run "
+            "`beam-prep analyze` into a fresh directory, then `beam-prep generate`)."
+        )
+    return path
 
 
 def _read_bytes(path: str) -> bytes:
