@@ -26,11 +26,12 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.flags import parse_job_args
 
-from beam_prep.analyzers.pipeline import AnalyzeToArtifacts, prepare_output_dir, summarize
+from beam_prep.analyzers.pipeline import ARTIFACT_OUTPUT, AnalyzeToArtifacts, summarize
 from beam_prep.analyzers.split_fn import required_columns
 from beam_prep.errors import BeamPrepError, InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
+from beam_prep.io.output import OutputRun
 from beam_prep.io.readers import FORMATS, check_columns, expand_patterns, infer_format
 from beam_prep.spec import Spec
 
@@ -59,7 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Input format; default: from the file extension "
                         "(.csv, .jsonl/.json, .parquet, .tfrecord[.gz]).")
     p.add_argument("--overwrite", action="store_true",
-                   help="Replace an existing, non-empty output directory.")
+                   help="Replace a finished artifact directory (one holding manifest.json); "
+                        "only manifest.json, vocab/, rejected/ and _tmp/ are replaced, after "
+                        "the new output is complete. A non-empty folder without a manifest "
+                        "is always refused.")
+    p.add_argument("--force_unlock", action="store_true",
+                   help="Break the <output>/_LOCK of a run that died (refused while the "
+                        "holder process is alive on this host).")
     p.add_argument("--max_bad_fraction", type=float, default=0.01,
                    help="Fail when more than this fraction of rows cannot be read "
                         "(default 0.01). Bad rows always go to <output>/rejected/.")
@@ -114,19 +121,24 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     columns = required_columns(spec)
     owners = {f.source_column: f.name for f in reversed(spec.features) if f.kind != "hashed"}
     check_columns(files, fmt, {c: owners[c] for c in columns}, csv_delimiter=args.csv_delimiter)
-    prepare_output_dir(args.output, overwrite=args.overwrite)
 
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
-    pipeline = beam.Pipeline(options=options)
-    _ = pipeline | "Analyze" >> AnalyzeToArtifacts(
-        spec, files, fmt, args.output, patterns=args.input, batch_size=args.batch_size,
-        num_partitions=args.vocab_partitions, max_bad_fraction=args.max_bad_fraction,
-        parquet_rows_per_split=args.parquet_rows_per_split, csv_delimiter=args.csv_delimiter,
-        spill_rows=args.spill_rows, split_threads=args.split_threads)
-    result = pipeline.run()
-    result.wait_until_finish()
+    # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/ and move
+    # the finished artifacts into place (manifest last); see beam_prep.io.output.
+    with OutputRun(args.output, ARTIFACT_OUTPUT, overwrite=args.overwrite,
+                   force_unlock=args.force_unlock) as out:
+        pipeline = beam.Pipeline(options=options)
+        _ = pipeline | "Analyze" >> AnalyzeToArtifacts(
+            spec, files, fmt, out.staging, patterns=args.input, batch_size=args.batch_size,
+            num_partitions=args.vocab_partitions, max_bad_fraction=args.max_bad_fraction,
+            parquet_rows_per_split=args.parquet_rows_per_split,
+            csv_delimiter=args.csv_delimiter, spill_rows=args.spill_rows,
+            split_threads=args.split_threads, skip_corrupt_tail=args.skip_corrupt_tail)
+        result = pipeline.run()
+        result.wait_until_finish()
+        out.commit()
     return result
 
 

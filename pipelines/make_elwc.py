@@ -25,8 +25,9 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.flags import parse_job_args
 
-from beam_prep.errors import ArtifactError, InputError, SpecError
+from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
+from beam_prep.io.output import OutputRun
 from beam_prep.ranking.data.options import (
     COMPRESSIONS,
     INPUT_FORMATS,
@@ -36,6 +37,7 @@ from beam_prep.ranking.data.options import (
 )
 from beam_prep.ranking.data.transforms import (
     DEFAULT_SPLIT_BYTES,
+    ELWC_OUTPUT,
     STATS_FILENAME,
     ConvertToELWC,
     WriteELWC,
@@ -131,7 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--compression", choices=COMPRESSIONS, default="none",
                    help="none or gzip (files end in .tfrecord.gz). Default: none.")
     o.add_argument("--overwrite", action="store_true",
-                   help="Delete a non-empty output directory first. Default: refuse.")
+                   help="Replace a finished make-elwc output (a folder holding stats.json and "
+                        "feature_spec.json, or the stats.json and rejected/ of a failed run): "
+                        "only our shards, stats.json, feature_spec.json and rejected/ are "
+                        "replaced, after the new output is complete. Any other non-empty "
+                        "folder is always refused. Default: refuse.")
+    o.add_argument("--force_unlock", action="store_true",
+                   help="Break the <output>/_LOCK of a run that died (refused while the "
+                        "holder process is alive on this host).")
     return p
 
 
@@ -166,30 +175,26 @@ def options_from_args(args: argparse.Namespace) -> ElwcOptions:
         max_bad_fraction=args.max_bad_fraction)
 
 
-def _prepare_output(output: str, overwrite: bool) -> None:
-    if not filesystem.is_empty_dir(output):
-        if not overwrite:
-            raise ArtifactError(f"output directory {output!r} is not empty. Choose a new "
-                                "--output or pass --overwrite to replace it.")
-        filesystem.delete_tree(output)
-    filesystem.makedirs(output)
-
-
 def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
     """Builds and runs the job; waits for it; raises InputError if too many lines were bad."""
     args, beam_args = parse_job_args(build_parser(), argv)
     opts = options_from_args(args)
     files = list_input_files(args.input, opts)
-    _prepare_output(args.output, args.overwrite)
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
-    pipeline = beam.Pipeline(options=options)
-    _ = pipeline | "ConvertToELWC" >> ConvertToELWC(files, opts,
-                                                   split_bytes=args.input_split_bytes) \
-        | "WriteELWC" >> WriteELWC(args.output, opts)
-    result = pipeline.run()
-    result.wait_until_finish()
+    # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/ and move
+    # the finished files into place (stats.json last); see beam_prep.io.output. A run whose
+    # report says "failed" is committed too: its stats.json and rejected/ explain why.
+    with OutputRun(args.output, ELWC_OUTPUT, overwrite=args.overwrite,
+                   force_unlock=args.force_unlock) as out:
+        pipeline = beam.Pipeline(options=options)
+        _ = pipeline | "ConvertToELWC" >> ConvertToELWC(files, opts,
+                                                       split_bytes=args.input_split_bytes) \
+            | "WriteELWC" >> WriteELWC(out.staging, opts)
+        result = pipeline.run()
+        result.wait_until_finish()
+        out.commit()
     stats_path = filesystem.join(args.output, STATS_FILENAME)
     if filesystem.exists(stats_path):
         stats = json.loads(filesystem.read_text(stats_path))

@@ -34,6 +34,7 @@ from beam_prep.analyzers.manifest import build_manifest, numeric_summary
 from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
+from beam_prep.io import output
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 
@@ -152,7 +153,7 @@ class _WriteManifest(beam.DoFn):
             )
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
                                   dict(vocab_meta), numeric_partials, meta, rejected)
-        fs.delete_tree(spill.tmp_dir(self._out))
+        output.delete_tree(spill.tmp_dir(self._out))  # a prefix on object stores
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -164,7 +165,8 @@ class AnalyzeToArtifacts(beam.PTransform):
         spec: The feature spec.
         files: Input file paths (already expanded and sorted).
         fmt: Input format.
-        output_dir: Artifact directory (must be empty; see :func:`prepare_output_dir`).
+        output_dir: Artifact directory, best a fresh staging folder (the job uses
+            :class:`beam_prep.io.output.OutputRun` with :data:`ARTIFACT_OUTPUT`).
         patterns: The user's input globs, recorded in the manifest.
         batch_size: Rows per Arrow batch.
         num_partitions: Hash partitions per vocabulary.
@@ -250,28 +252,14 @@ class AnalyzeToArtifacts(beam.PTransform):
                     rejected=beam.pvalue.AsSingleton(rejected)))
 
 
-def prepare_output_dir(output_dir: str, *, overwrite: bool) -> None:
-    """Refuses a non-empty directory unless ``overwrite``; then removes the manifest first.
-
-    Removing ``manifest.json`` before anything else means an interrupted re-run never
-    leaves a directory that looks complete.
-    """
-    from beam_prep.errors import ArtifactError
-
-    if fs.is_empty_dir(output_dir):
-        fs.makedirs(output_dir)
-        return
-    if not overwrite:
-        raise ArtifactError(
-            f"Output directory {output_dir!r} is not empty. Pass --overwrite to replace it, "
-            "or choose another --output."
-        )
-    manifest = fs.join(output_dir, layout.MANIFEST)
-    if fs.exists(manifest):
-        beam.io.filesystems.FileSystems.delete([manifest])
-    for sub in (layout.VOCAB_DIR, layout.REJECTED_DIR, spill.TMP_DIR):
-        fs.delete_tree(fs.join(output_dir, sub))
-    fs.makedirs(output_dir)
+ARTIFACT_OUTPUT = output.OutputPolicy(
+    job="analyze", signatures=((layout.MANIFEST,),),
+    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", f"{layout.REJECTED_DIR}/**",
+           f"{spill.TMP_DIR}/**"),
+    last=layout.MANIFEST)
+"""The analyze job's output folder (see :mod:`beam_prep.io.output`): a folder holding
+``manifest.json`` is a finished artifact directory; only ``manifest.json``, ``vocab/``,
+``rejected/`` and ``_tmp/`` are ever replaced in it."""
 
 
 def summarize(manifest: dict) -> str:

@@ -67,20 +67,6 @@ def match(pattern: str) -> list[str]:
     return sorted(m.path for m in result.metadata_list)
 
 
-def delete_tree(path: str) -> None:
-    """Deletes a directory and everything in it, if it exists."""
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
-
-
-def is_empty_dir(path: str) -> bool:
-    """True if ``path`` does not exist or holds no file."""
-    if not FileSystems.exists(path):
-        return True
-    pattern = join(path, "**") if not _is_local(path) else join(path, "*")
-    return not FileSystems.match([pattern])[0].metadata_list
-
-
 def _is_local(path: str) -> bool:
     return "://" not in path
 

@@ -41,16 +41,28 @@ from apache_beam import pvalue
 
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem
+from beam_prep.io.output import OutputPolicy
 from beam_prep.ranking.data.build import ListBuilder, feature_spec_from_layout
-from beam_prep.ranking.feature_spec import FILENAME as FEATURE_SPEC_FILENAME
 from beam_prep.ranking.data.lists import CountsCombineFn
 from beam_prep.ranking.data.options import ElwcOptions
 from beam_prep.ranking.data.sources import LayoutCombineFn, Piece, plan_pieces, read_piece
 from beam_prep.ranking.data.tfrecord import write_tfrecords
+from beam_prep.ranking.feature_spec import FILENAME as FEATURE_SPEC_FILENAME
 
 STATS_FILENAME = "stats.json"
 REJECTED_PATH = "rejected/rejected.jsonl"
 DEFAULT_SPLIT_BYTES = 4 << 20  # smaller pieces parse faster (less temporary memory)
+
+ELWC_OUTPUT = OutputPolicy(
+    job="make-elwc",
+    signatures=((STATS_FILENAME, FEATURE_SPEC_FILENAME), (STATS_FILENAME, REJECTED_PATH)),
+    owned=(STATS_FILENAME, FEATURE_SPEC_FILENAME, "rejected/**",
+           "*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecord.gz"),
+    last=STATS_FILENAME)
+"""The make-elwc output folder (see :mod:`beam_prep.io.output`): finished when it holds
+``stats.json`` and ``feature_spec.json`` (or, for a run that failed on bad input, ``stats.json``
+and ``rejected/rejected.jsonl``); only shards, those files and ``rejected/`` are replaced, so
+shards of an older run with other splits or shard counts never survive an ``--overwrite``."""
 
 
 def list_input_files(patterns: Sequence[str], opts: ElwcOptions) -> list[tuple[int, str, str]]:
