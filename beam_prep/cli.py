@@ -36,7 +36,8 @@ def _usage() -> str:
     lines = ["usage: beam-prep <command> [options]", "", "commands:"]
     for name, (_, _, text) in COMMANDS.items():
         lines.append(f"  {name:<10} {text}")
-    lines += ["", "Run `beam-prep <command> --help` for the options of one command."]
+    lines += ["", "Run `beam-prep <command> --help` for the options of one command;",
+              "`beam-prep --version` prints the version."]
     return "\n".join(lines)
 
 
@@ -47,6 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
+        return 0
+    if args[0] in ("-V", "--version"):
+        from beam_prep.version import __version__
+
+        print(f"beam-prep {__version__}")
         return 0
     command, rest = args[0], args[1:]
     if command not in COMMANDS:

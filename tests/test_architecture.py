@@ -71,8 +71,8 @@ def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
     for m in MODULES:
         for target, _, _ in _imports(m):
-            # Importing a.b.c also imports the packages a.b and a; a package's __init__ importing its
-            # own submodules is not a cycle worth reporting, so edges go to the named module only.
+            # Importing a.b.c also imports a.b and a; a package __init__ importing its
+            # own submodules is not a cycle worth reporting: edges go to the named module.
             if target in MODULES and target != m:
                 graph[m].add(target)
     return graph
