@@ -7,8 +7,8 @@ batches them (``drop_remainder`` for static shapes), parses each batch with the 
 
 :class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
 (callbacks: ``ModelCheckpoint`` every N steps, ``BackupAndRestore`` for preemption,
-``TensorBoard``, ``EarlyStopping``) or a custom loop (``strategy.run`` inside a
-``tf.function`` looping ``steps_per_execution`` times; ``tf.train.CheckpointManager``, resume
+``TensorBoard``, ``EarlyStopping``) or the custom loop of :mod:`.loop` (``strategy.run`` inside
+a ``tf.function`` looping ``steps_per_execution`` times; ``tf.train.CheckpointManager``, resume
 from the latest checkpoint, TensorBoard scalars, early stopping). Only the chief writes to
 ``model_dir``; other workers write to a scratch directory (Keras 3 callbacks have no chief
 logic). Then it exports the SavedModel (:mod:`.export`).
@@ -34,9 +34,11 @@ import tensorflow as tf
 from beam_prep.errors import InputError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
+from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
 from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
 from beam_prep.ranking.train.strategy import (
     is_chief,
     make_strategy,
@@ -155,28 +157,6 @@ def count_records(files: list[str]) -> int:
     return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
-def tensorboard_available() -> bool:
-    """True when the ``tensorboard`` package is importable (tf.summary needs it).
-
-    Without it TensorBoard logging is skipped with a warning (``pip install tensorboard``).
-    """
-    import importlib.util
-    import warnings
-
-    if importlib.util.find_spec("tensorboard") is not None:
-        return True
-    warnings.warn("TensorBoard logs are not written: the `tensorboard` package is not "
-                  "installed (pip install tensorboard).", stacklevel=2)
-    return False
-
-
-def make_optimizer(name: str, learning_rate: float) -> keras.optimizers.Optimizer:
-    """Keras optimizer from ``training.optimizer``."""
-    cls = {"adam": keras.optimizers.Adam, "adagrad": keras.optimizers.Adagrad,
-           "sgd": keras.optimizers.SGD}[name]
-    return cls(learning_rate=learning_rate)
-
-
 class RankingLauncher:
     """Builds everything from :class:`RankingHparams` and trains.
 
@@ -254,9 +234,7 @@ class RankingLauncher:
         if self.loop == "fit":
             history, steps = self._fit(model, train_ds, valid_ds)
         else:
-            from beam_prep.ranking.train.strategy import train_custom_loop
-
-            history, steps = train_custom_loop(self, model, train_ds, valid_ds)
+            history, steps = self._custom(model, train_ds, valid_ds)
         seconds = time.perf_counter() - start
         export_path = None
         if self.hp.training.export_dir and self.chief:
@@ -303,6 +281,27 @@ class RankingLauncher:
                 ValidationRemainderWarning, stacklevel=2)
         return dropped
 
+    def _custom(self, model: keras.Model, train_ds: tf.data.Dataset,
+                valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
+        tr = self.hp.training
+        settings = LoopSettings(
+            epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
+            global_batch_size=self.hp.data.train_batch_size,
+            steps_per_execution=tr.steps_per_execution,
+            checkpoint_every_steps=tr.checkpoint_every_steps,
+            validation_steps=tr.validation_steps,
+            early_stopping_metric=tr.early_stopping_metric,
+            early_stopping_patience=tr.early_stopping_patience)
+        with self.strategy.scope():
+            loss = get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None)
+        loop = CustomLoop(
+            model, strategy=self.strategy,
+            make_optimizer=lambda: make_optimizer(tr.optimizer, tr.learning_rate),
+            loss=loss, make_metrics=lambda: ranking_metrics(tr.metrics_k), settings=settings,
+            checkpoint_dir=self._dir("ckpt"),
+            log_dir=self._dir("logs") if tensorboard_available() else None)
+        return loop.run(train_ds, valid_ds)
+
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
              valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
         tr = self.hp.training
@@ -334,12 +333,13 @@ def _from_artifacts(path: str | None, spec: ElwcFeatureSpec
     """Preprocessing layers and table rows of the spec's features found in the artifacts."""
     if not path:
         return {}, {}
-    import beam_prep
+    from beam_prep.codegen.runtime import layers_from_artifacts
+    from beam_prep.io.artifacts import Artifacts
     from beam_prep.ranking.train.embeddings import table_rows
 
-    art = beam_prep.Artifacts(path)
+    art = Artifacts(path)
     names = {f.name for f in (*spec.context, *spec.example)} & set(art.feature_names)
-    all_layers = beam_prep.layers_from_artifacts(path)
+    all_layers = layers_from_artifacts(path)
     layers = {n: all_layers[n] for n in names if n in all_layers}
     rows = {}
     for n in names:

@@ -1,4 +1,4 @@
-"""Distribution strategies and the checks TPUs need.
+"""Distribution strategies and the checks TPUs need (pure helpers; the loop is in :mod:`.loop`).
 
 ==============  ===============================================  ==============================
 strategy        what it builds                                   training loop
@@ -23,7 +23,7 @@ step's logs (loss and metric results, which are scalars) with
 ``axis=0`` asks to also reduce along the first axis of each value, which a scalar does not
 have (single-host strategies take another branch, ``tf.reduce_mean`` over the replica list).
 The model, losses and metrics are not involved: the same model trains under ``mirrored`` and
-under the custom loop of :mod:`beam_prep.ranking.train.launcher` with MultiWorkerMirroredStrategy.
+under the custom loop of :mod:`beam_prep.ranking.train.loop` with MultiWorkerMirroredStrategy.
 
 Example:
     >>> validate_tpu_settings(list_size=10, drop_remainder=False, global_batch_size=8,
@@ -150,118 +150,3 @@ def _flatten_spec(spec: Any, prefix: str = "") -> list[tuple[str, Any]]:
         return [x for i, v in enumerate(spec) for x in _flatten_spec(v, f"{prefix}{i}/")]
     return [(prefix.rstrip("/"), spec)]
 
-
-def train_custom_loop(launcher: Any, model: Any, train_ds: tf.data.Dataset,
-                      valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
-    """Custom training loop (``strategy.run`` in a ``tf.function`` over ``tf.range``).
-
-    Works under every strategy, including MultiWorkerMirroredStrategy where Keras ``fit`` does
-    not, and with ``steps_per_execution > 1`` on several replicas. Checkpoints
-    (model + optimizer + step) go to ``model_dir/ckpt`` every ``checkpoint_every_steps`` and at
-    each epoch end, the run resumes from the latest one, the training loss is logged to
-    TensorBoard (``model_dir/logs``: ``loss`` per execution, ``val_<metric>`` per epoch), and
-    early stopping watches a validation metric: a strict improvement resets the patience, and
-    at the end the model gets the weights of the best epoch back (as Keras ``EarlyStopping``
-    with ``restore_best_weights=True`` does in the fit loop).
-    Validation runs on each worker over the whole validation set (no collectives), so every
-    worker takes the same early-stopping decision.
-
-    Returns:
-        (history, optimizer steps).
-    """
-    import keras
-
-    from beam_prep.ranking.train.launcher import make_optimizer, tensorboard_available
-    from beam_prep.ranking.train.losses import get_loss
-    from beam_prep.ranking.train.metrics import ranking_metrics
-
-    hp = launcher.hp
-    tr = hp.training
-    strategy = launcher.strategy
-    global_batch = hp.data.train_batch_size
-    with strategy.scope():
-        optimizer = make_optimizer(tr.optimizer, tr.learning_rate)
-        optimizer.build(model.trainable_variables)
-        loss_fn = get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None)
-    ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
-    manager = tf.train.CheckpointManager(ckpt, launcher._dir("ckpt"), max_to_keep=3)
-    if manager.latest_checkpoint:
-        ckpt.restore(manager.latest_checkpoint)
-    writer = (tf.summary.create_file_writer(launcher._dir("logs"))
-              if tensorboard_available() else None)
-
-    def replica_step(features: Any, labels: Any) -> Any:
-        with tf.GradientTape() as tape:
-            scores = model(features, training=True)
-            per_list = tf.reshape(loss_fn(labels, scores), [-1])
-            loss = tf.reduce_sum(per_list) / global_batch
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    @tf.function
-    def train_steps(iterator: Any, n: Any) -> Any:
-        total = tf.constant(0.0)
-        for _ in tf.range(n):
-            features, labels = next(iterator)
-            per_replica = strategy.run(replica_step, args=(features, labels))
-            total += strategy.reduce("SUM", per_replica, axis=None)
-        return total / tf.cast(n, tf.float32)
-
-    iterator = iter(strategy.experimental_distribute_dataset(train_ds))
-    steps_per_epoch = launcher.steps_per_epoch()
-    spe = tr.steps_per_execution
-    history: dict[str, list[float]] = {}
-    best, bad_epochs = None, 0
-    best_weights: list[Any] | None = None
-    done = int(optimizer.iterations.numpy())
-    first_epoch = done // steps_per_epoch
-    last_ckpt = done
-    for _epoch in range(first_epoch, tr.epochs):
-        losses = []
-        while int(optimizer.iterations.numpy()) < (_epoch + 1) * steps_per_epoch:
-            left = (_epoch + 1) * steps_per_epoch - int(optimizer.iterations.numpy())
-            losses.append(float(train_steps(iterator, tf.constant(min(spe, left)))))
-            step = int(optimizer.iterations.numpy())
-            if writer is not None:
-                with writer.as_default():
-                    tf.summary.scalar("loss", losses[-1], step=step)
-            if tr.checkpoint_every_steps and step - last_ckpt >= tr.checkpoint_every_steps:
-                manager.save(checkpoint_number=step)
-                last_ckpt = step
-        history.setdefault("loss", []).append(sum(losses) / max(len(losses), 1))
-        if valid_ds is not None:
-            metrics = ranking_metrics(tr.metrics_k)
-            for i, (features, labels) in enumerate(valid_ds):
-                if tr.validation_steps and i >= tr.validation_steps:
-                    break
-                scores = model(features, training=False)
-                for m in metrics:
-                    m.update_state(labels, scores)
-            for m in metrics:
-                history.setdefault(f"val_{m.name}", []).append(float(m.result()))
-                if writer is not None:
-                    with writer.as_default():
-                        tf.summary.scalar(f"val_{m.name}", history[f"val_{m.name}"][-1],
-                                          step=int(optimizer.iterations.numpy()))
-        manager.save(checkpoint_number=int(optimizer.iterations.numpy()))
-        last_ckpt = int(optimizer.iterations.numpy())
-        watch = tr.early_stopping_metric
-        if watch and watch in history:
-            value = history[watch][-1]
-            sign = -1.0 if "loss" in watch else 1.0
-            if best is None or sign * value > sign * best:
-                best, bad_epochs = value, 0
-                best_weights = model.get_weights()
-            else:
-                bad_epochs += 1
-                if bad_epochs >= tr.early_stopping_patience:
-                    break
-    if best_weights is not None:
-        # Like Keras EarlyStopping(restore_best_weights=True): the returned (and exported)
-        # model holds the weights of the best epoch; checkpoints keep the last state.
-        model.set_weights(best_weights)
-    if writer is not None:
-        writer.flush()
-    del keras
-    return history, int(optimizer.iterations.numpy())

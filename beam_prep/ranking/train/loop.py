@@ -1,0 +1,217 @@
+"""Custom training loop: ``strategy.run`` inside a ``tf.function`` looping over ``tf.range``.
+
+It works under every ``tf.distribute`` strategy, including MultiWorkerMirroredStrategy where
+Keras 3 ``fit`` does not (see :mod:`.strategy`), and with ``steps_per_execution > 1`` on
+several replicas. Everything it needs comes in as arguments (model, datasets, strategy,
+optimizer factory, loss, metric factory, directories, :class:`LoopSettings`); it knows nothing
+about the YAML config or the launcher.
+
+What it does, in order:
+
+* builds the optimizer under ``strategy.scope()`` and restores the latest
+  ``tf.train.CheckpointManager`` checkpoint (model + optimizer, hence the step) from
+  ``checkpoint_dir``: a restarted run resumes at the epoch the step count falls in;
+* per execution: ``steps_per_execution`` steps (fewer at an epoch end), the mean loss logged
+  to TensorBoard under ``loss`` at the step reached; a checkpoint every
+  ``checkpoint_every_steps`` steps and at each epoch end;
+* per epoch: ``history["loss"]`` is the mean of the execution losses; validation (when a
+  dataset is given) runs on each worker over the whole validation set, or
+  ``validation_steps`` batches, without collectives, so every worker takes the same
+  early-stopping decision; ``val_<metric>`` goes to the history and to TensorBoard;
+* early stopping on ``early_stopping_metric``: a strict improvement resets the patience
+  (lower is better when the name contains ``loss``); at the end the model gets the weights of
+  the best epoch back, as Keras ``EarlyStopping(restore_best_weights=True)`` does in ``fit``.
+  Checkpoints keep the last state.
+
+The per-replica loss is ``sum(per-list losses) / global_batch_size``, summed over replicas.
+
+Example:
+    >>> settings = LoopSettings(epochs=2, steps_per_epoch=3, global_batch_size=4)
+    >>> history, steps = CustomLoop(model, strategy=tf.distribute.get_strategy(),
+    ...     make_optimizer=lambda: keras.optimizers.SGD(0.1), loss=loss_fn,
+    ...     make_metrics=lambda: ranking_metrics([5]), settings=settings,
+    ...     checkpoint_dir="model/ckpt", log_dir="model/logs").run(train_ds, valid_ds)
+    ...                                                               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from beam_prep.errors import SpecError
+
+History = dict[str, list[float]]
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopSettings:
+    """How long and how the custom loop trains.
+
+    Attributes:
+        epochs: Number of epochs (a resumed run counts the epochs already done).
+        steps_per_epoch: Optimizer steps per epoch.
+        global_batch_size: Lists per step over all replicas (the loss divisor).
+        steps_per_execution: Steps fused into one ``tf.function`` call.
+        checkpoint_every_steps: Extra checkpoint period in steps (0 = only at epoch ends).
+        validation_steps: Validation batches per evaluation (None = the whole set).
+        early_stopping_metric: History key watched, e.g. ``val_ndcg_10`` (None = off).
+        early_stopping_patience: Epochs without a strict improvement before stopping.
+    """
+
+    epochs: int
+    steps_per_epoch: int
+    global_batch_size: int
+    steps_per_execution: int = 1
+    checkpoint_every_steps: int = 0
+    validation_steps: int | None = None
+    early_stopping_metric: str | None = None
+    early_stopping_patience: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "steps_per_epoch", "global_batch_size", "steps_per_execution",
+                     "early_stopping_patience"):
+            _check_int(name, getattr(self, name), minimum=1)
+        _check_int("checkpoint_every_steps", self.checkpoint_every_steps, minimum=0)
+        if self.validation_steps is not None:
+            _check_int("validation_steps", self.validation_steps, minimum=1)
+
+
+def _check_int(name: str, value: Any, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SpecError(f"`{name}` must be an integer >= {minimum}. Received: {name}={value!r}")
+
+
+class CustomLoop:
+    """Trains ``model`` with the custom loop (see the module docstring).
+
+    Args:
+        model: A built Keras model (created under ``strategy.scope()``).
+        strategy: The ``tf.distribute`` strategy the model lives in.
+        make_optimizer: Returns a fresh optimizer; called once, under ``strategy.scope()``.
+        loss: Loss returning one value per list (``reduction=None``).
+        make_metrics: Returns fresh, unbuilt Keras metrics; called once per validation.
+        settings: :class:`LoopSettings`.
+        checkpoint_dir: Where ``tf.train.CheckpointManager`` keeps the last 3 checkpoints.
+        log_dir: TensorBoard directory (None = no TensorBoard logs).
+    """
+
+    def __init__(self, model: keras.Model, *, strategy: tf.distribute.Strategy,
+                 make_optimizer: Callable[[], keras.optimizers.Optimizer],
+                 loss: Callable[[Any, Any], Any],
+                 make_metrics: Callable[[], Sequence[keras.metrics.Metric]],
+                 settings: LoopSettings, checkpoint_dir: str,
+                 log_dir: str | None = None) -> None:
+        self.model = model
+        self.strategy = strategy
+        self.loss = loss
+        self.make_metrics = make_metrics
+        self.settings = settings
+        with strategy.scope():
+            self.optimizer = make_optimizer()
+            self.optimizer.build(model.trainable_variables)
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=self.optimizer)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
+                                                  max_to_keep=3)
+        if self.manager.latest_checkpoint:
+            self.checkpoint.restore(self.manager.latest_checkpoint)
+        self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+        self.train_steps = self._make_train_steps()
+
+    @property
+    def step(self) -> int:
+        """Optimizer steps taken so far (restored ones included)."""
+        return int(self.optimizer.iterations.numpy())
+
+    def _make_train_steps(self) -> Callable[[Any, Any], Any]:
+        model, optimizer, strategy = self.model, self.optimizer, self.strategy
+        loss_fn, global_batch = self.loss, self.settings.global_batch_size
+
+        def replica_step(features: Any, labels: Any) -> Any:
+            with tf.GradientTape() as tape:
+                scores = model(features, training=True)
+                per_list = tf.reshape(loss_fn(labels, scores), [-1])
+                loss = tf.reduce_sum(per_list) / global_batch
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        @tf.function
+        def train_steps(iterator: Any, n: Any) -> Any:
+            total = tf.constant(0.0)
+            for _ in tf.range(n):
+                features, labels = next(iterator)
+                per_replica = strategy.run(replica_step, args=(features, labels))
+                total += strategy.reduce("SUM", per_replica, axis=None)
+            return total / tf.cast(n, tf.float32)
+
+        return train_steps
+
+    def _scalar(self, name: str, value: float, step: int) -> None:
+        if self.writer is not None:
+            with self.writer.as_default():
+                tf.summary.scalar(name, value, step=step)
+
+    def train_epoch(self, iterator: Any, epoch: int) -> float:
+        """Runs the steps of ``epoch`` still to do; returns the mean execution loss."""
+        s = self.settings
+        end = (epoch + 1) * s.steps_per_epoch
+        losses: list[float] = []
+        last_ckpt = self.step
+        while self.step < end:
+            n = min(s.steps_per_execution, end - self.step)
+            losses.append(float(self.train_steps(iterator, tf.constant(n))))
+            step = self.step
+            self._scalar("loss", losses[-1], step)
+            if s.checkpoint_every_steps and step - last_ckpt >= s.checkpoint_every_steps:
+                self.manager.save(checkpoint_number=step)
+                last_ckpt = step
+        return sum(losses) / max(len(losses), 1)
+
+    def evaluate(self, valid_ds: tf.data.Dataset) -> dict[str, float]:
+        """``val_<metric>`` over the validation set (or ``validation_steps`` batches)."""
+        metrics = list(self.make_metrics())
+        for i, (features, labels) in enumerate(valid_ds):
+            if self.settings.validation_steps and i >= self.settings.validation_steps:
+                break
+            scores = self.model(features, training=False)
+            for m in metrics:
+                m.update_state(labels, scores)
+        return {f"val_{m.name}": float(m.result()) for m in metrics}
+
+    def run(self, train_ds: tf.data.Dataset,
+            valid_ds: tf.data.Dataset | None = None) -> tuple[History, int]:
+        """Trains the remaining epochs; returns ``(history, optimizer steps)``."""
+        s = self.settings
+        iterator = iter(self.strategy.experimental_distribute_dataset(train_ds))
+        history: History = {}
+        best: float | None = None
+        bad_epochs = 0
+        best_weights: list[Any] | None = None
+        for epoch in range(self.step // s.steps_per_epoch, s.epochs):
+            history.setdefault("loss", []).append(self.train_epoch(iterator, epoch))
+            if valid_ds is not None:
+                for name, value in self.evaluate(valid_ds).items():
+                    history.setdefault(name, []).append(value)
+                    self._scalar(name, value, self.step)
+            self.manager.save(checkpoint_number=self.step)
+            watch = s.early_stopping_metric
+            if watch and watch in history:
+                value = history[watch][-1]
+                sign = -1.0 if "loss" in watch else 1.0
+                if best is None or sign * value > sign * best:
+                    best, bad_epochs = value, 0
+                    best_weights = self.model.get_weights()
+                else:
+                    bad_epochs += 1
+                    if bad_epochs >= s.early_stopping_patience:
+                        break
+        if best_weights is not None:
+            self.model.set_weights(best_weights)
+        if self.writer is not None:
+            self.writer.flush()
+        return history, self.step
