@@ -31,6 +31,7 @@ COLUMN_TYPES: tuple[str, ...] = ("string", "int64", "float64")
 REASON_UTF8 = "invalid_utf8"
 REASON_NUMBER = "unparsable_number"
 REASON_TYPE = "wrong_type"
+REASON_RANGE = "out_of_range"
 
 _FLOAT_RE = (r"^[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
              r"|[iI][nN][fF]([iI][nN][iI][tT][yY])?|[nN][aA][nN])$")
@@ -118,7 +119,11 @@ def _normalize_flat(arr: pa.Array, target: str) -> tuple[pa.Array, np.ndarray, s
     if pa.types.is_integer(t):
         if target == "string":
             return arr.cast(pa.large_string()), _no_bad(n), None
-        return arr.cast(_TARGET[target]), _no_bad(n), None
+        if target == "float64":  # beyond 2**53 rounds to the nearest double, as parsing does
+            return arr.cast(pa.float64(), safe=False), _no_bad(n), None
+        if t == pa.uint64():
+            return _uint64_to_int64(arr)
+        return arr.cast(pa.int64()), _no_bad(n), None
     if pa.types.is_floating(t):
         if target == "float64":
             return arr.cast(pa.float64()), _no_bad(n), None
@@ -135,6 +140,39 @@ def _normalize_flat(arr: pa.Array, target: str) -> tuple[pa.Array, np.ndarray, s
     if pa.types.is_boolean(t) and target != "string":
         return arr.cast(_TARGET[target]), _no_bad(n), None
     return _bad_all(arr, target)
+
+
+def _uint64_to_int64(arr: pa.Array) -> tuple[pa.Array, np.ndarray, str | None]:
+    """uint64 → int64; values above 2**63 - 1 are bad (nulled), not wrapped around."""
+    too_big = pc.fill_null(pc.greater(arr, pa.scalar(2**63 - 1, pa.uint64())), False)
+    bad = np.asarray(too_big.to_numpy(zero_copy_only=False), dtype=bool)
+    kept = pc.if_else(too_big, pa.nulls(len(arr), pa.uint64()), arr)
+    return kept.cast(pa.int64()), bad, (REASON_RANGE if bad.any() else None)
+
+
+def type_problem(t: pa.DataType) -> str | None:
+    """Why a column of Arrow type ``t`` cannot feed a feature, or None when it can.
+
+    Readable: null, boolean, integers, floats, (large) string and binary, dictionaries of
+    those, and one level of list of them. Everything else (timestamps, dates, decimals,
+    structs, maps, nested lists, ...) is refused up front rather than row by row: every row
+    of such a column would be rejected.
+
+    Example:
+        >>> type_problem(pa.list_(pa.int32())) is None, type_problem(pa.timestamp("us"))
+        (True, 'type timestamp[us] cannot be read as string, int64 or float64')
+    """
+    flat = t
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        flat = t.value_type
+    if pa.types.is_dictionary(flat):
+        flat = flat.value_type
+    if (pa.types.is_null(flat) or pa.types.is_boolean(flat) or pa.types.is_integer(flat)
+            or pa.types.is_floating(flat) or pa.types.is_string(flat)
+            or pa.types.is_large_string(flat) or pa.types.is_binary(flat)
+            or pa.types.is_large_binary(flat)):
+        return None
+    return f"type {t} cannot be read as string, int64 or float64"
 
 
 def _bad_all(arr: pa.Array, target: str) -> tuple[pa.Array, np.ndarray, str]:

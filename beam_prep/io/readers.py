@@ -25,14 +25,14 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Literal
+from typing import IO, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -122,7 +122,7 @@ def list_splits(path: str, fmt: str, *,
     if fmt != "parquet":
         return [Split(path, fmt)]
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        meta = pq.ParquetFile(f).metadata
+        meta = formats.open_parquet(f, path).metadata
     splits: list[Split] = []
     group: list[int] = []
     rows = 0
@@ -145,16 +145,17 @@ def _open(split: Split):
     return FileSystems.open(split.path, compression_type=compression)
 
 
+def _seekable(f: IO[bytes]) -> IO[bytes]:
+    return f if f.seekable() else io.BytesIO(f.read())
+
+
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                  csv_delimiter: str, dictionary_columns: Sequence[str] = ()
                  ) -> Iterator[formats.RawBatch]:
     with _open(split) as f:
         if split.format == "csv":
-            if not f.seekable():
-                import io
-
-                f = io.BytesIO(f.read())
-            yield from formats.iter_csv(f, columns, batch_size=batch_size, source=split.path,
+            yield from formats.iter_csv(_seekable(f), columns, batch_size=batch_size,
+                                        source=split.path,
                                         delimiter=csv_delimiter)
         elif split.format == "jsonl":
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size, source=split.path)
@@ -162,7 +163,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
             yield from formats.iter_parquet(f, columns, batch_size=batch_size,
                                             row_groups=split.row_groups,
                                             first_row=split.first_row,
-                                            dictionary_columns=dictionary_columns)
+                                            dictionary_columns=dictionary_columns,
+                                            source=split.path)
         elif split.format == "tfrecord":
             yield from tfrecord_reader.iter_tfrecord(f, columns, batch_size=batch_size,
                                                      source=split.path)
@@ -189,6 +191,7 @@ def read_split(split: Split, columns: Mapping[str, str], *,
     names = list(columns)
     strings = [c for c, t in columns.items() if t == "string"]
     for raw in _raw_batches(split, names, batch_size, csv_delimiter, strings):
+        _check_types(split.path, raw.batch.schema)
         n = raw.batch.num_rows
         bad_any = np.zeros(n, dtype=bool)
         converted = []
@@ -206,6 +209,16 @@ def read_split(split: Split, columns: Mapping[str, str], *,
             converted = [pc.filter(a, keep) for a in converted]
         batch = pa.RecordBatch.from_arrays(converted, names=names)
         yield ReadResult(batch, n + len(raw.rejected), rejected)
+
+
+def _check_types(path: str, schema: pa.Schema) -> None:
+    for field in schema:
+        problem = colmod.type_problem(field.type)
+        if problem is not None:
+            raise InputError(
+                f"Column {field.name!r} of {path} has {problem}. Cast it in the file (e.g. "
+                "timestamps to int64 or string, decimals to float64, struct fields to their "
+                "own columns) or take it out of the spec.")
 
 
 def _describe_bad_rows(source: str, raw: formats.RawBatch, names: list[str],
@@ -226,7 +239,8 @@ def _describe_bad_rows(source: str, raw: formats.RawBatch, names: list[str],
                 row_reason = reason
                 detail = f"column {name!r}: cannot read {_show(value)} as the feature's type"
                 break
-        record = json.dumps({k: _show(v) for k, v in rows[j].items()}, ensure_ascii=False)
+        record = json.dumps({k: _show(v) for k, v in rows[j].items()}, ensure_ascii=False,
+                            default=str)
         out.append(RejectedRow(source, numbers[j], row_reason, detail, record[:2000]))
     return out
 
@@ -236,6 +250,8 @@ def _show(value: object) -> object:
         return value.decode("utf-8", errors="backslashreplace")
     if isinstance(value, list):
         return [_show(v) for v in value]
+    if isinstance(value, dict):
+        return {str(_show(k)): _show(v) for k, v in value.items()}
     return value
 
 
@@ -244,19 +260,11 @@ def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
     """Column names visible in a file (for JSONL/TFRecord: keys of the first rows)."""
     split = list_splits(path, fmt)[0]
     if fmt == "csv":
-        import pyarrow.csv as pa_csv
-
         with _open(split) as f:
-            head = f.read(1 << 20)
-        import io
-
-        reader = pa_csv.open_csv(io.BytesIO(head), parse_options=pa_csv.ParseOptions(
-            delimiter=csv_delimiter, invalid_row_handler=lambda r: "skip"),
-            read_options=pa_csv.ReadOptions(block_size=1 << 20))
-        return list(reader.schema.names)
+            return formats.csv_header(_seekable(f), source=path, delimiter=csv_delimiter)[0]
     if fmt == "parquet":
         with _open(split) as f:
-            return list(pq.ParquetFile(f).schema_arrow.names)
+            return list(formats.open_parquet(f, path).schema_arrow.names)
     keys: set[str] = set()
     with _open(split) as f:
         if fmt == "jsonl":
@@ -265,7 +273,7 @@ def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
                     break
                 try:
                     obj = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # counted as rejected later
                     continue
                 if isinstance(obj, dict):
                     keys.update(obj)
@@ -286,17 +294,27 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
     """Fails before the pipeline starts if a column named in the spec is absent.
 
     Args:
-        paths: Input files (the first one is inspected).
+        paths: Input files (the first one that is not empty is inspected; for Parquet,
+            also the types of the required columns).
         fmt: Input format.
         required: Column → name of the feature that reads it (for the message).
     """
     if not paths:
         raise InputError("No input files.")
-    present = set(available_columns(paths[0], fmt, csv_delimiter=csv_delimiter))
+    for path in paths:  # empty files (e.g. empty Spark part files) show no column
+        present = set(available_columns(path, fmt, csv_delimiter=csv_delimiter))
+        if present:
+            break
+    else:
+        return  # every file is empty: nothing to check, the analysis sees 0 rows
     missing = [c for c in required if c not in present]
     if missing:
         details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in missing)
         raise InputError(
-            f"Column(s) {details} not found in {paths[0]}. Columns present: "
+            f"Column(s) {details} not found in {path}. Columns present: "
             f"{sorted(present)[:50]}. Fix the feature's `column` in the spec or the input."
         )
+    if fmt == "parquet":
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            schema = formats.open_parquet(f, path).schema_arrow
+        _check_types(path, pa.schema([schema.field(c) for c in required]))
