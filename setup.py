@@ -44,6 +44,7 @@ TEST_REQUIRES = [
     "pytest>=8",
     "pytest-xdist>=3",
     "ruff>=0.6",
+    "gcp-storage-emulator>=2024.8",  # real GCS JSON API for tests/io/test_output_gcs.py
     "import-linter>=2.1",
 ]
 

@@ -217,3 +217,22 @@ def test_analyze_overwrite_never_deletes_user_subfolders(tmp_path):
         analyze.run(["--spec", str(tmp_path / "spec.yaml"), "--input", str(tmp_path / "d.csv"),
                      "--output", str(out), "--overwrite"])
     assert _tree(out) == user
+
+
+def test_jobs_refuse_a_locked_output_and_accept_force_unlock_flag(tmp_path):
+    from beam_prep.pipelines import analyze, make_elwc
+
+    (tmp_path / "in.txt").write_text(LETOR)
+    (tmp_path / "d.csv").write_text("c\na\n")
+    (tmp_path / "spec.yaml").write_text("features:\n  - {name: c, kind: string}\n")
+    out = tmp_path / "out"
+    with OutputRun(str(out), POLICY, run_id="busy"):
+        for job, args in ((make_elwc, ["--input", str(tmp_path / "in.txt")]),
+                          (analyze, ["--spec", str(tmp_path / "spec.yaml"),
+                                     "--input", str(tmp_path / "d.csv")])):
+            with pytest.raises(ArtifactError, match="locked by run busy"):
+                job.run(args + ["--output", str(out)])
+            # The holder (this process) is alive: --force_unlock is refused.
+            with pytest.raises(ArtifactError, match="--force_unlock refused"):
+                job.run(args + ["--output", str(out), "--force_unlock"])
+        assert json.loads((out / "_LOCK").read_text())["run_id"] == "busy"
