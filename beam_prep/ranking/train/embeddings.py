@@ -107,10 +107,13 @@ class RankingEmbeddings(keras.layers.Layer):
         self.small = {k: keras.layers.Embedding(v, self.dim, name=f"{k}_embedding")
                       for k, v in sorted(self.rows.items()) if k not in self.distributed_names}
         self.distributed = None
+        # Our own copy of what we pass to keras-rs (it keeps them under a private name).
+        self._feature_configs: dict[str, Any] = {}
         if self.distributed_names:
-            self.distributed = self._make_distributed()
+            self._feature_configs = self._build_feature_configs()
+            self.distributed = self._make_distributed(self._feature_configs)
 
-    def _make_distributed(self) -> Any:
+    def _build_feature_configs(self) -> dict[str, Any]:
         import keras_rs
 
         configs = {}
@@ -122,11 +125,17 @@ class RankingEmbeddings(keras.layers.Layer):
             configs[feat] = keras_rs.layers.FeatureConfig(
                 name=feat, table=table, input_shape=tuple(shape),
                 output_shape=(shape[0], self.dim))
-        return keras_rs.layers.DistributedEmbedding(configs, name="distributed_embedding")
+        return configs
+
+    @staticmethod
+    def _make_distributed(configs: Mapping[str, Any]) -> Any:
+        import keras_rs
+
+        return keras_rs.layers.DistributedEmbedding(dict(configs), name="distributed_embedding")
 
     def feature_configs(self) -> dict[str, Any]:
-        """keras-rs FeatureConfigs of the distributed tables (empty if none)."""
-        return {} if self.distributed is None else dict(self.distributed._feature_configs)
+        """keras-rs FeatureConfigs of the distributed tables, as built here (empty if none)."""
+        return dict(self._feature_configs)
 
     def call(self, inputs: Mapping[str, Any]) -> dict[str, Any]:  # noqa: D102
         flat: dict[str, Any] = {}
