@@ -34,7 +34,7 @@ INSTALL_REQUIRES = [
     "numpy>=1.26",
     "pyyaml>=6",
     "jinja2>=3.1",
-    "keras-rs>=0.4",
+    "keras-rs>=0.4,<0.5",
     "tensorboard>=2.21,<2.22",
 ]
 
