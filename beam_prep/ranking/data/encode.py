@@ -33,6 +33,7 @@ import numpy as np
 from beam_prep.errors import InputError
 
 _FLOAT = struct.Struct("<f")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SMALL = [bytes((i,)) for i in range(0x80)]
 
 
@@ -147,8 +148,16 @@ class DenseFloatEncoder:
 
     def _make_label_entry(self, label: float) -> bytes:
         if self.label_dtype == "float":
+            with np.errstate(over="ignore"):
+                fits = not np.isinf(np.float32(label))
+            if not fits:
+                raise InputError(f"label {label!r} does not fit a float32 label (|x| <= "
+                                 f"{_FLOAT32_MAX:.8g}); rescale the labels.")
             feat = b"\x12\x06\x0a\x04" + _FLOAT.pack(label)
         else:
+            if not -(2**63) <= label < 2**63:
+                raise InputError(f"label {label!r} does not fit an int64 label; rescale the "
+                                 "labels or use --label_dtype=float.")
             v = varint(int(label))
             feat = _ld(0x1A, _ld(0x0A, v))
         return _ld(0x0A, self._label_key + _ld(0x12, feat))

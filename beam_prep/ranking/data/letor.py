@@ -4,8 +4,10 @@ Line grammar (one document per line)::
 
     <label> [qid:<query id>] <id>:<value> <id>:<value> ... [# comment]
 
-* ``label`` and values are decimal numbers (``1``, ``-0.5``, ``.5``, ``2e-3``); ``nan``/``inf``
-  are rejected. Values are parsed as float64 and rounded to float32.
+* ``label`` and values are decimal numbers (``1``, ``0.5``, ``.5``, ``2e-3``); ``nan``/``inf``
+  are rejected. Values are parsed as float64 and rounded to float32; a line with a label or a
+  value beyond the float32 range (``1e39``: it would become ``inf``) is rejected, and so is a
+  line with a negative label (``-1`` is the padding label of the reader output).
 * Feature ids are non-negative integers (at most 9 digits), in any order; when an id repeats
   within a line the **last** value wins.
 * Blank lines and comment-only lines are skipped (they are not documents and not rejected).
@@ -48,6 +50,7 @@ _HEAD = r"^\s*(?P<label>\S+)(?:\s+qid:(?P<qid>[^\s#]+))?"
 _BLANK = r"^\s*(?:#.*)?$"
 _NUM_RE = re.compile(_NUM + "$")
 _PAIR_RE = re.compile(r"\d{1,9}:" + _NUM + "$")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,25 +199,19 @@ def parse_letor(
         line = arr[int(i)].as_py()
         rejected.append((int(line_no[i]), _explain(line, fmt), line))
 
-    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
     doc_of = np.repeat(np.arange(len(counts)), counts)
-    if num_features is not None and len(ids):
-        out_of_range = (ids < 1) | (ids > num_features)
-        if out_of_range.any():
-            bad_docs = np.unique(doc_of[out_of_range])
-            for d in bad_docs:
-                first = ids[indptr[d] + np.flatnonzero(out_of_range[indptr[d]:indptr[d + 1]])[0]]
-                i_line = int(good_lines[d])
-                rejected.append((i_line, f"feature id {int(first)} outside [1, {num_features}] "
-                                 "(--num_features)", lines[i_line - 1]))
-            keep_doc = np.ones(len(counts), dtype=bool)
-            keep_doc[bad_docs] = False
-            labels, codes, good_lines = labels[keep_doc], codes[keep_doc], good_lines[keep_doc]
-            keep_feat = keep_doc[doc_of]
-            ids, vals64, doc_of = ids[keep_feat], vals64[keep_feat], doc_of[keep_feat]
-            counts = counts[keep_doc]
-            doc_of = np.repeat(np.arange(len(counts)), counts)
+    reasons = _document_problems(labels, doc_of, ids, vals64, num_features)
+    if reasons:
+        for d, why in reasons.items():
+            i_line = int(good_lines[d])
+            rejected.append((i_line, why, lines[i_line - 1]))
+        keep_doc = np.ones(len(counts), dtype=bool)
+        keep_doc[list(reasons)] = False
+        labels, codes, good_lines = labels[keep_doc], codes[keep_doc], good_lines[keep_doc]
+        keep_feat = keep_doc[doc_of]
+        ids, vals64 = ids[keep_feat], vals64[keep_feat]
+        counts = counts[keep_doc]
+        doc_of = np.repeat(np.arange(len(counts)), counts)
     rejected.sort()
 
     ids, vals, counts = _last_value_wins(doc_of, ids, vals64.astype(np.float32), len(counts))
@@ -225,6 +222,42 @@ def parse_letor(
         indptr=indptr, ids=ids,
         values=vals, rejected=tuple(rejected), num_lines=n_lines,
     )
+
+
+def _first_per_document(bad: np.ndarray, doc_of: np.ndarray) -> dict[int, int]:
+    """``{document: position of its first bad feature}`` for a per-feature mask."""
+    positions = np.flatnonzero(bad)
+    docs, first = np.unique(doc_of[positions], return_index=True)
+    return dict(zip(docs.tolist(), positions[first].tolist()))
+
+
+def _document_problems(labels: np.ndarray, doc_of: np.ndarray, ids: np.ndarray,
+                       vals64: np.ndarray, num_features: int | None) -> dict[int, str]:
+    """``{document index: reason}`` for well-formed lines whose numbers cannot be kept.
+
+    One reason per document (the first found, in this order): a feature id outside
+    ``[1, num_features]``, a negative label (``-1`` marks padding lists), a label or a
+    feature value beyond the float32 range (it would be written as ``inf``).
+    """
+    reasons: dict[int, str] = {}
+    if num_features is not None and len(ids):
+        out_of_range = (ids < 1) | (ids > num_features)
+        for d, pos in _first_per_document(out_of_range, doc_of).items():
+            reasons[d] = (f"feature id {int(ids[pos])} outside [1, {num_features}] "
+                          "(--num_features)")
+    with np.errstate(over="ignore"):
+        label_too_big = ~np.isfinite(labels.astype(np.float32))
+        value_too_big = ~np.isfinite(vals64.astype(np.float32))
+    for d in np.flatnonzero(labels < 0).tolist():
+        reasons.setdefault(d, f"label {float(labels[d])!r} is negative; labels must be >= 0 "
+                              "(-1 marks padding examples in the reader output)")
+    for d in np.flatnonzero(label_too_big).tolist():
+        reasons.setdefault(d, f"label {float(labels[d])!r} is beyond the float32 range "
+                              f"(|x| <= {_FLOAT32_MAX:.8g}); rescale the labels")
+    for d, pos in _first_per_document(value_too_big, doc_of).items():
+        reasons.setdefault(d, f"feature {int(ids[pos])} value {float(vals64[pos])!r} is beyond the "
+                              f"float32 range (|x| <= {_FLOAT32_MAX:.8g}); rescale the feature")
+    return dict(sorted(reasons.items()))
 
 
 def _last_value_wins(
