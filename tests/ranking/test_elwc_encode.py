@@ -195,3 +195,24 @@ def test_meta_combine_fn_contract():
                                    {"file": "b", "line": 1, "x": 3}]
     empty = fn.extract_output(fn.create_accumulator())
     assert empty == {"counts": {}, "layout": {}, "rejected": []}
+
+
+def test_labels_a_label_field_cannot_hold_are_input_errors_not_struct_errors():
+    from beam_prep.errors import InputError
+
+    values = np.zeros((1, 1), np.float32)
+    enc = DenseFloatEncoder(["f1"], label_name="relevance", label_dtype="float")
+    with pytest.raises(InputError, match="label 1e\\+39 does not fit a float32 label"):
+        enc.encode(values, np.array([1e39]))
+    with pytest.raises(InputError, match="float32"):
+        enc.frame_examples(values, np.array([-1e39]))
+    # 3.4028235e38 rounds to the largest float32: kept, as protobuf keeps it.
+    got = enc.encode(values, np.array([3.4028235e38]))[0]
+    ex = example_pb2.Example.FromString(got)
+    assert ex.features.feature["relevance"].float_list.value[0] == np.finfo(np.float32).max
+    enc = DenseFloatEncoder(["f1"], label_name="relevance", label_dtype="int64")
+    with pytest.raises(InputError, match="int64 label"):
+        enc.encode(values, np.array([2.0**63]))
+    got = enc.encode(values, np.array([2.0**62]))[0]
+    ex = example_pb2.Example.FromString(got)
+    assert ex.features.feature["relevance"].int64_list.value[0] == 2**62

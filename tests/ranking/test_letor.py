@@ -125,3 +125,45 @@ def test_line_aligned_pieces_cover_the_file_exactly(tmp_path):
             assert not part or offset in starts
             offset += len(part)
     assert plan_pieces(str(path), opts, 0) == [(0, 0, -1, 0, 0)]
+
+
+F32_MAX = float(np.finfo(np.float32).max)  # 3.4028234663852886e38
+
+
+@pytest.mark.parametrize("fmt", ["letor", "lightgbm"])
+def test_numbers_beyond_float32_and_negative_labels_reject_their_line(fmt):
+    qid = " qid:1" if fmt == "letor" else ""
+    lines = [
+        f"1{qid} 1:1e39 2:1",              # 2: value would be written as inf
+        f"1e39{qid} 1:1",                  # 3: label would crash struct.pack
+        f"-1{qid} 1:1",                    # 4: -1 is the padding label
+        f"-0.5{qid} 1:1",                  # 5: any negative label
+        f"2{qid} 2:-3.5e38 1:7",           # 6: beyond float32 on the negative side
+        f"0{qid} 1:3.4028235e38 2:-3.4028235e38",  # 7: rounds to +-max: kept
+        f"-0{qid} 1:1e-50",                # 8: -0 is not negative; underflow is not overflow
+    ]
+    text = "\n".join([f"3{qid} 1:0.5", *lines, f"1e400{qid} 1:1"]) + "\n"
+    sizes = np.array([9]) if fmt == "lightgbm" else None
+    p = parse_letor(text.encode(), fmt=fmt, query_sizes=sizes)
+    assert p.line_numbers.tolist() == [1, 7, 8]
+    assert p.labels.tolist() == [3.0, 0.0, 0.0]
+    assert p.values.tolist() == [0.5, F32_MAX, -F32_MAX, 0.0]
+    assert np.isfinite(p.values).all()
+    assert [r[0] for r in p.rejected] == [2, 3, 4, 5, 6, 9]
+    reasons = [r[1] for r in p.rejected]
+    assert "feature 1 value 1e+39 is beyond the float32 range" in reasons[0]
+    assert "label 1e+39 is beyond the float32 range" in reasons[1]
+    assert "label -1.0 is negative" in reasons[2] and "padding" in reasons[2]
+    assert "label -0.5 is negative" in reasons[3]
+    assert "feature 2 value -3.5e+38" in reasons[4]
+    assert "label inf is beyond the float32 range" in reasons[5]
+    assert p.rejected[0][2] == lines[0]
+
+
+def test_range_checks_combine_with_num_features():
+    p = parse_letor(b"1 qid:1 5:1e39\n-1 qid:1 1:1\n1 qid:1 1:1 2:2\n", fmt="letor",
+                    num_features=3)
+    assert p.line_numbers.tolist() == [3]
+    assert p.ids.tolist() == [1, 2] and p.values.tolist() == [1.0, 2.0]
+    assert [(r[0], r[1].split(" ")[0]) for r in p.rejected] == [(1, "feature"), (2, "label")]
+    assert "outside [1, 3]" in p.rejected[0][1]
