@@ -357,3 +357,29 @@ def test_lightgbm_pieces_cut_at_group_starts_give_the_same_bytes(tmp_path):
     lists = read_all(os.path.join(split, "*.tfrecord"))
     assert sorted(len(lab) for _, lab in lists) == sorted(
         s - (g == 0) for g, s in enumerate(sizes) if s - (g == 0) > 0)
+
+
+def test_jsonl_bad_lines_are_rejected_and_empty_files_read_as_empty(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    _write(d / "part-0.jsonl", "")  # an empty part file
+    _write(d / "part-1.jsonl",
+           '{"qid": "q1", "label": 1, "doc": "a", "score": 0.5}\n'
+           '{"qid": "q1", "label": 0, "doc": "b", "score": 1}\n'
+           '{"qid": "q1", "label": 2, "doc": \n'
+           '{"qid": "q2", "label": 1, "doc": "d", "score": "high"}\n'
+           '{"qid": "q2", "label": 0, "doc": "e", "score": 2.0}\n')
+    out = str(tmp_path / "out")
+    make_elwc.run(["--input", str(d / "*"), "--input_format", "jsonl", "--output", out,
+                   "--max_bad_fraction", "0.5", "--query_id_feature", "qid"])
+    rejected = [json.loads(x) for x in open(os.path.join(out, "rejected/rejected.jsonl"))]
+    assert [(r["file"], r["line"]) for r in rejected] == [("part-1.jsonl", 3),
+                                                          ("part-1.jsonl", 4)]
+    assert rejected[0]["reason"].startswith("malformed JSON: ")
+    assert rejected[1]["reason"] == "column 'score' holds a string here but a number on line 1"
+    stats = json.load(open(os.path.join(out, "stats.json")))
+    assert stats["input"]["lines"] == 5 and stats["input"]["lines_rejected"] == 2
+    got = sorted((f["qid"].decode(), [x.decode() for x in f["doc"][:len(lab)]],
+                  f["score"][:len(lab)].tolist(), lab.tolist())
+                 for f, lab in read_all(os.path.join(out, "*.tfrecord")))
+    assert got == [("q1", ["a", "b"], [0.5, 1.0], [1.0, 0.0]), ("q2", ["e"], [2.0], [0.0])]

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -35,7 +36,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
-from beam_prep.io import filesystem
+from beam_prep.io import filesystem, formats
+from beam_prep.ranking.data.jsonl import read_jsonl_table
 from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
 from beam_prep.ranking.data.lists import DocBlock, shard_of, split_of
 from beam_prep.ranking.data.options import ElwcOptions
@@ -86,10 +88,8 @@ def plan_pieces(path: str, opts: ElwcOptions, split_bytes: int) -> list[Piece]:
     piece, :data:`WHOLE_FILE`.
     """
     if opts.input_format == "parquet":
-        import pyarrow.parquet as pq
-
         with FileSystems.open(path) as f:
-            n = pq.ParquetFile(f).metadata.num_row_groups
+            n = formats.open_parquet(f, path).metadata.num_row_groups
         return [(rg, 0, -1, 0, 0) for rg in range(max(n, 1))]
     if not opts.is_letor or split_bytes <= 0 or \
             CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED:
@@ -250,21 +250,38 @@ def _arrow_kind(t: pa.DataType, column: str) -> list[Any]:
 
 
 
-def _read_table_file(path: str, fmt: str, row_group: int) -> pa.Table:
+def _read_table_file(path: str, relpath: str, fmt: str, row_group: int
+                     ) -> tuple[pa.Table | None, list[dict[str, Any]], list[int] | None]:
+    """``(table or None for an empty file, lines rejected while parsing, line numbers)``."""
     with _open(path) as f:
-        if fmt == "csv":
-            import pyarrow.csv as pacsv
-            return pacsv.read_csv(f)
-        if fmt == "jsonl":
-            import pyarrow.json as pajson
-            return pajson.read_json(f)
-        import pyarrow.parquet as pq
-        return pq.ParquetFile(f).read_row_group(row_group)
+        if fmt == "parquet":
+            pf = formats.open_parquet(f, relpath)
+            try:
+                return pf.read_row_group(row_group), [], None
+            except (pa.ArrowException, OSError) as e:
+                raise InputError(f"Cannot read row group {row_group} of Parquet file "
+                                 f"{relpath!r}: {e}. Rewrite or remove the file.") from e
+        data = f.read()
+    if not data.strip():
+        return None, [], None  # an empty file (e.g. an empty part file): no rows
+    if fmt == "jsonl":
+        return read_jsonl_table(data, relpath)
+    import pyarrow.csv as pacsv
+    try:
+        return pacsv.read_csv(io.BytesIO(data)), [], None
+    except pa.ArrowInvalid as e:
+        raise InputError(f"Cannot parse CSV file {relpath!r}: {e}. Fix or remove the "
+                         "file.") from e
 
 
 def _read_table(path: str, relpath: str, file_index: int, row_group: int,
                 opts: ElwcOptions) -> PieceResult:
-    table = _read_table_file(path, opts.input_format, row_group)
+    table, parse_rejects, line_numbers = _read_table_file(path, relpath, opts.input_format,
+                                                          row_group)
+    if table is None:
+        return PieceResult([], [], {"files": int(row_group == 0), "lines": 0,
+                                    "documents_read": 0, "lines_rejected": 0},
+                           {"schema": {}}, 0)
     names = table.column_names
     for col in (opts.query_id_column, opts.label_column, *opts.context_columns):
         if col not in names:
@@ -281,11 +298,13 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     qids = [None if q is None else str(q) for q in qid_arr.to_pylist()]
     labels, bad_label = _labels(table.column(opts.label_column))
     bad_qid = np.array([q is None or q == "" for q in qids], dtype=bool)
-    rejected = []
+    rejected = list(parse_rejects)
     for i in np.flatnonzero(bad_qid | bad_label):
         why = "missing query id" if bad_qid[i] else \
             f"label {table.column(opts.label_column)[int(i)].as_py()!r} is not a number"
-        rejected.append({"file": relpath, "line": int(i) + 1, "reason": why, "text": ""})
+        line = line_numbers[i] if line_numbers is not None else int(i) + 1
+        rejected.append({"file": relpath, "line": line, "reason": why, "text": ""})
+    rejected.sort(key=lambda r: r["line"])
     good = np.flatnonzero(~(bad_qid | bad_label)).tolist()
     code_of: dict[str, int] = {}
     codes = np.array([code_of.setdefault(qids[i], len(code_of)) for i in good], np.int64)
@@ -300,10 +319,10 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
                      context={c: pick(c) for c in opts.context_columns})
     schema = {c: _arrow_kind(table.schema.field(c).type, c) for c in (*example_cols,
                                                                      *opts.context_columns)}
-    counts = {"files": int(row_group == 0), "lines": table.num_rows, "documents_read": len(good),
+    lines = table.num_rows + len(parse_rejects)
+    counts = {"files": int(row_group == 0), "lines": lines, "documents_read": len(good),
               "lines_rejected": len(rejected)}
-    return PieceResult(key_blocks(block, opts), rejected, counts, {"schema": schema},
-                       table.num_rows)
+    return PieceResult(key_blocks(block, opts), rejected, counts, {"schema": schema}, lines)
 
 
 def _labels(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
