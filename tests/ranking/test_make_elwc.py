@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tensorflow as tf
+from beam_prep.pipelines import make_elwc
 from tensorflow_serving.apis import input_pb2
 
 from beam_prep.errors import ArtifactError, InputError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.train.reader import MASK_KEY, make_dataset
-from beam_prep.pipelines import make_elwc
 from tests.sample_data import LIGHTGBM
 
 
