@@ -74,3 +74,86 @@ def test_dataclasses_validate_like_yaml():
         Spec((StringFeature("a", min_count=0),))
     assert TextFeature("t").source_column == "t"
     assert StringFeature("a", column="A").source_column == "A"
+
+
+# --- Issue 13 item 10: holes in spec validation -------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["price\n", "price\r\n", "pri ce", ""])
+def test_feature_name_must_be_an_identifier_without_trailing_newline(name):
+    # "price\n" matched the old `^...$` check (`$` matches before a final newline) and later
+    # produced a generated module that is a SyntaxError.
+    with pytest.raises(SpecError, match="must be a Python identifier"):
+        Spec.from_dict({"features": [{"name": name, "kind": "numeric"}]})
+    with pytest.raises(SpecError, match="must be a Python identifier"):
+        NumericFeature(name).validate()
+
+
+def test_feature_name_with_escaped_newline_in_yaml_is_rejected():
+    with pytest.raises(SpecError, match=r"Received: name='price\\n'"):
+        _load('  - {name: "price\\n", kind: numeric}\n')
+
+
+@pytest.mark.parametrize("text, shown", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf")])
+def test_non_finite_numeric_default_is_rejected_at_load(text, shown):
+    with pytest.raises(SpecError) as e:
+        _load(f"  - {{name: price, kind: numeric, default_value: {text}}}\n")
+    assert str(e.value) == (
+        "Feature 'price': `default_value` must be a finite number or null (NaN and infinity "
+        f"cannot stand in for a missing value). Received: default_value={shown}")
+    with pytest.raises(SpecError, match="finite number"):
+        Spec((NumericFeature("price", default_value=float(shown)),))
+
+
+def test_finite_numeric_defaults_still_load():
+    spec = _load("  - {name: a, kind: numeric, default_value: -2.5}\n"
+                 "  - {name: b, kind: numeric, default_value: 3}\n")
+    assert spec.feature("a").default_value == -2.5
+    assert spec.feature("b").default_value == 3.0
+    assert isinstance(spec.feature("b").default_value, float)
+
+
+def test_duplicate_key_in_a_feature_names_key_and_lines():
+    text = ("features:\n"
+            "  - name: country\n"
+            "    kind: string\n"
+            "    top_k: 10\n"
+            "    top_k: 20\n")
+    with pytest.raises(SpecError) as e:
+        Spec.from_yaml_text(text)
+    assert str(e.value) == ("The spec: key `top_k` appears twice in one mapping (line 4 and "
+                            "line 5). Received: top_k=10 and top_k=20; keep one of them.")
+
+
+def test_duplicate_top_level_features_key_is_an_error():
+    text = ("features:\n"
+            "  - {name: a, kind: numeric}\n"
+            "version: 1\n"
+            "features:\n"
+            "  - {name: b, kind: numeric}\n")
+    with pytest.raises(SpecError, match=r"key `features` appears twice in one mapping "
+                                        r"\(line 1 and line 4\)"):
+        Spec.from_yaml_text(text)
+
+
+def test_duplicate_key_in_flow_mapping_is_an_error():
+    with pytest.raises(SpecError, match=r"key `kind` appears twice .*line 2 and line 2"):
+        _load("  - {name: a, kind: numeric, kind: string}\n")
+
+
+def test_unknown_key_suggests_the_closest_one():
+    with pytest.raises(SpecError, match=r"`num_bucket` must be one of the known keys .*"
+                                        r"\(did you mean `num_buckets`\?\)"):
+        _load("  - {name: p, kind: numeric, num_bucket: 4}\n")
+
+
+def test_spec_package_keeps_every_public_name():
+    import beam_prep.spec as spec_pkg
+
+    for name in ("Spec", "Feature", "VocabularyFeature", "StringFeature", "IntegerFeature",
+                 "TextFeature", "NumericFeature", "HashedFeature", "feature_from_dict",
+                 "KINDS", "LOOKUP_OUTPUT_MODES", "TEXT_OUTPUT_MODES", "STANDARDIZE_OPTIONS",
+                 "SPLIT_OPTIONS", "HASHED_DTYPES", "SPEC_VERSION", "Kind", "LookupOutputMode",
+                 "TextOutputMode", "Standardize", "Split", "HashedDtype"):
+        assert hasattr(spec_pkg, name), name
+    assert spec_pkg.KINDS == ("string", "integer", "text", "numeric", "hashed")

@@ -166,7 +166,7 @@ def describe(tp: Any) -> str:
         items = ", ".join(describe(a) for a in args)
         return f"a list of {len(args)} items ({items})"
     if dataclasses.is_dataclass(tp):
-        return f"a mapping (a {tp.__name__})"
+        return f"a mapping ({tp.__name__})"
     return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
             Any: "any value"}.get(tp, getattr(tp, "__name__", str(tp)))
 

@@ -16,6 +16,9 @@ Format (version 1)::
 * ``default`` fills absent values (and the padding examples) for fixed shapes.
 * ``label.padding`` is the label of padding examples (the reader returns labels as float32).
 
+Loading goes through :func:`beam_prep.config.from_mapping`: unknown keys are errors (with the
+closest known key), types and dtypes are checked against the dataclasses' annotations.
+
 Example:
     >>> spec = ElwcFeatureSpec(
     ...     context=(), example=(FeatureInfo("f1", "float", (), 0.0),), label=LabelInfo())
@@ -27,13 +30,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
 
+from beam_prep.config import check_fields, check_keys, field_error, from_mapping
 from beam_prep.errors import SpecError
 from beam_prep.io import filesystem
 
 DType = Literal["float", "int64", "string"]
-DTYPES: tuple[str, ...] = ("float", "int64", "string")
+DTYPES: tuple[str, ...] = get_args(DType)
+LabelDType = Literal["float", "int64"]
 FORMAT = "beam_prep.elwc_feature_spec"
 VERSION = 1
 FILENAME = "feature_spec.json"
@@ -56,17 +62,17 @@ class FeatureInfo:
     default: float | int | str | None = None
 
     def __post_init__(self) -> None:
-        if not self.name:
-            raise SpecError("feature `name` must be a non-empty string. Received: name=''")
-        if self.dtype not in DTYPES:
-            raise SpecError(f"`dtype` must be one of {DTYPES}. Received: dtype={self.dtype!r} "
-                            f"(feature {self.name!r})")
-        if len(self.shape) > 1:
-            raise SpecError("`shape` must be [], [k] or [null]. Received: "
-                            f"shape={list(self.shape)} (feature {self.name!r})")
+        if not isinstance(self.name, str) or not self.name:
+            raise field_error("", "name", self.name, "a non-empty string (the feature key)")
+        where = f"Feature {self.name!r}"
+        check_fields(self, where=where)
+        if len(self.shape) > 1 or any(k is not None and k < 1 for k in self.shape):
+            raise field_error(where, "shape", list(self.shape),
+                              "[] (scalar), [k] with k >= 1 (fixed length) or [null] "
+                              "(variable length)")
         if self.is_var_len and self.default is not None:
-            raise SpecError(f"a variable-length feature takes no `default`. Received: "
-                            f"default={self.default!r} (feature {self.name!r}); set it to null.")
+            raise field_error(where, "default", self.default,
+                              "null for a variable-length feature (it takes no default)")
 
     @property
     def is_var_len(self) -> bool:
@@ -74,17 +80,15 @@ class FeatureInfo:
         return len(self.shape) == 1 and self.shape[0] is None
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON entry of this feature."""
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape),
                 "default": self.default}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> FeatureInfo:
-        unknown = set(d) - {"name", "dtype", "shape", "default"}
-        if unknown:
-            raise SpecError(f"unknown keys {sorted(unknown)} in feature {d.get('name')!r}; "
-                            "allowed: name, dtype, shape, default.")
-        return cls(name=d["name"], dtype=d["dtype"], shape=tuple(d.get("shape", ())),
-                   default=d.get("default"))
+    def from_dict(cls, d: Mapping[str, Any]) -> FeatureInfo:
+        """The feature of a JSON entry; SpecError names the feature, key and value."""
+        name = d.get("name") if isinstance(d, Mapping) else None
+        return from_mapping(cls, d, where=f"Feature {name!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,12 +102,11 @@ class LabelInfo:
     """
 
     name: str = "relevance"
-    dtype: Literal["float", "int64"] = "float"
+    dtype: LabelDType = "float"
     padding: float = -1.0
 
     def __post_init__(self) -> None:
-        if self.dtype not in ("float", "int64"):
-            raise SpecError(f"label `dtype` must be 'float' or 'int64'. Received: {self.dtype!r}")
+        check_fields(self, where="`label`")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +124,7 @@ class ElwcFeatureSpec:
     label: LabelInfo = LabelInfo()
 
     def __post_init__(self) -> None:
+        check_fields(self)
         seen: set[str] = set()
         for f in (*self.context, *self.example):
             if f.name in seen:
@@ -130,6 +134,7 @@ class ElwcFeatureSpec:
             raise SpecError(f"label {self.label.name!r} is also listed as an example feature.")
 
     def to_json(self) -> str:
+        """The ``feature_spec.json`` text."""
         d = {"format": FORMAT, "version": VERSION,
              "context": [f.to_dict() for f in self.context],
              "example": [f.to_dict() for f in self.example],
@@ -138,21 +143,36 @@ class ElwcFeatureSpec:
 
     @classmethod
     def from_json(cls, text: str) -> ElwcFeatureSpec:
-        return cls.from_dict(json.loads(text))
+        """Parses ``feature_spec.json`` text (see :meth:`from_dict`)."""
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"{FILENAME} is not valid JSON: {e}") from e
+        return cls.from_dict(raw)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ElwcFeatureSpec:
+    def from_dict(cls, d: Mapping[str, Any]) -> ElwcFeatureSpec:
+        """Validates a parsed ``feature_spec.json``: format, version, keys, every feature."""
+        if not isinstance(d, Mapping):
+            raise SpecError(f"{FILENAME} must hold a JSON object. Received: {type(d).__name__}")
         if d.get("format", FORMAT) != FORMAT or d.get("version", VERSION) != VERSION:
             raise SpecError(f"not a version-{VERSION} {FORMAT} file. Received: "
                             f"format={d.get('format')!r}, version={d.get('version')!r}")
-        label = d.get("label", {})
-        return cls(context=tuple(FeatureInfo.from_dict(f) for f in d.get("context", [])),
-                   example=tuple(FeatureInfo.from_dict(f) for f in d.get("example", [])),
-                   label=LabelInfo(**label))
+        check_keys(d, ("format", "version", "context", "example", "label"), FILENAME)
+        lists = {}
+        for part in ("context", "example"):
+            entries = d.get(part, [])
+            if not isinstance(entries, list):
+                raise field_error(FILENAME, part, entries, "a list of features")
+            lists[part] = tuple(FeatureInfo.from_dict(f) for f in entries)
+        label = from_mapping(LabelInfo, d.get("label", {}), where="`label`")
+        return cls(context=lists["context"], example=lists["example"], label=label)
 
     def save(self, path: str) -> None:
+        """Writes ``to_json()`` to any Beam filesystem path."""
         filesystem.write_bytes(path, self.to_json().encode("utf-8"))
 
     @classmethod
     def load(cls, path: str) -> ElwcFeatureSpec:
+        """Reads and validates a ``feature_spec.json`` from any Beam filesystem path."""
         return cls.from_json(filesystem.read_text(path))

@@ -22,13 +22,13 @@ from tests.sample_data import TFRANKING
 
 
 @pytest.mark.parametrize("override,match", [
-    ("data.list_size=0", r"`data.list_size` must be a positive integer. Received: list_size=0"),
-    ("training.loss=hinge", r"`training.loss` must be one of .*Received: loss='hinge'"),
-    ("model.dropout=1.5", r"`model.dropout` must be a number >= 0.0 and < 1.0"),
-    ("distribution.strategy=ps", r"`distribution.strategy` must be one of"),
-    ("model.colour=1", r"Unknown key\(s\) \['colour'\] in `model`"),
+    ("data.list_size=0", r"`data`: `list_size` must be a positive integer. Received: list_size=0"),
+    ("training.loss=hinge", r"`training`: `loss` must be one of .*Received: loss='hinge'"),
+    ("model.dropout=1.5", r"`model`: `dropout` must be a number >= 0.0 and < 1.0"),
+    ("distribution.strategy=ps", r"`distribution`: `strategy` must be one of"),
+    ("model.colour=1", r"`model`: `colour` must be one of the known keys \['hidden_sizes', "),
     ("training", r"Overrides look like `section.key=value`"),
-    ("training.softmax_targets=gain", r"`training.softmax_targets` must be one of 'labels', "
+    ("training.softmax_targets=gain", r"`training`: `softmax_targets` must be one of 'labels', "
                                       r"'gains'. Received: softmax_targets='gain'"),
 ])
 def test_hparams_errors_name_field_and_value(tmp_path, override, match):

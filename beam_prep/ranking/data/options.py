@@ -1,30 +1,33 @@
 """Configuration of the ELWC conversion (one frozen dataclass, validated at construction).
 
+Types and ``Literal`` options are checked by :func:`beam_prep.config.check_fields`;
+:meth:`ElwcOptions.from_dict` builds the options from a mapping (unknown keys are errors).
+
 Example:
     >>> opts = ElwcOptions(input_format="letor", max_list_size=50)
     >>> opts.list_policy, opts.splits
     ('split', (('train', 1.0),))
+    >>> ElwcOptions.from_dict({"input_format": "csv", "splits": [["a", 0.5], ["b", 0.5]]}).splits
+    (('a', 0.5), ('b', 0.5))
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
 
+from beam_prep.config import check_fields, field_error, from_mapping
 from beam_prep.errors import SpecError
 
 InputFormat = Literal["letor", "lightgbm", "csv", "jsonl", "parquet"]
-INPUT_FORMATS: tuple[str, ...] = ("letor", "lightgbm", "csv", "jsonl", "parquet")
+INPUT_FORMATS: tuple[str, ...] = get_args(InputFormat)
 ListPolicy = Literal["split", "truncate", "sample"]
-LIST_POLICIES: tuple[str, ...] = ("split", "truncate", "sample")
+LIST_POLICIES: tuple[str, ...] = get_args(ListPolicy)
 Compression = Literal["none", "gzip"]
-COMPRESSIONS: tuple[str, ...] = ("none", "gzip")
-
-
-def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise SpecError(f"`{name}` must be one of {choices}. Received: {name}={value!r}")
+COMPRESSIONS: tuple[str, ...] = get_args(Compression)
+LabelDType = Literal["float", "int64"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +67,7 @@ class ElwcOptions:
 
     input_format: InputFormat = "letor"
     label_name: str = "relevance"
-    label_dtype: Literal["float", "int64"] = "float"
+    label_dtype: LabelDType = "float"
     feature_name_format: str = "f{id}"
     feature_names: tuple[tuple[int, str], ...] = ()
     num_features: int | None = None
@@ -86,31 +89,25 @@ class ElwcOptions:
     max_bad_fraction: float = 0.01
 
     def __post_init__(self) -> None:
-        _check_choice("input_format", self.input_format, INPUT_FORMATS)
-        _check_choice("list_policy", self.list_policy, LIST_POLICIES)
-        _check_choice("compression", self.compression, COMPRESSIONS)
-        _check_choice("label_dtype", self.label_dtype, ("float", "int64"))
+        check_fields(self)
         if self.max_list_size is not None and self.max_list_size < 1:
-            raise SpecError("`max_list_size` must be a positive integer or None. "
-                            f"Received: max_list_size={self.max_list_size}")
+            raise field_error("", "max_list_size", self.max_list_size,
+                              "a positive integer or None")
         if self.min_list_size < 1:
-            raise SpecError("`min_list_size` must be >= 1. "
-                            f"Received: min_list_size={self.min_list_size}")
+            raise field_error("", "min_list_size", self.min_list_size, ">= 1")
         if self.max_list_size is not None and self.min_list_size > self.max_list_size:
             raise SpecError("`min_list_size` must not exceed `max_list_size`. Received: "
                             f"min_list_size={self.min_list_size}, "
                             f"max_list_size={self.max_list_size}")
         if self.num_shards < 1:
-            raise SpecError(f"`num_shards` must be >= 1. Received: num_shards={self.num_shards}")
+            raise field_error("", "num_shards", self.num_shards, ">= 1")
         if self.num_features is not None and self.num_features < 1:
-            raise SpecError("`num_features` must be >= 1. "
-                            f"Received: num_features={self.num_features}")
+            raise field_error("", "num_features", self.num_features, ">= 1")
         if not 0.0 <= self.max_bad_fraction <= 1.0:
-            raise SpecError("`max_bad_fraction` must be in [0, 1]. "
-                            f"Received: max_bad_fraction={self.max_bad_fraction}")
+            raise field_error("", "max_bad_fraction", self.max_bad_fraction, "in [0, 1]")
         if "{id}" not in self.feature_name_format:
-            raise SpecError("`feature_name_format` must contain '{id}'. "
-                            f"Received: feature_name_format={self.feature_name_format!r}")
+            raise field_error("", "feature_name_format", self.feature_name_format,
+                              "a pattern containing '{id}'")
         if not self.splits:
             raise SpecError("`splits` must name at least one split, e.g. (('train', 1.0),)")
         names = [n for n, _ in self.splits]
@@ -121,7 +118,23 @@ class ElwcOptions:
         if any(f < 0 for f in fracs) or not math.isclose(sum(fracs), 1.0, abs_tol=1e-6):
             raise SpecError(f"split fractions must be >= 0 and sum to 1. Received: {self.splits}")
         if not self.label_name:
-            raise SpecError("`label_name` must be non-empty.")
+            raise field_error("", "label_name", self.label_name, "non-empty")
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ElwcOptions:
+        """Options from a mapping (e.g. parsed YAML/JSON); lists become tuples.
+
+        Raises:
+            SpecError: Unknown key (with the closest known one), wrong type or option, or a
+                value out of range.
+        """
+        return from_mapping(cls, raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (lists for tuples), the inverse of :meth:`from_dict`."""
+        def conv(v: Any) -> Any:
+            return [conv(x) for x in v] if isinstance(v, tuple) else v
+        return {f.name: conv(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def feature_name(self, feature_id: int) -> str:
         """Name of a LETOR feature id."""

@@ -1,7 +1,10 @@
 """Hyper-parameters of the ranking launcher: frozen dataclasses loaded from YAML.
 
-A training config has four sections; unknown keys are errors, and every message names the
-field, the value received and what is allowed (the same shape as the feature spec's)::
+A training config has four sections, loaded by :func:`beam_prep.config.from_mapping`: unknown
+keys are errors (with a "did you mean"), a key repeated in the YAML is an error, and every
+message names the section, the field, the value received and what is allowed (the same shape
+as the feature spec's: ```data```: ```list_size``` must be a positive integer. Received:
+list_size=0)::
 
     data:                               # DataHparams
       feature_spec: elwc/feature_spec.json
@@ -34,8 +37,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
-import yaml
-
+from beam_prep.config import check_fields, check_keys, field_error, from_mapping, load_yaml
 from beam_prep.errors import SpecError
 
 Strategy = Literal["default", "mirrored", "multi_worker", "tpu"]
@@ -54,7 +56,7 @@ SOFTMAX_TARGETS: tuple[str, ...] = get_args(SoftmaxTargets)
 
 
 def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
-    return SpecError(f"`{section}.{field}` must be {allowed}. Received: {field}={value!r}")
+    return field_error(f"`{section}`", field, value, allowed)
 
 
 def _int(section: str, field: str, value: Any, *, minimum: int = 1,
@@ -71,15 +73,11 @@ def _float(section: str, field: str, value: Any, *, low: float, high: float | No
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     if ok:
         ok = value >= low if low_inclusive else value > low
-        ok = ok and (high is None or value < high)
+        ok = ok and (value < high if high is not None else value < float("inf"))
     if not ok:
-        bound = f"{'>=' if low_inclusive else '>'} {low}" + (f" and < {high}" if high else "")
+        bound = f"{'>=' if low_inclusive else '>'} {low}"
+        bound += f" and < {high}" if high is not None else " and finite"
         raise _fail(section, field, value, f"a number {bound}")
-
-
-def _choice(section: str, field: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise _fail(section, field, value, "one of " + ", ".join(repr(a) for a in allowed))
 
 
 def _str(section: str, field: str, value: Any, *, optional: bool = False) -> None:
@@ -119,6 +117,7 @@ class DataHparams:
     artifacts: str | None = None
 
     def validate(self) -> None:  # noqa: D102
+        check_fields(self, where="`data`")
         _str("data", "feature_spec", self.feature_spec)
         _str("data", "train_pattern", self.train_pattern)
         _str("data", "valid_pattern", self.valid_pattern, optional=True)
@@ -128,8 +127,6 @@ class DataHparams:
         _int("data", "valid_batch_size", self.valid_batch_size, optional=True)
         _int("data", "shuffle_buffer", self.shuffle_buffer, minimum=0)
         _int("data", "sequence_length", self.sequence_length)
-        if not isinstance(self.drop_remainder, bool):
-            raise _fail("data", "drop_remainder", self.drop_remainder, "true or false")
 
     @property
     def resolved_valid_batch_size(self) -> int:
@@ -160,15 +157,13 @@ class ModelHparams:
     distributed_embedding_min_rows: int = 100_000
 
     def validate(self) -> None:  # noqa: D102
+        check_fields(self, where="`model`")
         if not isinstance(self.hidden_sizes, tuple) or not self.hidden_sizes:
             raise _fail("model", "hidden_sizes", self.hidden_sizes,
                         "a non-empty list of positive integers")
         for h in self.hidden_sizes:
             _int("model", "hidden_sizes", h)
-        _choice("model", "activation", self.activation, ACTIVATIONS)
         _float("model", "dropout", self.dropout, low=0.0, high=1.0)
-        if not isinstance(self.batch_norm, bool):
-            raise _fail("model", "batch_norm", self.batch_norm, "true or false")
         _int("model", "embedding_dim", self.embedding_dim)
         _int("model", "distributed_embedding_min_rows", self.distributed_embedding_min_rows,
              minimum=0)
@@ -222,14 +217,12 @@ class TrainHparams:
     seed: int = 0
 
     def validate(self) -> None:  # noqa: D102
+        check_fields(self, where="`training`")
         _str("training", "model_dir", self.model_dir)
-        _choice("training", "loss", self.loss, LOSSES)
-        _choice("training", "softmax_targets", self.softmax_targets, SOFTMAX_TARGETS)
         if self.softmax_targets != "labels" and self.loss != "softmax":
             raise SpecError(f"`training.softmax_targets` only applies to `loss: softmax`. "
                             f"Received: softmax_targets={self.softmax_targets!r} with "
                             f"loss={self.loss!r}; remove it or use loss: softmax.")
-        _choice("training", "optimizer", self.optimizer, OPTIMIZERS)
         _float("training", "learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
         _int("training", "epochs", self.epochs)
         _int("training", "steps_per_epoch", self.steps_per_epoch, optional=True)
@@ -244,7 +237,6 @@ class TrainHparams:
         _str("training", "early_stopping_metric", self.early_stopping_metric, optional=True)
         _int("training", "early_stopping_patience", self.early_stopping_patience)
         _str("training", "export_dir", self.export_dir, optional=True)
-        _choice("training", "loop", self.loop, TRAINING_LOOPS)
         _int("training", "seed", self.seed, minimum=0)
 
 
@@ -263,33 +255,10 @@ class DistributionHparams:
     tpu: str = ""
 
     def validate(self) -> None:  # noqa: D102
-        _choice("distribution", "strategy", self.strategy, STRATEGIES)
-        if not isinstance(self.tpu, str):
-            raise _fail("distribution", "tpu", self.tpu, "a string")
+        check_fields(self, where="`distribution`")
 
 
-_SECTIONS = {"data": DataHparams, "model": ModelHparams, "training": TrainHparams,
-             "distribution": DistributionHparams}
-_REQUIRED_SECTIONS = ("data", "training")
-
-
-def _section(name: str, cls: type, raw: Any) -> Any:
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise SpecError(f"`{name}` must be a mapping. Received: {name}={raw!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(k for k in raw if k not in fields)
-    if unknown:
-        raise SpecError(f"Unknown key(s) {unknown} in `{name}`. Allowed: {sorted(fields)}")
-    missing = sorted(n for n, f in fields.items()
-                     if f.default is dataclasses.MISSING and n not in raw)
-    if missing:
-        raise SpecError(f"`{name}` is missing required key(s) {missing}.")
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
-    obj = cls(**values)
-    obj.validate()
-    return obj
+SECTIONS: tuple[str, ...] = ("data", "model", "training", "distribution")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,29 +290,21 @@ class RankingHparams:
             if not sep or not dot or not field:
                 raise SpecError("Overrides look like `section.key=value`, e.g. "
                                 f"`training.learning_rate=0.01`. Received: {item!r}")
-            if section not in _SECTIONS:
-                raise SpecError(f"Unknown section {section!r} in override {item!r}. "
-                                f"Allowed: {sorted(_SECTIONS)}")
+            check_keys({section: item}, SECTIONS, f"Override {item!r}")
             sec = raw.setdefault(section, {})
+            if sec is None:
+                sec = raw[section] = {}
             if not isinstance(sec, dict):
                 raise SpecError(f"`{section}` must be a mapping. Received: {section}={sec!r}")
-            sec[field] = yaml.safe_load(text)
-        unknown = sorted(k for k in raw if k not in _SECTIONS)
-        if unknown:
-            raise SpecError(f"Unknown top-level key(s) {unknown}. Allowed: {sorted(_SECTIONS)}")
-        missing = [s for s in _REQUIRED_SECTIONS if s not in raw]
-        if missing:
-            raise SpecError(f"The training config needs section(s) {missing}.")
-        return cls(**{name: _section(name, c, raw.get(name)) for name, c in _SECTIONS.items()})
+            sec[field] = load_yaml(text, what=f"Override {item!r}")
+        # An empty section (`model:` with nothing under it) means all defaults.
+        raw = {k: {} if v is None and k in SECTIONS else v for k, v in raw.items()}
+        return from_mapping(cls, raw)
 
     @classmethod
     def from_yaml_text(cls, text: str, overrides: Sequence[str] = ()) -> RankingHparams:
-        """Parses YAML text (see :meth:`from_dict`)."""
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise SpecError(f"The training config is not valid YAML: {e}") from e
-        return cls.from_dict(raw, overrides)
+        """Parses YAML text (see :meth:`from_dict`); a key repeated in a mapping is an error."""
+        return cls.from_dict(load_yaml(text, what="The training config"), overrides)
 
     @classmethod
     def load(cls, path: str, overrides: Sequence[str] = ()) -> RankingHparams:
@@ -357,4 +318,4 @@ class RankingHparams:
         def conv(v: Any) -> Any:
             return list(v) if isinstance(v, tuple) else v
         return {name: {k: conv(v) for k, v in dataclasses.asdict(getattr(self, name)).items()}
-                for name in _SECTIONS}
+                for name in SECTIONS}
