@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max_bad_fraction", type=float, default=0.01,
                    help="Fail when more than this fraction of rows cannot be read "
                         "(default 0.01). Bad rows always go to <output>/rejected/.")
+    p.add_argument("--skip_corrupt_tail", action="store_true",
+                   help="TFRecord: when the rest of a file cannot be framed (corrupt length "
+                        "prefix, truncated file or gzip stream), skip it as one rejected row "
+                        "(counted against --max_bad_fraction, listed in the manifest's "
+                        "input.skipped_tails) instead of failing.")
     p.add_argument("--batch_size", type=int, default=65536,
                    help="Rows per Arrow batch (default 65536). Parquet is read a whole row "
                         "group per batch when the group is larger (up to 1,048,576 rows).")

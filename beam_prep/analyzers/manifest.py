@@ -144,6 +144,10 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
             "rows_rejected": meta["rows_rejected"],
             "rejected_by_reason": dict(sorted(meta["rejected_by_reason"].items())),
             "rejected_file": rejected["path"] if rejected else None,
+            # TFRecord remainders skipped with --skip_corrupt_tail (one reject each)
+            **({"skipped_tails": sorted(meta["skipped_tails"],
+                                        key=lambda t: (t["file"], t["offset"]))}
+               if meta.get("skipped_tails") else {}),
         },
         "features": features,
     }

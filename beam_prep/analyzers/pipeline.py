@@ -127,6 +127,8 @@ def _sum_meta(metas: Iterable[dict]) -> dict:
         for key in ("rejected_by_reason", "missing", "documents"):
             for k, v in m[key].items():
                 out[key][k] = out[key].get(k, 0) + v
+        if m.get("skipped_tails"):  # TFRecord remainders skipped (--skip_corrupt_tail)
+            out.setdefault("skipped_tails", []).extend(m["skipped_tails"])
     return out
 
 
@@ -176,6 +178,8 @@ class AnalyzeToArtifacts(beam.PTransform):
         spill_rows: Vocabulary tables of this many rows or more go through files under
             ``<output_dir>/_tmp`` instead of the shuffle (removed before the manifest).
         split_threads: Threads per split analysis (results do not depend on it).
+        skip_corrupt_tail: TFRecord: the unframeable rest of a file is one rejected row
+            (recorded in the manifest's ``input.skipped_tails``) instead of an InputError.
 
     Returns:
         A PCollection with the manifest dict (one element).
@@ -185,8 +189,10 @@ class AnalyzeToArtifacts(beam.PTransform):
                  patterns: Sequence[str] | None = None, batch_size: int = 65536,
                  num_partitions: int = 16, max_bad_fraction: float = 0.01,
                  parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",",
-                 spill_rows: int = spill.DEFAULT_SPILL_ROWS, split_threads: int = 1) -> None:
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS, split_threads: int = 1,
+                 skip_corrupt_tail: bool = False) -> None:
         super().__init__()
+        self._skip_corrupt_tail = skip_corrupt_tail
         self._spec = spec
         self._files = list(files)
         self._fmt = fmt
@@ -219,7 +225,8 @@ class AnalyzeToArtifacts(beam.PTransform):
             split_fn.AnalyzeSplitFn(spec_dict, batch_size=self._batch_size,
                                     num_partitions=self._partitions,
                                     csv_delimiter=self._delimiter, temp_dir=temp,
-                                    spill_rows=self._spill_rows, threads=self._threads)
+                                    spill_rows=self._spill_rows, threads=self._threads,
+                                    skip_corrupt_tail=self._skip_corrupt_tail)
         ).with_outputs(split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, main="vocab")
 
         seeds = p | "EveryVocabulary" >> beam.Create(

@@ -34,6 +34,7 @@ from beam_prep.analyzers import vocabulary as voc
 from beam_prep.errors import SpecError
 from beam_prep.io import columns as colmod
 from beam_prep.io.readers import Split, read_split
+from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 
 NUMERIC = "numeric"
@@ -183,8 +184,10 @@ class AnalyzeSplitFn(beam.DoFn):
 
     def __init__(self, spec_dict: dict, *, batch_size: int, num_partitions: int,
                  csv_delimiter: str = ",", temp_dir: str | None = None,
-                 spill_rows: int = spill.DEFAULT_SPILL_ROWS, threads: int = 1) -> None:
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS, threads: int = 1,
+                 skip_corrupt_tail: bool = False) -> None:
         self._spec_dict = spec_dict
+        self._skip_corrupt_tail = skip_corrupt_tail
         self._batch_size = batch_size
         self._num_partitions = num_partitions
         self._temp_dir = temp_dir
@@ -239,7 +242,8 @@ class AnalyzeSplitFn(beam.DoFn):
             return n_missing, documents
 
         results = read_split(split, self._columns, batch_size=self._batch_size,
-                             csv_delimiter=self._csv_delimiter)
+                             csv_delimiter=self._csv_delimiter,
+                             skip_corrupt_tail=self._skip_corrupt_tail)
         for result in (_prefetched(results) if self._pool is not None else results):
             meta["rows_read"] += result.rows_seen
             meta["rows_rejected"] += len(result.rejected)
@@ -248,6 +252,8 @@ class AnalyzeSplitFn(beam.DoFn):
             for r in result.rejected:
                 reasons = meta["rejected_by_reason"]
                 reasons[r.reason] = reasons.get(r.reason, 0) + 1
+                if (tail := skipped_tail(r)) is not None:
+                    meta.setdefault("skipped_tails", []).append(tail)
                 key = f"{r.source}\x00{(r.row if r.row is not None else -1):020d}"
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
             batch = result.batch

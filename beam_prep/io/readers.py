@@ -38,7 +38,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 from beam_prep.io import columns as colmod
-from beam_prep.io import formats, tfrecord_reader
+from beam_prep.io import formats, tfrecord_reader, tfrecord_stream
 from beam_prep.io.formats import RejectedRow
 
 Format = Literal["csv", "jsonl", "parquet", "tfrecord"]
@@ -140,6 +140,8 @@ def list_splits(path: str, fmt: str, *,
 
 
 def _open(split: Split):
+    if split.format == "tfrecord":  # gzip checked for truncation (Beam's reader is not)
+        return tfrecord_stream.open_file(split.path)
     compression = (CompressionTypes.UNCOMPRESSED if split.format == "parquet"
                    else CompressionTypes.AUTO)
     return FileSystems.open(split.path, compression_type=compression)
@@ -150,8 +152,8 @@ def _seekable(f: IO[bytes]) -> IO[bytes]:
 
 
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
-                 csv_delimiter: str, dictionary_columns: Sequence[str] = ()
-                 ) -> Iterator[formats.RawBatch]:
+                 csv_delimiter: str, dictionary_columns: Sequence[str] = (),
+                 skip_corrupt_tail: bool = False) -> Iterator[formats.RawBatch]:
     with _open(split) as f:
         if split.format == "csv":
             yield from formats.iter_csv(_seekable(f), columns, batch_size=batch_size,
@@ -167,14 +169,16 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                                             source=split.path)
         elif split.format == "tfrecord":
             yield from tfrecord_reader.iter_tfrecord(f, columns, batch_size=batch_size,
-                                                     source=split.path)
+                                                     source=split.path,
+                                                     skip_corrupt_tail=skip_corrupt_tail)
         else:
             raise InputError(f"Unknown input format {split.format!r}; use one of {FORMATS}.")
 
 
 def read_split(split: Split, columns: Mapping[str, str], *,
                batch_size: int = DEFAULT_BATCH_SIZE,
-               csv_delimiter: str = ",") -> Iterator[ReadResult]:
+               csv_delimiter: str = ",",
+               skip_corrupt_tail: bool = False) -> Iterator[ReadResult]:
     """Reads one split as typed batches; rows with any unconvertible cell are rejected.
 
     Args:
@@ -183,6 +187,8 @@ def read_split(split: Split, columns: Mapping[str, str], *,
         batch_size: Rows per batch (the last batch of a split may be smaller; Parquet
             batches hold a whole row group when it is larger, up to 1,048,576 rows).
         csv_delimiter: Field delimiter for CSV.
+        skip_corrupt_tail: TFRecord: reject the unframeable rest of a file as one row
+            (reason ``corrupt_tail``) instead of raising InputError.
 
     Yields:
         :class:`ReadResult` per batch, in file order. String columns of Parquet files
@@ -190,7 +196,8 @@ def read_split(split: Split, columns: Mapping[str, str], *,
     """
     names = list(columns)
     strings = [c for c, t in columns.items() if t == "string"]
-    for raw in _raw_batches(split, names, batch_size, csv_delimiter, strings):
+    for raw in _raw_batches(split, names, batch_size, csv_delimiter, strings,
+                            skip_corrupt_tail):
         _check_types(split.path, raw.batch.schema)
         n = raw.batch.num_rows
         bad_any = np.zeros(n, dtype=bool)

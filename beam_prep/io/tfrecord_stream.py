@@ -109,11 +109,12 @@ class GzipStream:
             self.problem = f"the gzip stream is corrupt ({e})"
         return empty
 
+    # One decompression step per call (read1): a call that fails loses nothing it read.
     def read(self, n: int = -1) -> bytes:
-        return self._guard(lambda: self._gz.read(n), b"")
+        return self._guard(lambda: self._gz.read1(n), b"")
 
     def readinto(self, view) -> int:
-        return self._guard(lambda: self._gz.readinto(view), 0)
+        return self._guard(lambda: self._gz.readinto1(view), 0)
 
     def seekable(self) -> bool:
         return False
