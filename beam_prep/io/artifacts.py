@@ -160,6 +160,12 @@ class Artifacts:
                 "(the analysis did not finish, or the path is wrong). Run `beam-prep analyze` "
                 "with --output pointing here."
             )
+        why = _unsafe_reason(path, MANIFEST)
+        if why is not None:
+            raise ArtifactError(
+                f"{manifest_path} is refused because {why}. Fix: keep {MANIFEST} a file inside "
+                "the artifact directory (copy the directory instead of linking its files)."
+            )
         try:
             self.manifest: dict[str, Any] = json.loads(fs.read_text(manifest_path))
         except ValueError as e:

@@ -182,3 +182,17 @@ def test_generated_module_still_works_on_a_clean_copy(setup, module_code, tmp_pa
                                        "review": tf.constant([["great"], [""], ["x"]])})
     # country vocabulary: US (2), DE (1); one OOV slot -> US = 1, DE = 2, FR = 0.
     assert got["country"].numpy()[:, 0].tolist() == [1, 2, 0]
+
+
+def test_manifest_symlinked_outside_is_refused(setup, module_code, tmp_path) -> None:
+    """Library and generated module alike refuse a manifest.json that lives elsewhere."""
+    art, _ = setup
+    pp = _load(module_code, tmp_path, "bp_paths_manifest")
+    manifest = os.path.join(art, "manifest.json")
+    outside = str(tmp_path / "manifest_elsewhere.json")
+    os.replace(manifest, outside)
+    os.symlink(outside, manifest)
+    with pytest.raises(ArtifactError, match="symlink"):
+        Artifacts(art)
+    with pytest.raises(pp.ArtifactMismatchError, match="symlink"):
+        pp.check_artifacts(art)
