@@ -44,8 +44,10 @@ TEST_REQUIRES = [
     "pytest>=8",
     "pytest-xdist>=3",
     "ruff>=0.6",
+    "hypothesis>=6",  # property-based tests of the TFRecord reader and tf.Example decoder
     "gcp-storage-emulator>=2024.8",  # real GCS JSON API for tests/io/test_output_gcs.py
     "import-linter>=2.1",
+    "jsonschema>=4",
 ]
 
 setup(
@@ -57,7 +59,7 @@ setup(
     ),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
-    python_requires=">=3.11,<3.12",
+    python_requires=">=3.11,<3.14",
     # The repository folders pipelines/ and templates/ are installed inside the package, so the
     # wheel puts nothing at the top level of site-packages but beam_prep.
     packages=find_packages(include=["beam_prep", "beam_prep.*"])

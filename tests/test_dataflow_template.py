@@ -1,0 +1,163 @@
+"""The Dataflow deployment kit (templates/dataflow/) and Dataflow translation of both jobs.
+
+Docker cannot run here, so this checks what can be checked without it: the Flex Template metadata
+validates against the documented metadata schema and matches the command line exactly, the
+launcher's ``--flag=true`` form reaches the jobs correctly, both jobs translate for Dataflow
+offline (``--dry_run``) with sdist staging (``--setup_file``) and with a custom container image,
+and the image's install step works in a fresh virtualenv (slow test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from beam_prep.pipelines import flex_template
+
+REPO = Path(__file__).resolve().parents[1]
+KIT = REPO / "templates" / "dataflow"
+LETOR = REPO / "examples" / "data" / "letor" / "lightgbm" / "rank.test"
+
+# The template metadata as documented for Dataflow Flex Templates (TemplateMetadata and
+# ParameterMetadata of the Dataflow v1b3 API): name required, parameters each with a name, label
+# and help text; isOptional a boolean; regexes a list of strings.
+METADATA_SCHEMA = {
+    "type": "object",
+    "required": ["name", "parameters"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "description": {"type": "string"},
+        "streaming": {"type": "boolean"},
+        "parameters": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "label", "helpText"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[a-zA-Z][a-zA-Z0-9_]*$"},
+                    "label": {"type": "string", "minLength": 1},
+                    "helpText": {"type": "string", "minLength": 1},
+                    "isOptional": {"type": "boolean"},
+                    "regexes": {"type": "array", "items": {"type": "string"}},
+                    "paramType": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
+
+def _committed(job: str) -> dict:
+    return json.loads((KIT / f"{job}.metadata.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("job", sorted(flex_template.JOBS))
+def test_metadata_is_valid_and_up_to_date(job):
+    meta = _committed(job)
+    jsonschema.validate(meta, METADATA_SCHEMA)
+    for param in meta["parameters"]:
+        for regex in param.get("regexes", []):
+            re.compile(regex)
+    assert meta == flex_template.metadata(job), (
+        f"templates/dataflow/{job}.metadata.json is stale: regenerate it with "
+        f"python -m beam_prep.pipelines.flex_template {job} > templates/dataflow/{job}.metadata.json")
+
+
+def test_schema_rejects_a_parameter_without_help():
+    bad = {"name": "t", "parameters": [{"name": "x", "label": "X"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, METADATA_SCHEMA)
+
+
+@pytest.mark.parametrize("job", sorted(flex_template.JOBS))
+def test_every_parameter_is_a_flag_of_the_job(job):
+    parser = flex_template._parser(job)
+    known = {a.dest for a in parser._actions}
+    names = [p["name"] for p in _committed(job)["parameters"]]
+    assert len(names) == len(set(names))
+    assert set(names) <= known
+    required = {a.dest for a in parser._actions if a.required}
+    assert {p["name"] for p in _committed(job)["parameters"] if not p["isOptional"]} == required
+
+
+def test_launcher_switches_become_argparse_flags():
+    argv = ["--spec=s.yaml", "--input=gs://b/*.csv", "--output=gs://b/o", "--overwrite=true",
+            "--runner=DataflowRunner"]
+    assert flex_template.flex_argv("analyze", argv) == [
+        "--spec=s.yaml", "--input=gs://b/*.csv", "--output=gs://b/o", "--overwrite",
+        "--runner=DataflowRunner"]
+    assert "--overwrite" not in flex_template.flex_argv("analyze", ["--overwrite=false"])
+    with pytest.raises(SystemExit, match="true or false"):
+        flex_template.flex_argv("analyze", ["--overwrite=yes"])
+
+
+def test_numeric_regexes_accept_what_argparse_accepts():
+    params = {p["name"]: p for p in _committed("analyze")["parameters"]}
+    ints = params["batch_size"]["regexes"][0]
+    floats = params["max_bad_fraction"]["regexes"][0]
+    assert re.match(ints, "65536") and not re.match(ints, "1.5")
+    for ok in ("0.01", "1", "1e-3", ".5"):
+        assert re.match(floats, ok), ok
+    assert not re.match(floats, "one")
+
+
+DATAFLOW = ["--runner=DataflowRunner", "--project=fake-project", "--region=us-central1",
+            "--temp_location=gs://fake-bucket/tmp", "--dry_run=True"]
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-m", "beam_prep.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("staging", [
+    ["--setup_file", str(REPO / "setup.py")],
+    ["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-analyze:0.2.0",
+     "--sdk_location=container"],
+])
+def test_analyze_translates_for_dataflow(tmp_path, staging):
+    (tmp_path / "spec.yaml").write_text(
+        "features:\n  - {name: country, kind: string}\n  - {name: price, kind: numeric, "
+        "num_buckets: 4}\n")
+    (tmp_path / "d.csv").write_text("country,price\nUS,1.5\nFR,2.5\n")
+    out = _run(["analyze", "--spec", "spec.yaml", "--input", "d.csv", "--output", "out",
+                *DATAFLOW, *staging], tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "dry run" in out.stdout
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("staging", [
+    ["--setup_file", str(REPO / "setup.py")],
+    ["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-make-elwc:0.2.0",
+     "--sdk_location=container"],
+])
+def test_make_elwc_translates_for_dataflow(tmp_path, staging):
+    out = _run(["make-elwc", "--input", str(LETOR), "--input_format", "lightgbm",
+                "--output", "elwc", *DATAFLOW, *staging], tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "dry run" in out.stdout
+    assert not (tmp_path / "elwc" / "stats.json").exists()
+
+
+@pytest.mark.slow
+def test_image_install_step_in_a_fresh_venv(tmp_path):
+    """templates/dataflow/install.sh (the Dockerfile's RUN step) in a new virtualenv."""
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+                    str(tmp_path / "dist"), str(REPO)], check=True, timeout=900)
+    wheel = next((tmp_path / "dist").glob("beam_prep-*.whl"))
+    out = subprocess.run(["bash", str(KIT / "install.sh"), str(tmp_path / "venv" / "bin" / "python"),
+                          str(wheel)], capture_output=True, text=True, timeout=3000)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    assert "installed" in out.stdout
