@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.flags import parse_job_args
+from beam_prep.pipelines.job_logging import hide_tracebacks_of_our_errors
 
 from beam_prep.analyzers.pipeline import ARTIFACT_OUTPUT, AnalyzeToArtifacts, summarize
 from beam_prep.analyzers.split_fn import required_columns
@@ -161,6 +162,7 @@ def _log_progress() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry: runs the job, prints a summary; returns the exit code."""
     args, beam_args = parse_job_args(build_parser(), argv)
+    hide_tracebacks_of_our_errors()
     dry_run = bool(PipelineOptions(beam_args).get_all_options().get("dry_run"))
     if not args.quiet:
         _log_progress()

@@ -10,7 +10,8 @@ where it cannot.
 Example:
     $ beam-prep make-elwc --input 'logs/*.txt' --input_format letor --output elwc/ \\
         --max_list_size 100 --splits train:0.8,validation:0.1,test:0.1 --num_shards 4
-    $ python -m beam_prep.pipelines.make_elwc --input rank.train --input_format lightgbm --output out/ \\
+    $ python -m beam_prep.pipelines.make_elwc --input rank.train --input_format lightgbm \\
+        --output out/ \\
         --direct_running_mode=multi_processing --direct_num_workers=2
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.flags import parse_job_args
+from beam_prep.pipelines.job_logging import hide_tracebacks_of_our_errors
 
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
@@ -230,6 +232,7 @@ def summary(output: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point (``beam-prep make-elwc``); returns the exit code."""
     args, _ = parse_job_args(build_parser(), argv)
+    hide_tracebacks_of_our_errors()
     run(argv)
     print(summary(args.output))
     return 0

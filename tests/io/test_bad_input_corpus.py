@@ -62,6 +62,17 @@ def test_a_bad_file_stops_analyze_with_a_message_naming_it(tmp_path, capsys, nam
         assert w in err
 
 
+def test_a_bad_file_found_while_the_job_runs_is_one_message_without_traceback(
+        tmp_path, capsys, caplog):
+    good, bad = "csv_parts/part-00002.csv", "fatal/duplicate_column.csv"
+    code = cli.main(["analyze", "--spec", SPEC, "--input", os.path.join(CORPUS, good),
+                     "--input", os.path.join(CORPUS, bad), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1 and os.path.join(CORPUS, bad) in err and "'cat' twice" in err
+    assert "Traceback" not in err
+    assert not [r for r in caplog.records if r.exc_info]  # Beam's log of it is filtered
+
+
 @pytest.mark.slow
 def test_make_elwc_counts_every_bad_letor_line(tmp_path):
     from beam_prep.pipelines import make_elwc
