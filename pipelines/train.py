@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from beam_prep.errors import BeamPrepError
+from beam_prep.errors import BeamPrepError, InputError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,7 +36,15 @@ def run(argv: Sequence[str] | None = None) -> Any:
     from beam_prep.ranking.train.launcher import RankingLauncher
 
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    hparams = RankingHparams.load(args.config, overrides=args.overrides)
+    try:
+        hparams = RankingHparams.load(args.config, overrides=args.overrides)
+    except BeamPrepError:
+        raise
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise InputError(f"Cannot read the training config ({reason}). Received: "
+                         f"--config={args.config!r}. Pass the path of a YAML config "
+                         "(see examples/train.yaml).") from e
     return RankingLauncher(hparams).run()
 
 

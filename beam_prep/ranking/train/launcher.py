@@ -31,7 +31,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from beam_prep.errors import InputError
+from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
@@ -88,9 +88,31 @@ class DatasetBuilder:
                              "`data.valid_pattern` (a glob of ELWC TFRecord files).")
         return files
 
+    def _field(self, pattern: str) -> str:
+        return ("`data.train_pattern`" if pattern == self.data.train_pattern
+                else "`data.valid_pattern`")
+
+    def nonempty_files(self, pattern: str) -> list[str]:
+        """:meth:`files`, and InputError when they hold no record at all.
+
+        Reads until the first record only (empty shards cost one open each), so an empty
+        training set fails before anything is trained or exported.
+        """
+        files = self.files(pattern)
+        if not has_records(files):
+            raise InputError(
+                f"{self._field(pattern)} matches {len(files)} file(s) but they hold no record "
+                f"(0 ELWC lists). Received: pattern={pattern!r}. Point it at non-empty ELWC "
+                "TFRecord files (re-run `beam-prep make-elwc` if its output is empty).")
+        return files
+
     def build(self, pattern: str, batch_size: int, *, training: bool) -> tf.data.Dataset:
-        """Batched, parsed, preprocessed dataset; repeats forever when ``training``."""
-        ds = tf.data.TFRecordDataset(self.files(pattern))
+        """Batched, parsed, preprocessed dataset; repeats forever when ``training``.
+
+        Raises:
+            InputError: No file matches ``pattern``, or the files hold no record.
+        """
+        ds = tf.data.TFRecordDataset(self.nonempty_files(pattern))
         if training and self.data.shuffle_buffer:
             ds = ds.shuffle(self.data.shuffle_buffer, seed=self.seed,
                             reshuffle_each_iteration=True)
@@ -116,6 +138,15 @@ class DatasetBuilder:
         options.experimental_distribute.auto_shard_policy = (
             tf.data.experimental.AutoShardPolicy.DATA)
         return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+    def check_inputs(self) -> None:
+        """InputError unless the training (and validation) files exist and hold a record.
+
+        Cheap (no parsing, no tracing): run it before building datasets or a model.
+        """
+        self.nonempty_files(self.data.train_pattern)
+        if self.data.valid_pattern:
+            self.nonempty_files(self.data.valid_pattern)
 
     def train_dataset(self) -> tf.data.Dataset:  # noqa: D102
         return self.build(self.data.train_pattern, self.data.train_batch_size, training=True)
@@ -151,6 +182,44 @@ class ValidationRemainderWarning(UserWarning):
     :meth:`RankingLauncher.check_validation_remainder`)."""
 
 
+def has_records(files: list[str]) -> bool:
+    """True when the TFRecord ``files`` hold at least one record (stops at the first one).
+
+    Raises:
+        InputError: A file is not a TFRecord file (corrupt framing).
+    """
+    try:
+        for _ in tf.data.TFRecordDataset(files).take(1):
+            return True
+    except tf.errors.DataLossError as e:
+        raise InputError(f"Cannot read ELWC TFRecord files {files[:3]!r}: "
+                         f"{e.message.splitlines()[0]}. Check that they are uncompressed "
+                         "TFRecord files written by `beam-prep make-elwc`.") from e
+    return False
+
+
+def load_feature_spec(path: str) -> ElwcFeatureSpec:
+    """``ElwcFeatureSpec.load`` with one-line errors naming ``data.feature_spec``.
+
+    Raises:
+        InputError: The file cannot be read (missing, a directory, no permission).
+        SpecError: It is not a valid ``feature_spec.json``.
+    """
+    try:
+        return ElwcFeatureSpec.load(path)
+    except BeamPrepError:
+        raise
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise InputError(f"Cannot read `data.feature_spec` ({reason}). Received: "
+                         f"feature_spec={path!r}. Point it at the feature_spec.json that "
+                         "`beam-prep make-elwc` writes next to the ELWC files.") from e
+    except ValueError as e:
+        raise SpecError(f"`data.feature_spec` is not a valid feature_spec.json "
+                        f"({type(e).__name__}). Received: feature_spec={path!r}. Re-run "
+                        "`beam-prep make-elwc` or fix the file.") from e
+
+
 def count_records(files: list[str]) -> int:
     """Number of records in TFRecord ``files`` (reads the framing, parses nothing)."""
     ds = tf.data.TFRecordDataset(files)
@@ -176,7 +245,7 @@ class RankingLauncher:
         # First: MultiWorkerMirroredStrategy must exist before TensorFlow runs any op.
         self.strategy = strategy or make_strategy(hparams.distribution.strategy,
                                                   tpu=hparams.distribution.tpu)
-        self.spec = ElwcFeatureSpec.load(hparams.data.feature_spec)
+        self.spec = load_feature_spec(hparams.data.feature_spec)
         if layers is None or vocab_rows is None:
             auto_layers, auto_rows = _from_artifacts(hparams.data.artifacts, self.spec)
             layers = auto_layers if layers is None else layers
@@ -224,7 +293,12 @@ class RankingLauncher:
         return os.path.join(tempfile.mkdtemp(prefix="beam_prep_worker_"), sub)
 
     def run(self) -> TrainResult:
-        """Trains (resuming if ``model_dir`` holds state), then exports if configured."""
+        """Trains (resuming if ``model_dir`` holds state), then exports if configured.
+
+        Raises:
+            InputError: The training or validation files are missing or hold no record.
+        """
+        self.datasets.check_inputs()
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
