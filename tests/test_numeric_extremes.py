@@ -47,16 +47,20 @@ def _import(path: str, name: str):
 
 
 def test_column_without_finite_value_analyzes_and_generates_identity_layers(tmp_path, capsys):
-    rows = ["empty,price", ",1", "nan,2", "inf,3", "-inf,4", ",5"]
+    rows = ["empty,price,tail", ",1,1", "nan,2,inf", "inf,3,inf", "-inf,4,inf", ",5,2"]
     spec, data = _write(tmp_path, rows, "  - {name: empty, kind: numeric, num_buckets: 4}\n"
-                                        "  - {name: price, kind: numeric}\n")
+                                        "  - {name: price, kind: numeric}\n"
+                                        "  - {name: tail, kind: numeric, num_buckets: 2}\n")
     out = str(tmp_path / "artifacts")
     assert _analyze(spec, data, out) == 0
     printed = capsys.readouterr().out
     assert "warning: empty:" in printed and "no finite value" in printed
 
     with open(f"{out}/manifest.json", encoding="utf-8") as f:
-        stats = json.load(f)["features"]["empty"]["stats"]
+        features = json.load(f)["features"]
+    stats = features["empty"]["stats"]
+    # The median of 1, inf, inf, inf, 2 is inf: JSON holds it as the largest float64.
+    assert features["tail"]["stats"]["boundaries"] == [sys.float_info.max]
     assert (stats["count"], stats["missing_count"], stats["nan_count"],
             stats["infinite_count"]) == (0, 2, 1, 2)
     assert stats["mean"] is None and stats["variance"] is None
@@ -78,6 +82,8 @@ def test_column_without_finite_value_analyzes_and_generates_identity_layers(tmp_
     # The other column is untouched: mean 3, population variance 2 of 1..5.
     price = np.asarray(layers["price"][0](np.array([[3.0], [5.0]], np.float32)))
     np.testing.assert_allclose(price, [[0.0], [2.0 / np.sqrt(2.0)]], rtol=1e-6)
+    tail = layers["tail_bucket"][0](np.array([[1.0], [2.0], [np.inf], [3e38]], np.float32))
+    np.testing.assert_array_equal(np.asarray(tail), [[0], [0], [1], [0]])
 
 
 def test_values_near_float64_max_keep_their_mean_and_an_unrepresentable_variance_is_refused(

@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from beam_prep.analyzers import numeric as num
@@ -62,6 +63,17 @@ def null_reasons(moments: num.Moments) -> dict[str, str]:
     return {}
 
 
+def _json_boundary(b: float) -> float | None:
+    """A boundary JSON can hold: ±inf (a tail of infinite values) becomes ±the largest float64.
+
+    The bucket of every float32 input is unchanged (float32 values never reach the largest
+    float64, and in float32 it rounds back to inf).
+    """
+    if math.isinf(b):
+        return math.copysign(sys.float_info.max, b)
+    return layout.finite_or_none(b)
+
+
 def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) -> dict:
     partial = partial or num.NumericPartial()
     m = partial.moments
@@ -82,7 +94,7 @@ def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) ->
     if feature.num_buckets is not None:
         # Without a finite value (all missing, NaN or inf) there is one bucket: no boundary.
         found = num.boundaries(partial, feature.num_buckets) if m.count else []
-        stats["boundaries"] = [layout.finite_or_none(b) for b in found]
+        stats["boundaries"] = [_json_boundary(b) for b in found]
     return stats
 
 
