@@ -6,13 +6,14 @@ could not even be parsed (wrong column count, malformed JSON, corrupt TFRecord).
 conversion happens later, in :mod:`beam_prep.io.columns`.
 
 Row numbers are 1-based data rows: for CSV the header is row 0; for JSONL and TFRecord
-row ``n`` is the n-th line / record.
+row ``n`` is the n-th line / record. CSV lives in :mod:`beam_prep.io.csv_reader`.
 
 Example:
     >>> import io
-    >>> b = next(iter_csv(io.BytesIO(b"a,b\\n1,x\\n"), ["a"], batch_size=10, source="mem"))
+    >>> b = next(iter_jsonl(io.BytesIO(b'{"a": 1}\\n{"b": 2}\\n'), ["a"], batch_size=10,
+    ...                     source="mem"))
     >>> b.batch.to_pydict(), b.first_row
-    ({'a': [b'1']}, 1)
+    ({'a': [1, None]}, 1)
 """
 
 from __future__ import annotations
@@ -20,12 +21,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import threading
 from collections.abc import Iterator, Sequence
 from typing import IO
 
 import pyarrow as pa
-import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
@@ -81,205 +80,9 @@ def select(table: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> pa.Recor
     return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
-def _truncate(text: str, limit: int = 2000) -> str:
+def truncate(text: str, limit: int = 2000) -> str:
+    """``text`` cut to ``limit`` characters (with an ellipsis), for rejected-row records."""
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-CSV_FIRST_BLOCK = 1 << 23
-CSV_MAX_BLOCK = 1 << 30
-
-
-class _Cursor(io.RawIOBase):
-    """An independent read position over a shared seekable file.
-
-    pyarrow's CSV reader reads ahead on a thread; a reader given up after an error may still
-    read. Each attempt gets its own cursor, and every read seeks and reads under one lock,
-    so an abandoned reader cannot move the position of the next one.
-    """
-
-    def __init__(self, f: IO[bytes], lock: threading.Lock) -> None:
-        super().__init__()
-        self._f, self._lock, self._pos = f, lock, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_END:
-            with self._lock:
-                offset += self._f.seek(0, io.SEEK_END)
-        elif whence == io.SEEK_CUR:
-            offset += self._pos
-        self._pos = max(offset, 0)
-        return self._pos
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        with self._lock:
-            self._f.seek(self._pos)
-            data = self._f.read(len(buffer))
-        buffer[:len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-
-def _file_size(f: IO[bytes]) -> int:
-    here = f.tell()
-    size = f.seek(0, io.SEEK_END)
-    f.seek(here)
-    return size
-
-
-def csv_header(f: IO[bytes], *, source: str, delimiter: str = ","
-               ) -> tuple[list[str], IO[bytes]]:
-    """The column names of a CSV file, and the file to read it from.
-
-    A 0-byte file has no columns (``[]``: an empty input, as Spark and Hive write for empty
-    partitions). A header longer than one parse block is read with larger blocks. A file that
-    is only a header without a trailing newline is handed back as an in-memory copy ending in
-    one, which pyarrow needs. ``f`` must be seekable; it is left at its start.
-
-    Raises:
-        InputError: The header cannot be parsed or names a column twice (names the file).
-
-    Example:
-        >>> csv_header(io.BytesIO(b"a,b"), source="mem")[0]
-        ['a', 'b']
-    """
-    f.seek(0)
-    if not f.read(1):
-        f.seek(0)
-        return [], f
-    block, size = 1 << 16, None
-    lock = threading.Lock()
-    while True:
-        try:
-            names = pa_csv.open_csv(
-                _Cursor(f, lock),
-                read_options=pa_csv.ReadOptions(use_threads=False, block_size=block),
-                parse_options=pa_csv.ParseOptions(delimiter=delimiter,
-                                                  invalid_row_handler=lambda _row: "skip"),
-            ).schema.names
-            break
-        except pa.ArrowInvalid as e:
-            size = _file_size(f) if size is None else size
-            if block <= size and block < CSV_MAX_BLOCK:
-                block = min(block * 8, CSV_MAX_BLOCK)
-                continue
-            f.seek(0)
-            head = f.read(CSV_MAX_BLOCK)
-            if b"\n" in head or b"\r" in head or len(head) >= CSV_MAX_BLOCK:
-                raise InputError(f"Cannot read the CSV header of {source}: {e}. Check that the "
-                                 "file is CSV with a header row (and --csv_delimiter).") from e
-            f = io.BytesIO(head + b"\n")  # one line and no newline: a header-only file
-    f.seek(0)
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            raise InputError(
-                f"CSV file {source} names the column {name!r} twice in its header (columns "
-                f"{seen[name] + 1} and {i + 1}). Rename one of them so that every column "
-                "has its own name.")
-        seen[name] = i
-    return list(names), f
-
-
-def iter_csv(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
-             delimiter: str = ",") -> Iterator[RawBatch]:
-    """Streams a CSV file with a header row; every requested column is read as binary.
-
-    ``f`` must be seekable. A row longer than pyarrow's parse block (8 MiB at first) makes
-    the file be read again with blocks 4 times larger, from where the batches stopped, up to
-    1 GiB blocks; past that the file is refused with an :class:`InputError` naming it.
-    """
-    header, f = csv_header(f, source=source, delimiter=delimiter)
-    if not header:
-        return
-    emitted_good, next_row = 0, 1
-    reported: set[int | None] = set()
-    block = CSV_FIRST_BLOCK
-    invalid: list[RejectedRow] = []
-
-    def on_invalid(row: pa_csv.InvalidRow) -> str:
-        line = row.number - 1 if row.number is not None and row.number >= 0 else None
-        if line is None or line not in reported:
-            invalid.append(RejectedRow(
-                source, line, REASON_COLUMNS,
-                f"expected {row.expected_columns} columns, got {row.actual_columns}",
-                _truncate(row.text)))
-        return "skip"
-
-    lock = threading.Lock()
-    while True:
-        invalid.clear()  # a restart finds the rows not handed out yet again
-        try:
-            reader = pa_csv.open_csv(
-                _Cursor(f, lock),
-                read_options=pa_csv.ReadOptions(use_threads=False, block_size=block),
-                parse_options=pa_csv.ParseOptions(delimiter=delimiter,
-                                                  invalid_row_handler=on_invalid,
-                                                  newlines_in_values=True),
-                convert_options=pa_csv.ConvertOptions(
-                    include_columns=[c for c in columns if c in header],
-                    column_types={c: pa.binary() for c in header},
-                    strings_can_be_null=True, quoted_strings_can_be_null=False,
-                    null_values=[""]),
-            )
-            skip = emitted_good  # rows already handed out before a restart
-            pending: list[pa.RecordBatch] = []
-            pending_rows = 0
-            for rb in reader:
-                if skip:
-                    taken = min(skip, rb.num_rows)
-                    skip -= taken
-                    rb = rb.slice(taken)
-                    if not rb.num_rows:
-                        continue
-                pending.append(rb)
-                pending_rows += rb.num_rows
-                if pending_rows >= batch_size:
-                    yield from _emit_csv(pending, columns, next_row, invalid, batch_size)
-                    emitted_good += pending_rows
-                    next_row += pending_rows + len(invalid)
-                    reported.update(r.row for r in invalid)
-                    invalid.clear()
-                    pending, pending_rows = [], 0
-            if pending or invalid:
-                yield from _emit_csv(pending, columns, next_row, invalid, batch_size)
-            return
-        except pa.ArrowInvalid as e:
-            if "straddl" in str(e) and block < CSV_MAX_BLOCK:
-                block = min(block * 4, CSV_MAX_BLOCK)
-                continue
-            raise InputError(
-                f"Cannot parse CSV file {source} near data row {next_row}: {e}. Fix or remove "
-                "the file (a single row may be at most 1 GiB).") from e
-
-
-def _emit_csv(batches: list[pa.RecordBatch], columns: Sequence[str], first_row: int,
-              invalid: list[RejectedRow], batch_size: int) -> Iterator[RawBatch]:
-    """Yields the pending rows; row numbers skip the invalid rows seen among them."""
-    import numpy as np
-
-    table = pa.Table.from_batches(batches) if batches else pa.table({})
-    n = table.num_rows
-    bad_lines = np.array(sorted(r.row for r in invalid if r.row is not None), dtype=np.int64)
-    # Data row number of the i-th well-formed row: first_row + i + (#invalid rows before it).
-    positions = first_row + np.arange(n, dtype=np.int64)
-    if len(bad_lines):
-        for b in bad_lines:  # few by construction; keeps numbering exact
-            positions[positions >= b] += 1
-    rejected = list(invalid)
-    for start in range(0, max(n, 1), batch_size):
-        sl = table.slice(start, batch_size)
-        yield RawBatch(select(sl, columns), int(positions[start]) if n else first_row,
-                       pa.array(positions[start:start + batch_size]), rejected)
-        rejected = []
 
 
 def iter_jsonl(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
@@ -346,7 +149,7 @@ def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: in
         except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
             text = line.decode("utf-8", errors="replace")
             rejected.append(RejectedRow(source, number, REASON_JSON, str(e)[:200],
-                                        _truncate(text)))
+                                        truncate(text)))
             continue
         rows.append({c: obj.get(c) for c in columns})
         numbers.append(number)

@@ -38,7 +38,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 from beam_prep.io import columns as colmod
-from beam_prep.io import formats, tfrecord_reader, tfrecord_stream
+from beam_prep.io import csv_reader, formats, tfrecord_reader, tfrecord_stream
 from beam_prep.io.formats import RejectedRow
 
 Format = Literal["csv", "jsonl", "parquet", "tfrecord"]
@@ -156,7 +156,7 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                  skip_corrupt_tail: bool = False) -> Iterator[formats.RawBatch]:
     with _open(split) as f:
         if split.format == "csv":
-            yield from formats.iter_csv(_seekable(f), columns, batch_size=batch_size,
+            yield from csv_reader.iter_csv(_seekable(f), columns, batch_size=batch_size,
                                         source=split.path,
                                         delimiter=csv_delimiter)
         elif split.format == "jsonl":
@@ -268,7 +268,7 @@ def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
     split = list_splits(path, fmt)[0]
     if fmt == "csv":
         with _open(split) as f:
-            return formats.csv_header(_seekable(f), source=path, delimiter=csv_delimiter)[0]
+            return csv_reader.csv_header(_seekable(f), source=path, delimiter=csv_delimiter)[0]
     if fmt == "parquet":
         with _open(split) as f:
             return list(formats.open_parquet(f, path).schema_arrow.names)
