@@ -2,15 +2,9 @@
 
 A job's output folder is handled in the same way by ``analyze`` and ``make-elwc``:
 
-1. **Lock.** ``<out>/_LOCK`` holds ``{"run_id", "host", "pid", "started"}`` of the run that
-   owns the folder. Local disks create it atomically (``O_CREAT | O_EXCL``). Object stores have
-   no create-if-absent through Beam FileSystems, so the run first takes a host-local lock file
-   (``O_EXCL`` in the temp directory, keyed by the folder's URL: runs started on one host are
-   excluded exactly), then writes the lock object and reads it back, comparing run ids (between
-   hosts, two runs that both see no lock within the same instant may both proceed: documented
-   limit). A second run refuses, naming the holder; ``--force_unlock`` breaks a stale lock but
-   never one whose holder process is alive on this host. The lock is released at the end,
-   success or failure.
+1. **Lock.** ``<out>/_LOCK`` names the run that holds the folder (run id, host, pid, start
+   time; see :mod:`beam_prep.io.output_lock`). A second run refuses, naming the holder;
+   ``--force_unlock`` breaks the lock of a dead run. Released at the end, success or failure.
 2. **Ownership.** A folder may be written only if it is empty (ignoring our ``_LOCK`` and
    ``_staging-*`` entries) or holds a finished output of the same job (one of the policy's
    ``signatures``, e.g. ``manifest.json``), and then only with ``overwrite``. Any other folder
@@ -43,24 +37,24 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import hashlib
-import json
 import logging
 import os
 import re
 import shutil
-import socket
-import tempfile
 import uuid
-from typing import Any
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
+from beam_prep.io.output_lock import (  # noqa: F401 (re-exported)
+    LOCK_NAME,
+    LockHolder,
+    acquire_lock,
+    read_lock,
+    release_lock,
+)
 
-LOCK_NAME = "_LOCK"
 STAGING_PREFIX = "_staging-"
 _DELETE_BATCH = 100
 _LOG = logging.getLogger(__name__)
@@ -130,13 +124,19 @@ def delete_tree(folder: str) -> None:
         shutil.rmtree(folder)
 
 
-def move_file(src: str, dst: str) -> None:
-    """Moves one file, replacing ``dst`` (local: atomic rename; object stores: copy+delete)."""
-    if is_object_store(src):
-        FileSystems.rename([src], [dst])
+def move_files(src_folder: str, dst_folder: str, relpaths: list[str]) -> None:
+    """Moves files, replacing existing ones (local: atomic renames; object stores: batched
+    copy+delete)."""
+    if is_object_store(src_folder):
+        for i in range(0, len(relpaths), _DELETE_BATCH):
+            part = relpaths[i:i + _DELETE_BATCH]
+            FileSystems.rename([fs.join(src_folder, p) for p in part],
+                               [fs.join(dst_folder, p) for p in part])
         return
-    os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
-    os.replace(src, dst)
+    for rel in relpaths:
+        dst = fs.join(dst_folder, rel)
+        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+        os.replace(fs.join(src_folder, rel), dst)
 
 
 def is_bookkeeping(relpath: str) -> bool:
@@ -189,164 +189,6 @@ class OutputPolicy:
         """True if the listed files hold one complete signature."""
         present = set(relpaths)
         return any(set(sig) <= present for sig in self.signatures)
-
-
-@dataclasses.dataclass(frozen=True)
-class LockHolder:
-    """The run that holds an output folder.
-
-    Attributes:
-        run_id: Random id of the run.
-        host: Host name of the machine that launched it.
-        pid: Its process id on that host.
-        started: UTC start time, ISO 8601.
-    """
-
-    run_id: str
-    host: str
-    pid: int
-    started: str
-
-    @classmethod
-    def for_this_process(cls, run_id: str) -> LockHolder:
-        """A holder describing the current process."""
-        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        return cls(run_id, socket.gethostname(), os.getpid(), now)
-
-    def to_json(self) -> bytes:
-        return (json.dumps(dataclasses.asdict(self), sort_keys=True) + "\n").encode("utf-8")
-
-    @classmethod
-    def from_json(cls, data: bytes) -> LockHolder:
-        try:
-            d: dict[str, Any] = json.loads(data.decode("utf-8"))
-            return cls(str(d["run_id"]), str(d["host"]), int(d["pid"]), str(d["started"]))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return cls("<unreadable>", "<unknown>", -1, "<unknown>")
-
-    def describe(self) -> str:
-        return (f"run {self.run_id} (host {self.host}, pid {self.pid}, "
-                f"started {self.started})")
-
-    def alive_here(self) -> bool:
-        """True if the holder runs on this host and its process still exists."""
-        if self.host != socket.gethostname() or self.pid <= 0:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-def _host_guard_path(folder: str) -> str:
-    key = hashlib.sha256(_prefix(folder).encode("utf-8")).hexdigest()[:32]
-    return os.path.join(tempfile.gettempdir(), "beam_prep_locks", key + ".lock")
-
-
-def _create_exclusive(path: str, data: bytes) -> bool:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return True
-
-
-def _read_holder(path: str) -> LockHolder | None:
-    if is_object_store(path):
-        if not FileSystems.exists(path):
-            return None
-    elif not os.path.exists(path):
-        return None
-    try:
-        return LockHolder.from_json(fs.read_bytes(path))
-    except OSError:
-        return None
-
-
-def read_lock(folder: str) -> LockHolder | None:
-    """The holder of ``folder``'s lock, or None when it is not locked."""
-    return _read_holder(fs.join(folder, LOCK_NAME))
-
-
-def _locked_error(folder: str, holder: LockHolder, flag: str) -> ArtifactError:
-    return ArtifactError(
-        f"{flag} {folder!r} is locked by {holder.describe()}. Wait for that run to finish, "
-        f"or, if it is dead, pass --force_unlock to break its lock.")
-
-
-def _break(path: str, folder: str, holder: LockHolder, flag: str) -> None:
-    if holder.alive_here():
-        raise ArtifactError(
-            f"--force_unlock refused: {flag} {folder!r} is locked by {holder.describe()}, "
-            "which is still running on this host. Stop it first, or choose another "
-            f"{flag}.")
-    _LOG.warning("breaking the lock of %s held by %s", folder, holder.describe())
-    if is_object_store(path):
-        FileSystems.delete([path])
-    elif os.path.lexists(path):
-        os.remove(path)
-
-
-def _take(path: str, folder: str, me: LockHolder, force_unlock: bool, flag: str) -> None:
-    """Creates the local lock file ``path`` exclusively (one retry after breaking it)."""
-    for attempt in range(2):
-        if _create_exclusive(path, me.to_json()):
-            return
-        holder = _read_holder(path) or LockHolder("<being written>", "<unknown>", -1, "?")
-        if not force_unlock or attempt:
-            raise _locked_error(folder, holder, flag)
-        _break(path, folder, holder, flag)
-
-
-def acquire_lock(folder: str, run_id: str, *, force_unlock: bool = False,
-                 flag: str = "--output") -> LockHolder:
-    """Takes the exclusive lock of ``folder`` for ``run_id``; returns our holder record.
-
-    Raises:
-        ArtifactError: Another run holds the lock (naming it), or ``force_unlock`` was asked
-            for a holder that is alive on this host.
-    """
-    me = LockHolder.for_this_process(run_id)
-    if not is_object_store(folder):
-        os.makedirs(folder, exist_ok=True)
-        _take(os.path.join(folder, LOCK_NAME), folder, me, force_unlock, flag)
-        return me
-    guard = _host_guard_path(folder)
-    _take(guard, folder, me, force_unlock, flag)
-    try:
-        path = fs.join(folder, LOCK_NAME)
-        holder = _read_holder(path)
-        if holder is not None:
-            if not force_unlock:
-                raise _locked_error(folder, holder, flag)
-            _break(path, folder, holder, flag)
-        fs.write_bytes(path, me.to_json())
-        holder = _read_holder(path)
-        if holder is None or holder.run_id != run_id:
-            raise _locked_error(folder, holder or me, flag)
-    except BaseException:
-        os.remove(guard)
-        raise
-    return me
-
-
-def release_lock(folder: str, run_id: str) -> None:
-    """Releases ``folder``'s lock if ``run_id`` holds it (a broken lock is left alone)."""
-    path = fs.join(folder, LOCK_NAME)
-    holder = _read_holder(path)
-    if holder is not None and holder.run_id == run_id:
-        delete_files(folder, [LOCK_NAME])
-    if is_object_store(folder):
-        guard = _host_guard_path(folder)
-        g = _read_holder(guard)
-        if g is not None and g.run_id == run_id:
-            os.remove(guard)
 
 
 def check_folder(folder: str, policy: OutputPolicy, *, overwrite: bool) -> bool:
@@ -447,7 +289,7 @@ class OutputRun:
         if last in old:
             delete_files(self.folder, [last])
         delete_files(self.folder, [p for p in old if p not in staged and p != last])
-        for rel in sorted(staged, key=lambda p: p == last):
-            move_file(fs.join(self.staging, rel), fs.join(self.folder, rel))
+        move_files(self.staging, self.folder, [p for p in staged if p != last])
+        move_files(self.staging, self.folder, [last] if last in staged else [])
         delete_tree(self.staging)
         return True
