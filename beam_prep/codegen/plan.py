@@ -41,6 +41,11 @@ Missing values (``default_value``): the analysis replaces a missing cell by the 
 input before every chain of that feature (one shared instance, so it also runs inside the
 model stage before Normalization). Features without ``default_value`` get no such layer.
 
+Numeric statistics: a feature without a finite value in the data (``count`` 0) gets an
+identity Normalization (mean 0, variance 1) and a single bucket, with ``#`` comments
+(:attr:`FeaturePlan.notes`) saying why; a null mean or variance with data (beyond float64)
+is refused with an :class:`ArtifactError` naming the feature.
+
 Empty vocabularies: Keras cannot build a lookup table from an empty file or list, so an
 empty vocabulary becomes a one-token *list* vocabulary holding a sentinel that real data
 never contains; every real input then maps to OOV (``[UNK]`` for text). The layer's
