@@ -29,6 +29,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from beam_prep.errors import InputError
+from beam_prep.io.columns import type_problem
 
 REASON_COLUMNS = "wrong_column_count"
 REASON_JSON = "malformed_json"
@@ -121,11 +122,19 @@ def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: in
     try:
         if blank:
             raise ValueError("blank lines")
+        data = b"\n".join(lines)
         table = pa_json.read_json(
-            io.BytesIO(b"\n".join(lines)),
-            parse_options=pa_json.ParseOptions(newlines_in_values=False))
+            io.BytesIO(data), parse_options=pa_json.ParseOptions(newlines_in_values=False))
         if table.num_rows != len(lines):
             raise ValueError("row count mismatch")
+        wanted = [f for f in table.schema if f.name in columns]
+        dates = [f.name for f in wanted if pa.types.is_temporal(f.type)]
+        if dates:  # pyarrow infers timestamps from ISO strings: keep the text
+            table = pa_json.read_json(io.BytesIO(data), parse_options=pa_json.ParseOptions(
+                newlines_in_values=False,
+                explicit_schema=pa.schema([(c, pa.string()) for c in dates])))
+        if any(type_problem(f.type) is not None for f in wanted if f.name not in dates):
+            raise ValueError("nested values")  # objects, lists of lists: rejected line by line
         return RawBatch(select(table, columns), first_row,
                         pa.array(first_row + np.arange(len(lines), dtype=np.int64)), [])
     except (pa.ArrowInvalid, ValueError):

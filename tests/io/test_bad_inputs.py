@@ -157,3 +157,18 @@ def test_a_jsonl_line_nested_200000_deep_is_rejected_alone(tmp_path):
     assert rows == [{"a": 1, "b": "x"}, {"a": 3, "b": None}] and seen == 3
     assert [(r.row, r.reason) for r in rejected] == [(2, "malformed_json")]
     assert "recursion" in rejected[0].detail
+
+
+def test_jsonl_dates_stay_text_and_nested_values_are_rejected_by_row(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"a": 1, "b": "2020-01-01 00:00:00"}\n{"a": 2, "b": "2021-02-03"}\n'
+                 '{"a": 3, "b": {"x": 1}}\n{"a": 4, "b": [["y"]]}\n{"a": 5, "b": "z"}\n')
+    rows, rejected, seen = _read(p, batch_size=10)
+    assert rows == [{"a": 1, "b": "2020-01-01 00:00:00"}, {"a": 2, "b": "2021-02-03"},
+                    {"a": 5, "b": "z"}] and seen == 5
+    assert [(r.row, r.reason) for r in rejected] == [(3, "malformed_json"),
+                                                    (4, "malformed_json")]
+    q = tmp_path / "only_dates.jsonl"  # the fast path (every line well formed)
+    q.write_text('{"a": 1, "b": "2020-01-01 00:00:00"}\n{"a": 2, "b": "2021-02-03"}\n')
+    assert _read(q, batch_size=10)[0] == [{"a": 1, "b": "2020-01-01 00:00:00"},
+                                         {"a": 2, "b": "2021-02-03"}]
