@@ -58,7 +58,7 @@ def test_training_config_duplicate_key_names_key_and_lines():
     ("", ("modle.dropout=0.1",),
      "Override 'modle.dropout=0.1': `modle` must be one of the known keys ['data', 'model', "
      "'training', 'distribution'] (did you mean `model`?). Received: "
-     "modle='modle.dropout=0.1'"),
+     "modle={'dropout': '0.1'}"),
     ("distributon:\n  strategy: tpu\n", (),
      "`distributon` must be one of the known keys ['data', 'training', 'model', "
      "'distribution'] (did you mean `distribution`?). Received: distributon={'strategy': "

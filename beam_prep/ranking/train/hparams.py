@@ -290,7 +290,7 @@ class RankingHparams:
             if not sep or not dot or not field:
                 raise SpecError("Overrides look like `section.key=value`, e.g. "
                                 f"`training.learning_rate=0.01`. Received: {item!r}")
-            check_keys({section: item}, SECTIONS, f"Override {item!r}")
+            check_keys({section: {field: text}}, SECTIONS, f"Override {item!r}")
             sec = raw.setdefault(section, {})
             if sec is None:
                 sec = raw[section] = {}
