@@ -383,3 +383,27 @@ def test_jsonl_bad_lines_are_rejected_and_empty_files_read_as_empty(tmp_path):
                   f["score"][:len(lab)].tolist(), lab.tolist())
                  for f, lab in read_all(os.path.join(out, "*.tfrecord")))
     assert got == [("q1", ["a", "b"], [0.5, 1.0], [1.0, 0.0]), ("q2", ["e"], [2.0], [0.0])]
+
+
+def test_parquet_uint64_beyond_int64_is_rejected_and_timestamps_name_the_file(tmp_path):
+    import datetime
+
+    d = tmp_path / "in"
+    d.mkdir()
+    pq.write_table(pa.table({"qid": ["q1", "q1", "q2"], "label": [1, 0, 1],
+                             "n": pa.array([7, 2**64 - 1, 9], pa.uint64())}), str(d / "u.parquet"))
+    out = str(tmp_path / "out")
+    make_elwc.run(["--input", str(d / "u.parquet"), "--input_format", "parquet", "--output", out,
+                   "--max_bad_fraction", "0.5", "--query_id_feature", "qid"])
+    rejected = [json.loads(x) for x in open(os.path.join(out, "rejected/rejected.jsonl"))]
+    assert [(r["line"], r["reason"]) for r in rejected] == [
+        (2, f"column 'n' holds {2**64 - 1}, beyond int64")]
+    got = sorted((f["qid"].decode(), f["n"][:len(lab)].tolist())
+                 for f, lab in read_all(os.path.join(out, "*.tfrecord")))
+    assert got == [("q1", [7]), ("q2", [9])]
+
+    pq.write_table(pa.table({"qid": ["q1"], "label": [1], "t": pa.array(
+        [datetime.datetime(2024, 1, 2)], pa.timestamp("ms"))}), str(d / "t.parquet"))
+    with pytest.raises(InputError, match=r"column 't' of 't.parquet' has type timestamp\[ms\]"):
+        make_elwc.run(["--input", str(d / "t.parquet"), "--input_format", "parquet",
+                       "--output", str(tmp_path / "out2")])

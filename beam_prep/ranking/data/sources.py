@@ -232,10 +232,10 @@ def _read_letor(path: str, relpath: str, file_index: int, piece: Piece,
                        _count_lines(data))
 
 
-def _arrow_kind(t: pa.DataType, column: str) -> list[Any]:
+def _arrow_kind(t: pa.DataType, column: str, relpath: str) -> list[Any]:
     """[dtype, is_list] of an Arrow type; dtype ``null`` for all-null columns."""
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_arrow_kind(t.value_type, column)[0], True]
+        return [_arrow_kind(t.value_type, column, relpath)[0], True]
     if pa.types.is_floating(t) or pa.types.is_decimal(t):
         return ["float", False]
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
@@ -245,8 +245,23 @@ def _arrow_kind(t: pa.DataType, column: str) -> list[Any]:
         return ["string", False]
     if pa.types.is_null(t):
         return ["null", False]
-    raise InputError(f"column {column!r} has type {t}, which ELWC cannot hold; use numbers, "
-                     "strings or lists of them (or leave the column out).")
+    raise InputError(f"column {column!r} of {relpath!r} has type {t}, which ELWC cannot hold; "
+                     "use numbers, strings or lists of them (or leave the column out).")
+
+
+def _beyond_int64(table: pa.Table, columns: Iterable[str]) -> dict[int, str]:
+    """Row index → reason, for rows holding a uint64 value that int64 features cannot hold."""
+    out: dict[int, str] = {}
+    for c in columns:
+        t = table.schema.field(c).type
+        flat = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
+        if flat != pa.uint64():
+            continue
+        for i, v in enumerate(table.column(c).to_pylist()):
+            big = [x for x in (v if isinstance(v, list) else [v]) if x is not None and x >= 2**63]
+            if big and i not in out:
+                out[i] = f"column {c!r} holds {big[0]}, beyond int64"
+    return out
 
 
 
@@ -298,14 +313,18 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     qids = [None if q is None else str(q) for q in qid_arr.to_pylist()]
     labels, bad_label = _labels(table.column(opts.label_column))
     bad_qid = np.array([q is None or q == "" for q in qids], dtype=bool)
+    too_big = _beyond_int64(table, (*example_cols, *opts.context_columns))
+    bad = bad_qid | bad_label
+    bad[list(too_big)] = True
     rejected = list(parse_rejects)
-    for i in np.flatnonzero(bad_qid | bad_label):
+    for i in np.flatnonzero(bad):
         why = "missing query id" if bad_qid[i] else \
-            f"label {table.column(opts.label_column)[int(i)].as_py()!r} is not a number"
+            f"label {table.column(opts.label_column)[int(i)].as_py()!r} is not a number" \
+            if bad_label[i] else too_big[int(i)]
         line = line_numbers[i] if line_numbers is not None else int(i) + 1
         rejected.append({"file": relpath, "line": line, "reason": why, "text": ""})
     rejected.sort(key=lambda r: r["line"])
-    good = np.flatnonzero(~(bad_qid | bad_label)).tolist()
+    good = np.flatnonzero(~bad).tolist()
     code_of: dict[str, int] = {}
     codes = np.array([code_of.setdefault(qids[i], len(code_of)) for i in good], np.int64)
 
@@ -317,8 +336,8 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
                      qid_names=np.array(list(code_of), dtype=object), qid_codes=codes,
                      labels=labels[good], columns={c: pick(c) for c in example_cols},
                      context={c: pick(c) for c in opts.context_columns})
-    schema = {c: _arrow_kind(table.schema.field(c).type, c) for c in (*example_cols,
-                                                                     *opts.context_columns)}
+    schema = {c: _arrow_kind(table.schema.field(c).type, c, relpath)
+              for c in (*example_cols, *opts.context_columns)}
     lines = table.num_rows + len(parse_rejects)
     counts = {"files": int(row_group == 0), "lines": lines, "documents_read": len(good),
               "lines_rejected": len(rejected)}
