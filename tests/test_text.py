@@ -16,8 +16,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from beam_prep.errors import InputError, SpecError
-from beam_prep.spec import TextFeature
 from beam_prep.analyzers.text import (
     KERAS_RESERVED_TOKENS,
     add_ngrams,
@@ -25,8 +23,11 @@ from beam_prep.analyzers.text import (
     split,
     standardize,
     token_counts,
+    token_statistics,
     tokenize,
 )
+from beam_prep.errors import InputError, SpecError
+from beam_prep.spec import TextFeature
 from tests.seed_corpus import GREEK  # noqa: E402
 
 keras = pytest.importorskip("keras")
@@ -310,3 +311,35 @@ def test_token_counts_of_a_larger_batch_agree_with_a_python_count():
     tokens, df = document_frequencies(pa.array(texts), feature)
     assert dict(zip(tokens.to_pylist(), df.to_pylist())) == \
         dict(collections.Counter(t for row in rows for t in set(row)))
+
+
+@pytest.mark.parametrize("ngrams", [None, 2, 3])
+def test_token_statistics_give_counts_and_document_frequencies_of_a_python_oracle(ngrams):
+    # Several words per row repeat, so counts and document frequencies differ.
+    rng = np.random.default_rng(11)
+    words = np.array(["to", "Be", "or", "not", "to,", "be!", "ΞΑ", "é"])
+    texts = [" ".join(rng.choice(words, size=rng.integers(0, 9))) if i % 7 else None
+             for i in range(400)]
+    counts: collections.Counter = collections.Counter()
+    docs: collections.Counter = collections.Counter()
+    for text in texts:  # plain-Python reference for the default modes
+        if text is None:
+            continue
+        cleaned = "".join(c for c in text.translate(
+            {ord(c): ord(c) + 32 for c in string.ascii_uppercase})
+            if c not in string.punctuation)
+        w = cleaned.split()
+        grams = [" ".join(w[i:i + n]) for n in range(1, (ngrams or 1) + 1)
+                 for i in range(len(w) - n + 1)]
+        counts.update(grams)
+        docs.update(set(grams))
+    tokens, got_counts, got_docs = token_statistics(pa.array(texts), TextFeature("t",
+                                                                                 ngrams=ngrams))
+    got = {t: (c, d) for t, c, d in zip(tokens.to_pylist(), got_counts.tolist(),
+                                         got_docs.tolist())}
+    assert got == {t: (counts[t], docs[t]) for t in counts}
+    assert counts["to"] != docs["to"]
+    tokens, only_counts, none = token_statistics(pa.array(texts), TextFeature(
+        "t", ngrams=ngrams), documents=False)
+    assert none is None
+    assert dict(zip(tokens.to_pylist(), only_counts.tolist())) == dict(counts)

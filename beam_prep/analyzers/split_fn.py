@@ -19,8 +19,8 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import apache_beam as beam
@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocabulary as voc
+from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.errors import SpecError
 from beam_prep.io import columns as colmod
 from beam_prep.io.readers import Split, read_split
@@ -41,6 +42,8 @@ NUMERIC = "numeric"
 META = "meta"
 REJECTED = "rejected"
 NUMERIC_GROUPS = 64
+#: Text is tokenised and counted this many bytes at a time (bounds the n-gram arrays).
+TEXT_CHUNK_BYTES = 1 << 22
 
 _LOG = logging.getLogger("beam_prep.analyze")
 
@@ -81,39 +84,25 @@ def _fill_missing(arr: pa.Array, default: Any) -> pa.Array:
     return pc.fill_null(arr, pa.scalar(default, type=arr.type))
 
 
-class _VocabState:
-    """Per-split vocabulary accumulator of one feature.
+def text_chunks(texts: pa.Array, max_bytes: int) -> Iterator[pa.Array]:
+    """Zero-copy slices of a string array holding at most ``max_bytes`` of text each.
 
-    Raw value arrays are buffered and counted in one pass per ``FLUSH_VALUES`` values (one
-    hash table, or a bincount over dictionary indices), rather than batch by batch.
+    A row longer than ``max_bytes`` is a slice of its own. An empty array gives nothing.
+
+    Example:
+        >>> [c.to_pylist() for c in text_chunks(pa.array(["ab", "c", "de", "f"]), 3)]
+        [['ab', 'c'], ['de', 'f']]
     """
-
-    FLUSH_VALUES = 1 << 22
-
-    def __init__(self) -> None:
-        self.raw: list[pa.Array] = []
-        self.raw_values = 0
-        self.tables: list[pa.Table] = []
-
-    def add_values(self, values: pa.Array) -> None:
-        self.raw.append(values)
-        self.raw_values += len(values)
-        if self.raw_values >= self.FLUSH_VALUES:
-            self._flush()
-
-    def add_table(self, table: pa.Table) -> None:
-        self.tables.append(table)
-        if len(self.tables) >= 16:
-            self.tables = [voc.merge_tables(self.tables)]
-
-    def _flush(self) -> None:
-        if self.raw:
-            self.add_table(voc.count_chunks(self.raw))
-        self.raw, self.raw_values = [], 0
-
-    def result(self) -> pa.Table:
-        self._flush()
-        return voc.merge_tables(self.tables)
+    n = len(texts)
+    if n == 0:
+        return
+    ends = np.cumsum(pc.fill_null(pc.binary_length(texts), 0).to_numpy(zero_copy_only=False))
+    start = 0
+    while start < n:
+        consumed = int(ends[start - 1]) if start else 0
+        end = max(int(np.searchsorted(ends, consumed + max_bytes, side="right")), start + 1)
+        yield texts.slice(start, end - start)
+        start = end
 
 
 def _prefetched(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
@@ -180,12 +169,14 @@ class AnalyzeSplitFn(beam.DoFn):
             written there and passed as :class:`SpillRef` (None = never spill).
         spill_rows: Spill threshold.
         threads: Threads per split (1 = no pool).
+        memory_rows: Merged vocabulary rows a feature keeps in memory per split before
+            they are spilled as a run (only with ``temp_dir``).
     """
 
     def __init__(self, spec_dict: dict, *, batch_size: int, num_partitions: int,
                  csv_delimiter: str = ",", temp_dir: str | None = None,
                  spill_rows: int = spill.DEFAULT_SPILL_ROWS, threads: int = 1,
-                 skip_corrupt_tail: bool = False) -> None:
+                 skip_corrupt_tail: bool = False, memory_rows: int = MEMORY_ROWS) -> None:
         self._spec_dict = spec_dict
         self._skip_corrupt_tail = skip_corrupt_tail
         self._batch_size = batch_size
@@ -194,6 +185,7 @@ class AnalyzeSplitFn(beam.DoFn):
         self._spill_rows = spill_rows
         self._csv_delimiter = csv_delimiter
         self._threads = max(1, threads)
+        self._memory_rows = memory_rows
         self._rows = beam.metrics.Metrics.counter("beam_prep", "rows_read")
         self._bad = beam.metrics.Metrics.counter("beam_prep", "rows_rejected")
 
@@ -217,7 +209,12 @@ class AnalyzeSplitFn(beam.DoFn):
     def process(self, split: Split) -> Iterator[Any]:
         spec = self._spec
         started = time.monotonic()
-        vocab = {f.name: _VocabState() for f in spec.of_kind("string", "integer", "text")}
+        stem = spill.stable_id(split.split_id)
+        vocab = {f.name: SplitVocabulary(f.name, num_partitions=self._num_partitions,
+                                         spill_dir=self._temp_dir, file_stem=stem,
+                                         spill_rows=self._spill_rows,
+                                         memory_rows=self._memory_rows)
+                 for f in spec.of_kind("string", "integer", "text")}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric")}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
@@ -234,8 +231,9 @@ class AnalyzeSplitFn(beam.DoFn):
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
                 numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
             elif f.kind == "text":
-                table, documents = self._count_text(f, filled)
-                vocab[f.name].add_table(table)
+                tables, documents = self._count_text(f, filled)
+                for table in tables:
+                    vocab[f.name].add_table(table)
             else:
                 # Counting skips nulls: no need to copy the column without them.
                 vocab[f.name].add_values(colmod.leaf_values_with_nulls(filled))
@@ -264,23 +262,10 @@ class AnalyzeSplitFn(beam.DoFn):
                 if f.kind == "text":
                     meta["documents"][f.name] += documents
 
-        def finish(item: tuple[str, _VocabState]) -> list[tuple[tuple[str, int], Any]]:
-            name, state = item
-            counted = state.result()
-            # Spill by the size of the feature's whole table, so a large vocabulary goes
-            # through files in every partition (each partition alone may look small).
-            to_files = self._temp_dir is not None and counted.num_rows >= self._spill_rows
-            out = []
-            for part, table in voc.split_by_partition(counted, self._num_partitions):
-                if to_files:
-                    path = (f"{self._temp_dir}/counts/{name}/p{part:03d}/"
-                            f"{spill.stable_id(split.split_id)}.arrow")
-                    out.append(((name, part), spill.spill(table, path)))
-                else:
-                    out.append(((name, part), table))
-            return out
+        def finish(state: SplitVocabulary) -> list[tuple[tuple[str, int], Any]]:
+            return state.result()
 
-        for outputs in self._map(finish, list(vocab.items())):
+        for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
         if numeric:
             partials = {name: acc.result() for name, acc in numeric.items()}
@@ -291,8 +276,12 @@ class AnalyzeSplitFn(beam.DoFn):
                   meta["rows_read"], meta["rows_rejected"], time.monotonic() - started)
 
     @staticmethod
-    def _count_text(f: Feature, arr: pa.Array) -> tuple[pa.Table, int]:
-        """Token counts of a text column and its number of documents (non-null cells)."""
+    def _count_text(f: Feature, arr: pa.Array) -> tuple[list[pa.Table], int]:
+        """Token count tables of a text column and its number of documents (non-null cells).
+
+        Counted :data:`TEXT_CHUNK_BYTES` of text at a time, so the n-gram arrays stay small
+        whatever the batch size; document counts add up because a document is in one chunk.
+        """
         from beam_prep.analyzers import text
 
         flat = arr.flatten() if pa.types.is_large_list(arr.type) else arr
@@ -301,9 +290,9 @@ class AnalyzeSplitFn(beam.DoFn):
         present = pc.is_valid(flat)
         documents = int(pc.sum(present).as_py() or 0)
         flat = flat.filter(present)
-        tokens = text.tokenize(flat, f)
-        if f.output_mode == "tf_idf":
-            offsets = np.asarray(tokens.offsets.to_numpy(zero_copy_only=False))
-            doc_ids = np.repeat(np.arange(len(tokens), dtype=np.int64), np.diff(offsets))
-            return voc.count_values(pc.list_flatten(tokens), pa.array(doc_ids)), documents
-        return voc.count_chunks([pc.list_flatten(tokens)]), documents
+        with_df = f.output_mode == "tf_idf"
+        tables = []
+        for chunk in text_chunks(flat, TEXT_CHUNK_BYTES):
+            tokens, counts, dfs = text.token_statistics(chunk, f, documents=with_df)
+            tables.append(voc.table_from_counts(tokens, counts, dfs))
+        return tables, documents

@@ -68,6 +68,7 @@ __all__ = [
     "split",
     "standardize",
     "token_counts",
+    "token_statistics",
     "tokenize",
 ]
 
@@ -368,10 +369,6 @@ def tokenize(texts: pa.Array, feature: TextFeature) -> pa.ListArray:
 
 # --------------------------------------------------------------------------- counting
 
-def _empty_counts(tokens: pa.Array) -> tuple[pa.Array, pa.Array]:
-    return pa.array([], type=tokens.type), pa.array([], type=pa.int64())
-
-
 def token_counts(texts: pa.Array, feature: TextFeature) -> tuple[pa.Array, pa.Array]:
     """Distinct tokens of a batch and how many times each occurs in it.
 
@@ -387,11 +384,60 @@ def token_counts(texts: pa.Array, feature: TextFeature) -> tuple[pa.Array, pa.Ar
         >>> dict(zip(toks.to_pylist(), counts.to_pylist()))
         {'a': 2, 'b': 1}
     """
-    values = _grams(texts, feature).values()
+    tokens, counts, _ = token_statistics(texts, feature, documents=False)
+    return tokens, pa.array(counts, type=pa.int64())
+
+
+def token_statistics(texts: pa.Array, feature: TextFeature, *,
+                     documents: bool = True) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """Distinct tokens of a batch, their counts and (optionally) their document counts.
+
+    One hash pass (``dictionary_encode``) serves both numbers: counts are a ``bincount``
+    of the token ids, document counts a ``bincount`` over the distinct (row, id) pairs.
+    The n-grams are counted block by block, never put in row order (no copy of them).
+
+    Args:
+        texts: String/binary array (chunked or not), one document per row.
+        feature: The text feature.
+        documents: Also count the rows containing each token (None when False).
+
+    Returns:
+        ``(tokens, counts, document_counts)``: distinct tokens (order unspecified) and int64
+        numpy arrays.
+
+    Example:
+        >>> toks, counts, df = token_statistics(pa.array(["a b a", "a"]), TextFeature("t"))
+        >>> sorted(zip(toks.to_pylist(), counts.tolist(), df.tolist()))
+        [('a', 3, 2), ('b', 1, 1)]
+    """
+    grams = _grams(texts, feature)
+    values = grams.values()
     if len(values) == 0:
-        return _empty_counts(values)
-    counted = pc.value_counts(values)
-    return counted.field("values"), counted.field("counts").cast(pa.int64())
+        empty = np.zeros(0, np.int64)
+        return pa.array([], type=values.type), empty, (empty if documents else None)
+    encoded = pc.dictionary_encode(values)
+    del values
+    dictionary = encoded.dictionary
+    n = len(dictionary)
+    ids = encoded.indices.to_numpy().astype(np.int64)
+    del encoded
+    counts = np.bincount(ids, minlength=n).astype(np.int64)
+    if not documents:
+        return dictionary, counts, None
+    # Distinct (row, token) pairs: sort the combined keys in place and keep the first of
+    # each run (np.sort + a diff is much faster here than np.unique).
+    keys = grams.rows()
+    keys *= n
+    keys += ids
+    del ids
+    keys.sort()
+    first = np.empty(len(keys), dtype=bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    distinct = keys[first]
+    del keys, first
+    distinct %= n
+    return dictionary, counts, np.bincount(distinct, minlength=n).astype(np.int64)
 
 
 def document_frequencies(texts: pa.Array, feature: TextFeature) -> tuple[pa.Array, pa.Array]:
@@ -409,19 +455,5 @@ def document_frequencies(texts: pa.Array, feature: TextFeature) -> tuple[pa.Arra
         >>> dict(zip(toks.to_pylist(), df.to_pylist()))
         {'a': 2, 'b': 1}
     """
-    grams = _grams(texts, feature)
-    values = grams.values()
-    if len(values) == 0:
-        return _empty_counts(values)
-    encoded = pc.dictionary_encode(values)
-    dictionary = encoded.dictionary
-    ids = np.asarray(encoded.indices).astype(np.int64)
-    rows = grams.rows()
-    # Distinct (row, token) pairs: sort the combined keys and keep the first of each run.
-    # (np.sort + a diff is much faster here than np.unique.)
-    keys = np.sort(rows * len(dictionary) + ids)
-    first = np.empty(len(keys), dtype=bool)
-    first[0] = True
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    document_counts = np.bincount(keys[first] % len(dictionary), minlength=len(dictionary))
-    return dictionary, pa.array(document_counts.astype(np.int64))
+    tokens, _, document_counts = token_statistics(texts, feature)
+    return tokens, pa.array(document_counts, type=pa.int64())
