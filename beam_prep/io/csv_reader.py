@@ -54,7 +54,7 @@ class _Cursor(io.RawIOBase):
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_END:
             with self._lock:
-                offset += self._f.seek(0, io.SEEK_END)
+                offset += _file_size(self._f)
         elif whence == io.SEEK_CUR:
             offset += self._pos
         self._pos = max(offset, 0)
@@ -71,7 +71,8 @@ class _Cursor(io.RawIOBase):
 
 def _file_size(f: IO[bytes]) -> int:
     here = f.tell()
-    size = f.seek(0, io.SEEK_END)
+    f.seek(0, io.SEEK_END)  # Beam's CompressedFile.seek returns None: ask tell()
+    size = f.tell()
     f.seek(here)
     return size
 

@@ -148,7 +148,10 @@ def _open(split: Split):
 
 
 def _seekable(f: IO[bytes]) -> IO[bytes]:
-    return f if f.seekable() else io.BytesIO(f.read())
+    """``f``, or an in-memory copy when it cannot seek (Beam's CompressedFile has a
+    ``seekable`` property, io files a method)."""
+    seekable = getattr(f, "seekable", False)
+    return f if (seekable() if callable(seekable) else seekable) else io.BytesIO(f.read())
 
 
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,

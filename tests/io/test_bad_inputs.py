@@ -172,3 +172,16 @@ def test_jsonl_dates_stay_text_and_nested_values_are_rejected_by_row(tmp_path):
     q.write_text('{"a": 1, "b": "2020-01-01 00:00:00"}\n{"a": 2, "b": "2021-02-03"}\n')
     assert _read(q, batch_size=10)[0] == [{"a": 1, "b": "2020-01-01 00:00:00"},
                                          {"a": 2, "b": "2021-02-03"}]
+
+
+def test_gzip_csv_files_are_read_including_empty_and_header_only_ones(tmp_path):
+    import gzip
+
+    full, header, empty = tmp_path / "f.csv.gz", tmp_path / "h.csv.gz", tmp_path / "e.csv.gz"
+    full.write_bytes(gzip.compress(b"a,b\n" + b"".join(b"%d,x%d\n" % (i, i) for i in range(5))))
+    header.write_bytes(gzip.compress(b"a,b"))
+    empty.write_bytes(gzip.compress(b""))
+    rows, rejected, seen = _read(full)
+    assert rows == [{"a": i, "b": f"x{i}"} for i in range(5)] and seen == 5
+    assert available_columns(str(header), "csv") == ["a", "b"] and _read(header)[2] == 0
+    assert available_columns(str(empty), "csv") == [] and _read(empty)[2] == 0
