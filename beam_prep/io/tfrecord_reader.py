@@ -70,26 +70,33 @@ class _Reference:
                 good_numbers.append(n)
             try:
                 rb = self._decoder.DecodeBatch(good) if good else None
-            except RuntimeError as e:  # every record is fine alone: types disagree
-                raise self._explain_conflict(good, good_numbers, e) from e
+            except RuntimeError:  # every record is fine alone: types disagree
+                return self._one_by_one(good, good_numbers, rejected)
         batch = (formats.select(rb, self._columns) if rb is not None
                  else pa.RecordBatch.from_arrays([pa.nulls(0) for _ in self._columns],
                                                  names=self._columns))
         return RawBatch(batch, good_numbers[0] if good_numbers else 0,
                         pa.array(good_numbers, pa.int64()), rejected)
 
-    def _explain_conflict(self, payloads: list[bytes], numbers: list[int],
-                          error: Exception) -> InputError:
-        """Names the feature that holds two list types, record by record."""
+    def _one_by_one(self, payloads: list[bytes], numbers: list[int],
+                    rejected: list[RejectedRow]) -> RawBatch:
+        """Records that tfx-bsl refuses together but reads alone: a feature holds two list
+        types. One of the requested columns is an InputError naming it; an unrequested
+        feature is not (the native decoder ignores it too), so results do not depend on
+        which records fell back."""
         types = _TypeCheck(self._source)
-        try:
-            for n, p in zip(numbers, payloads):
-                rb = formats.select(self._decoder.DecodeBatch([p]), self._columns)
-                types.check(RawBatch(rb, n, pa.array([n], pa.int64()), []))
-        except InputError as conflict:
-            return conflict
-        return InputError(f"tfx-bsl could not decode records {numbers[0]}..{numbers[-1]} of "
-                          f"{self._source} together: {error}")
+        parts = []
+        for n, p in zip(numbers, payloads):
+            rb = formats.select(self._decoder.DecodeBatch([p]), self._columns)
+            parts.append(types.check(RawBatch(rb, n, pa.array([n], pa.int64()), [])).batch)
+        arrays = []
+        for j in range(len(self._columns)):
+            column = [b.column(j) for b in parts]
+            kind = next((a.type for a in column if not pa.types.is_null(a.type)), pa.null())
+            arrays.append(pa.concat_arrays([a if a.type == kind else pa.nulls(len(a), kind)
+                                            for a in column]))
+        batch = pa.RecordBatch.from_arrays(arrays, names=self._columns)
+        return RawBatch(batch, numbers[0], pa.array(numbers, pa.int64()), rejected)
 
 
 def _as_list(arr: pa.Array) -> pa.Array:
