@@ -1,0 +1,234 @@
+"""The analysis page: run header, then one card per feature of an artifact directory.
+
+What each card shows and where it comes from (``docs/artifacts.md``):
+
+* string / integer / text: top tokens (bar chart, share of the values seen) and the coverage
+  curve, ``share of values covered by the first k tokens = sum of the first k counts /
+  total_count`` (values seen, missing rows excluded), both from one streaming pass over the
+  counts sidecar (:mod:`beam_prep.report.sidecar`). The sidecar holds only the written
+  vocabulary, so the curve stops at the cut (marked in red with ``top_k``/``min_count`` or
+  ``max_tokens``); the dropped tokens' number and total count are known from the manifest and
+  drawn as a dotted segment to 100 %. Implied OOV rate = ``1 - sum(counts) / total_count``.
+  Text adds terms per document (``total_count / document_count``: only the mean is
+  recorded) and document frequencies of the top tokens when the sidecar has them (tf_idf).
+* numeric: the manifest has no histogram, only min, max, mean, variance and the quantile
+  boundaries. The picture drawn is the one they imply: ``num_buckets`` buckets between
+  min, the boundaries and max, each holding about ``count / num_buckets`` finite values
+  (within ``epsilon``), drawn as bars of density ``mass / width``; the page says so.
+* hashed: settings only (there is nothing to analyse).
+
+Example:
+    >>> from beam_prep.io.artifacts import Artifacts     # doctest: +SKIP
+    >>> html = render_analysis(Artifacts("artifacts/"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from beam_prep.io.artifacts import Artifacts
+from beam_prep.report import svg
+from beam_prep.report.page import (
+    card,
+    document,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    kv_table,
+    note,
+    text,
+)
+from beam_prep.report.sidecar import SidecarSummary, summarize_sidecar
+
+TOP_N = 25
+_MAX_LISTED = 20
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+def _share(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+def _settings(spec: dict[str, Any]) -> str:
+    items = [(k, v) for k, v in sorted(spec.items()) if k not in ("name", "kind") and
+             v is not None]
+    return ", ".join(f"{k}={v}" for k, v in items) or "defaults"
+
+
+def _header(art: Artifacts) -> str:
+    m = art.manifest
+    inp = m.get("input", {})
+    patterns = list(inp.get("patterns", []))
+    shown = ", ".join(text(p) for p in patterns[:_MAX_LISTED])
+    if len(patterns) > _MAX_LISTED:
+        shown += f" … ({len(patterns):,} patterns)"
+    read = int(inp.get("rows_read", 0))
+    rejected = int(inp.get("rows_rejected", 0))
+    run = m.get("run") or {}
+    seconds = run.get("seconds", m.get("run_seconds"))
+    rows = [
+        ("inputs", shown or "—"),
+        ("format", text(inp.get("format", "—"))),
+        ("files / splits", f"{fmt_int(inp.get('files'))} / {fmt_int(inp.get('splits'))}"),
+        ("rows read", fmt_int(read)),
+        ("rows rejected", f"{fmt_int(rejected)} ({fmt_pct(_share(rejected, read))})"),
+        ("rows used", fmt_int(read - rejected)),
+    ]
+    for reason, n in sorted(inp.get("rejected_by_reason", {}).items()):
+        rows.append((f"rejected: {reason}", fmt_int(n)))
+    if inp.get("rejected_file"):
+        rows.append(("rejected rows file", text(inp["rejected_file"])))
+    rows.append(("versions", text(", ".join(f"{k} {v}" for k, v in
+                                           sorted(m.get("versions", {}).items())))))
+    rows.append(("fingerprint", f"<code>{text(m.get('fingerprint', ''))}</code>"))
+    rows.append(("run time", "not recorded in the manifest" if seconds is None
+                 else f"{fmt_num(float(seconds))} s"))
+    return card("Run", kv_table(rows), data_name="__run__")
+
+
+def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int) -> str:
+    st = art.stats(name)
+    kind = spec["kind"]
+    s: SidecarSummary = summarize_sidecar(art.file_path(name, "counts"), name=name, top_n=TOP_N)
+    total = int(st.get("total_count", 0))
+    distinct = int(st.get("distinct_values", s.tokens))
+    oov = 1.0 - s.total / total if total else None
+    def opt(key: str) -> str:
+        return "none" if spec.get(key) is None else str(spec[key])
+
+    if kind == "text":
+        cut = f"max_tokens={opt('max_tokens')}"
+    else:
+        cut = f"top_k={opt('top_k')}, min_count={opt('min_count')}"
+    rows = [
+        ("vocabulary size (tokens written)", fmt_int(s.tokens)),
+        ("distinct values", fmt_int(distinct)),
+        ("values seen", fmt_int(total)),
+        ("values covered by the vocabulary", fmt_int(s.total)),
+        ("implied OOV rate", fmt_pct(oov)),
+        ("missing rows", f"{fmt_int(st.get('missing_count'))} "
+                         f"({fmt_pct(_share(int(st.get('missing_count', 0)), rows_used))})"),
+        ("cut", text(cut)),
+    ]
+    for key in ("dropped_top_k", "dropped_min_count", "excluded_unwritable",
+                "excluded_reserved"):
+        d = st.get(key) or {}
+        if d.get("tokens"):
+            rows.append((key.replace("_", " "), f"{fmt_int(d['tokens'])} tokens, "
+                                                 f"{fmt_int(d.get('count'))} values"))
+    if kind == "text" and st.get("document_count"):
+        docs = int(st["document_count"])
+        rows.append(("documents", fmt_int(docs)))
+        rows.append(("terms per document (mean)", fmt_num(total / docs)))
+    charts = []
+    if s.top:
+        charts.append(f"<div><h4>Top {len(s.top)} tokens (count, share of values seen)</h4>" +
+                      svg.hbars([t for t, _, _ in s.top], [c for _, c, _ in s.top],
+                                value_labels=[f"{c:,} ({fmt_pct(_share(c, total))})"
+                                              for _, c, _ in s.top],
+                                title=f"top tokens of {name}") + "</div>")
+    log_x = max(distinct, s.tokens) > 60
+    pts = [(float(k), c / total) for k, c in s.curve] if total else []
+    if not log_x:
+        pts = [(0.0, 0.0), *pts]
+    gap = None
+    covered = _share(s.total, total) or 0.0
+    if distinct > s.tokens and total:
+        gap = ((float(max(s.tokens, 1)), covered), (float(distinct), 1.0),
+               f"{distinct - s.tokens:,} tokens beyond the cut: only their number and total "
+               "count are recorded, the dotted line is not data")
+    charts.append(
+        "<div><h4>Coverage: share of values covered by the first k tokens</h4>" +
+        svg.curve(pts, x_max=float(max(distinct, s.tokens, 1)), log_x=log_x,
+                  cut=(float(s.tokens), f"cut k={s.tokens:,} ({cut}): OOV {fmt_pct(oov)}"),
+                  gap=gap, title=f"coverage curve of {name}",
+                  x_label="k (tokens, most frequent first)" + (", log scale" if log_x else ""),
+                  y_label="covered") + "</div>")
+    if s.has_df and kind == "text" and st.get("document_count"):
+        docs = int(st["document_count"])
+        charts.append(f"<div><h4>Document frequency of the top {len(s.top)} tokens</h4>" +
+                      svg.hbars([t for t, _, _ in s.top], [d or 0 for _, _, d in s.top],
+                                value_labels=[f"{d:,} docs ({fmt_pct(_share(d or 0, docs))})"
+                                              for _, _, d in s.top],
+                                title=f"document frequencies of {name}") + "</div>")
+    elif kind == "text":
+        charts.append(note("Document frequencies are recorded only with output_mode tf_idf."))
+    if kind == "text":
+        charts.append(note("Only the mean number of terms per document is recorded (no "
+                           "per-document distribution)."))
+    return f'<div class="row"><div>{kv_table(rows)}</div><div>{"".join(charts)}</div></div>'
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _numeric_card(st: dict[str, Any]) -> str:
+    lo, hi, mean = _finite(st.get("min")), _finite(st.get("max")), _finite(st.get("mean"))
+    var = _finite(st.get("variance"))
+    std = math.sqrt(var) if var is not None and var >= 0 else None
+    count = int(st.get("count", 0))
+    rows = [("finite values", fmt_int(count)), ("missing", fmt_int(st.get("missing_count"))),
+            ("NaN", fmt_int(st.get("nan_count"))), ("±inf", fmt_int(st.get("infinite_count"))),
+            ("mean", fmt_num(mean)), ("std", fmt_num(std)), ("min", fmt_num(lo)),
+            ("max", fmt_num(hi))]
+    bounds = st.get("boundaries")
+    if bounds is not None:
+        rows.append(("boundaries", text(", ".join(fmt_num(b) for b in bounds[:64]) +
+                                        (" …" if len(bounds) > 64 else "")) or "none"))
+        rows.append(("epsilon", fmt_num(st.get("epsilon"))))
+    for stat, why in sorted((st.get("null_reasons") or {}).items()):
+        rows.append((f"{stat} is null", text(why)))
+    if lo is None or hi is None:
+        chart = note("No finite value: nothing to draw.")
+    elif bounds:
+        nb = len(bounds) + 1
+        edges = [lo] + [min(max(b, lo), hi) if abs(b) < _FLOAT_MAX else (lo if b < 0 else hi)
+                        for b in bounds] + [hi]
+        mass = count / nb
+        widths = [edges[i + 1] - edges[i] for i in range(nb)]
+        positive = [mass / w for w in widths if w > 0]
+        tallest = max(positive, default=1.0)
+        heights = [mass / w if w > 0 else tallest for w in widths]
+        tips = [f"[{fmt_num(edges[i])}, {fmt_num(edges[i + 1])}]: ≈ {mass:,.1f} values (1/{nb})"
+                + (f", density {fmt_num(heights[i])} per unit" if widths[i] > 0 else
+                   ", all at one value (drawn at the tallest bar's height)")
+                for i in range(nb)]
+        marks = [(mean, f"mean {fmt_num(mean)}")] if mean is not None else []
+        chart = (svg.histogram(edges, heights, marks=marks, tooltips=tips,
+                               title="equal-mass buckets", x_label="value",
+                               y_label="values per unit") +
+                 note(f"No raw histogram is stored. Bars are the {nb} buckets between min, the "
+                      f"{nb - 1} quantile boundaries and max; each holds about 1/{nb} of the "
+                      f"{count:,} finite values (within ε={fmt_num(st.get('epsilon'))}); height "
+                      "= mass / width (values per unit). Alternating colours show the "
+                      "boundaries."))
+    else:
+        chart = (svg.range_bar(lo, hi, mean if mean is not None else lo, std,
+                               title="min, mean ± std, max") +
+                 note("No quantile boundaries (num_buckets not set): only min, max and "
+                      "mean ± std are known."))
+    return f'<div class="row"><div>{kv_table(rows)}</div><div>{chart}</div></div>'
+
+
+def render_analysis(art: Artifacts) -> str:
+    """The whole analysis page as an HTML string (see the module docstring)."""
+    specs = {f["name"]: f for f in art.manifest["spec"]["features"]}
+    inp = art.manifest.get("input", {})
+    rows_used = int(inp.get("rows_read", 0)) - int(inp.get("rows_rejected", 0))
+    parts = [f"<h1>beam-prep analysis report: {text(art.path)}</h1>", _header(art),
+             "<h2>Features</h2>"]
+    for name in art.feature_names:
+        spec = specs.get(name, {"kind": "?"})
+        kind = spec.get("kind", "?")
+        if kind in ("string", "integer", "text"):
+            body = _vocab_card(art, name, spec, rows_used)
+        elif kind == "numeric":
+            body = _numeric_card(art.stats(name))
+        else:
+            body = note("Hashed feature: no analysis, settings only.")
+        title = f'{text(name)}<span class="kind">{text(kind)}</span>'
+        parts.append(card(title, note(text("settings: " + _settings(spec))) + body,
+                          data_name=name))
+    return document(f"beam-prep report: {art.path}", parts)

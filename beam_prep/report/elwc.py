@@ -1,0 +1,200 @@
+"""The ELWC page: what ``beam-prep make-elwc`` wrote, from ``stats.json`` and ``feature_spec.json``.
+
+Shown (``docs/ranking_data.md``): the input counts and status, queries / lists / documents
+per split, the list-size histogram with ``--max_list_size`` marked, the label distribution
+over all documents, the list events (split, truncated, sampled, dropped), the policy, the
+feature spec, and the rejected lines counted by reason (one streaming pass over
+``rejected/rejected.jsonl``, keeping only the counts and three examples).
+
+Not in ``stats.json`` (the page says so): the label distribution per list, the number of
+lists without a relevant label (only ``lists_dropped_no_positive`` when they are dropped),
+and the features present per document (LETOR features are written densely).
+
+Example:
+    >>> html = render_elwc("elwc/")        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+from typing import Any
+
+from beam_prep.io import filesystem as fs
+from beam_prep.report import svg
+from beam_prep.report.page import (
+    card,
+    document,
+    fmt_int,
+    fmt_num,
+    fmt_pct,
+    kv_table,
+    note,
+    text,
+)
+
+STATS_FILE = "stats.json"
+FEATURE_SPEC_FILE = "feature_spec.json"
+MAX_BARS = 60
+_MAX_LABELS = 40
+_MAX_FEATURES = 50
+_EXAMPLES = 3
+
+
+def _share(part: float, whole: float) -> float | None:
+    return part / whole if whole else None
+
+
+def size_bins(hist: dict[int, int], cap: int | None) -> tuple[list[str], list[int], float | None]:
+    """Bars of the list-size histogram: one per size 1..max, or ``MAX_BARS`` equal bins.
+
+    Returns labels, counts and the bar position of the right edge of size ``cap`` (or None).
+
+    Example:
+        >>> size_bins({1: 2, 3: 1}, 2)
+        (['1', '2', '3'], [2, 0, 1], 1.5)
+    """
+    top = max([*hist, cap or 0, 1])
+    if top <= MAX_BARS:
+        labels = [str(s) for s in range(1, top + 1)]
+        counts = [hist.get(s, 0) for s in range(1, top + 1)]
+        pos = None if cap is None else cap - 0.5
+        return labels, counts, pos
+    width = math.ceil(top / MAX_BARS)
+    n = math.ceil(top / width)
+    counts = [0] * n
+    for s, c in hist.items():
+        counts[(max(s, 1) - 1) // width] += c
+    labels = [f"{i * width + 1}–{(i + 1) * width}" for i in range(n)]
+    pos = None if cap is None else cap / width - 0.5
+    return labels, counts, pos
+
+
+def _rejected(root: str, rel: str | None) -> tuple[collections.Counter[str], list[dict]]:
+    reasons: collections.Counter[str] = collections.Counter()
+    examples: list[dict] = []
+    if not rel:
+        return reasons, examples
+    path = fs.join(root, rel)
+    if not fs.exists(path):
+        return reasons, examples
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        rest = b""
+        while True:
+            block = f.read(1 << 22)
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop() if block else b""
+            for line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    row = {"reason": "(unreadable line in rejected.jsonl)"}
+                reasons[str(row.get("reason", "?"))] += 1
+                if len(examples) < _EXAMPLES:
+                    examples.append(row)
+            if not block:
+                break
+    return reasons, examples
+
+
+def _features(root: str) -> str:
+    path = fs.join(root, FEATURE_SPEC_FILE)
+    if not fs.exists(path):
+        return note(f"No {FEATURE_SPEC_FILE} (it is written only by a successful run).")
+    spec = json.loads(fs.read_text(path))
+    label = spec.get("label", {})
+    rows = [("label", text(f"{label.get('name')} ({label.get('dtype')}, padding "
+                           f"{label.get('padding')})")),
+            ("context features", fmt_int(len(spec.get("context", [])))),
+            ("example features", fmt_int(len(spec.get("example", []))))]
+    for where in ("context", "example"):
+        groups: dict[str, list[str]] = {}
+        for f in spec.get(where, []):
+            shape = "scalar" if f.get("shape") == [] else f"shape {f.get('shape')}"
+            key = f"{f.get('dtype')} {shape}, default {f.get('default')}"
+            groups.setdefault(key, []).append(str(f.get("name")))
+        for key, names in sorted(groups.items()):
+            listed = ", ".join(names[:_MAX_FEATURES])
+            more = f" … (+{len(names) - _MAX_FEATURES:,})" if len(names) > _MAX_FEATURES else ""
+            rows.append((f"{where}: {len(names):,} × {key}", text(listed + more)))
+    return kv_table(rows)
+
+
+def render_elwc(root: str) -> str:
+    """The whole ELWC page as an HTML string (see the module docstring)."""
+    st: dict[str, Any] = json.loads(fs.read_text(fs.join(root, STATS_FILE)))
+    inp = st.get("input", {})
+    pol = st.get("policy", {})
+    lists, docs = int(st.get("lists", 0)), int(st.get("documents", 0))
+    status = str(st.get("status", "?"))
+    head = [("status", text(status) if status == "ok" else f'<span class="err">{text(status)}'
+                                                            "</span>")]
+    if st.get("error"):
+        head.append(("error", f'<span class="err">{text(st["error"])}</span>'))
+    head += [("files", fmt_int(inp.get("files"))), ("lines", fmt_int(inp.get("lines"))),
+             ("documents read", fmt_int(inp.get("documents_read"))),
+             ("lines rejected", f"{fmt_int(inp.get('lines_rejected'))} "
+                                f"({fmt_pct(inp.get('bad_fraction'))})"),
+             ("queries", fmt_int(st.get("queries"))), ("lists", fmt_int(lists)),
+             ("documents", fmt_int(docs)),
+             ("documents per list (mean)", fmt_num(_share(docs, lists)))]
+    for split, v in sorted(st.get("splits", {}).items()):
+        head.append((f"split {split}", f"{fmt_int(v.get('lists'))} lists, "
+                                       f"{fmt_int(v.get('documents'))} documents"))
+    parts = [f"<h1>beam-prep ELWC report: {text(root)}</h1>",
+             card("Run", kv_table(head), data_name="__run__")]
+
+    hist = {int(k): int(v) for k, v in st.get("list_size_histogram", {}).items()}
+    cap = pol.get("max_list_size")
+    labels, counts, pos = size_bins(hist, cap)
+    ev = st.get("events", {})
+    at_cap = hist.get(cap, 0) if cap else 0
+    rows = [("lists", fmt_int(sum(hist.values()))),
+            ("max_list_size", "none" if cap is None else fmt_int(cap)),
+            ("list_policy", text(pol.get("list_policy", "—"))),
+            ("lists at max_list_size", f"{fmt_int(at_cap)} ({fmt_pct(_share(at_cap, lists))})"
+             if cap else "—")]
+    for k in sorted(ev):
+        rows.append((k.replace("_", " "), fmt_int(ev[k])))
+    marks = [(pos, f"max_list_size={cap} ({pol.get('list_policy')})")] if pos is not None else []
+    parts.append(card("List sizes", '<div class="row"><div>' + kv_table(rows) + "</div><div>" +
+                      svg.columns(labels, counts, marks=marks, title="list size histogram",
+                                  x_label="documents per list", y_label="lists") +
+                      note("Documents per list after the list policy; the red line is "
+                           "max_list_size (longer queries were split, truncated or sampled).")
+                      + "</div></div>", data_name="__lists__"))
+
+    lab = sorted(st.get("label_histogram", {}).items(), key=lambda kv: float(kv[0]))
+    total = sum(int(v) for _, v in lab)
+    shown = lab[:_MAX_LABELS]
+    rows = [(f"label {k}", f"{fmt_int(v)} ({fmt_pct(_share(int(v), total))})") for k, v in shown]
+    if len(lab) > _MAX_LABELS:
+        rows.append(("other labels", fmt_int(sum(int(v) for _, v in lab[_MAX_LABELS:]))))
+    parts.append(card("Labels", '<div class="row"><div>' + kv_table(rows) + "</div><div>" +
+                      svg.columns([k for k, _ in shown], [int(v) for _, v in shown],
+                                  title="label histogram", x_label="label",
+                                  y_label="documents") +
+                      note("Label of every written document. Not in stats.json: the label "
+                           "distribution per list and the number of lists with no relevant "
+                           "label (only lists dropped by --drop_no_positive are counted).") +
+                      "</div></div>", data_name="__labels__"))
+
+    reasons, examples = _rejected(root, st.get("rejected_file"))
+    rows = [(f"rejected: {r}", fmt_int(n)) for r, n in reasons.most_common(30)]
+    body = kv_table(rows) if rows else note("No rejected line.")
+    for ex in examples:
+        body += note("example: " + text(json.dumps(ex, ensure_ascii=False), limit=300))
+    parts.append(card("Rejected lines", body, data_name="__rejected__"))
+    parts.append(card("Features", _features(root) + note(
+        "Features present per document are not recorded in stats.json (LETOR/LightGBM "
+        "features are written densely: absent ids get the missing value)."),
+        data_name="__features__"))
+    parts.append(card("Policy", kv_table([(k, text(json.dumps(v))) for k, v in sorted(
+        pol.items())]), data_name="__policy__"))
+    return document(f"beam-prep ELWC report: {root}", parts)
