@@ -54,7 +54,7 @@ def test_analyze_counts_every_bad_row_by_reason(tmp_path, pattern):
 ])
 def test_a_bad_file_stops_analyze_with_a_message_naming_it(tmp_path, capsys, name, words):
     code = cli.main(["analyze", "--spec", SPEC, "--input", os.path.join(CORPUS, name),
-                     "--output", str(tmp_path / "out")])
+                     "--output", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 1
     assert "Traceback" not in err and os.path.join(CORPUS, name) in err
@@ -66,7 +66,8 @@ def test_a_bad_file_found_while_the_job_runs_is_one_message_without_traceback(
         tmp_path, capsys, caplog):
     good, bad = "csv_parts/part-00002.csv", "fatal/duplicate_column.csv"
     code = cli.main(["analyze", "--spec", SPEC, "--input", os.path.join(CORPUS, good),
-                     "--input", os.path.join(CORPUS, bad), "--output", str(tmp_path / "out")])
+                     "--input", os.path.join(CORPUS, bad), "--output", str(tmp_path / "out"),
+                     "--quiet"])  # (a progress handler would outlive capsys)
     err = capsys.readouterr().err
     assert code == 1 and os.path.join(CORPUS, bad) in err and "'cat' twice" in err
     assert "Traceback" not in err
