@@ -21,7 +21,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from beam_prep.analyzers.spill import SpillRef, materialize, spill
-from beam_prep.analyzers.vocab_count import merge_tables
+from beam_prep.analyzers.vocab_count import empty_table, merge_tables
 
 __all__ = ["COMPACT_ROWS", "VocabularyCombineFn"]
 
@@ -63,7 +63,20 @@ class VocabularyCombineFn(beam.CombineFn):
         return self._maybe_compact(acc, force=True)
 
     def extract_output(self, acc: list) -> pa.Table:
-        return merge_tables([materialize(x) for x in acc])
+        """The summed table. Spilled tables are read one at a time and merged as they
+        come (amortised), so memory holds about the distinct tokens plus one table, not
+        every spilled table at once."""
+        merged = empty_table()
+        pending: list[pa.Table] = []
+        pending_rows = 0
+        for item in acc:
+            table = materialize(item)
+            pending.append(table)
+            pending_rows += table.num_rows
+            if pending_rows >= max(COMPACT_ROWS, merged.num_rows):
+                merged = merge_tables([merged, *pending])
+                pending, pending_rows = [], 0
+        return merge_tables([merged, *pending])
 
     def _maybe_compact(self, acc: list, force: bool = False) -> list:
         refs = [x for x in acc if isinstance(x, SpillRef)]

@@ -240,3 +240,17 @@ def test_merged_counts_stay_exact_past_float64_precision():
     assert dict(_as_pairs(voc.merge_tables([a, b]))) == {"t": big + 2, "u": 1}
     small = [voc.count_values(pa.array(["x", "y", "x"])), voc.count_values(pa.array(["y"]))]
     assert dict(_as_pairs(voc.merge_tables(small))) == {"x": 2, "y": 2}
+
+
+def test_extract_output_merges_spilled_tables_as_it_reads_them(tmp_path, monkeypatch):
+    from beam_prep.analyzers import vocab_combine
+
+    monkeypatch.setattr(vocab_combine, "COMPACT_ROWS", 3)  # a merge every few tables
+    rng = random.Random(5)
+    batches = [[f"t{rng.randrange(40)}" for _ in range(rng.randrange(1, 30))]
+               for _ in range(25)]
+    fn = voc.VocabularyCombineFn(str(tmp_path), spill_rows=1)
+    accs = [fn.add_input(fn.create_accumulator(), voc.count_values(pa.array(b)))
+            for b in batches]
+    out = fn.extract_output(fn.merge_accumulators(accs))
+    assert _as_pairs(voc.sort_vocabulary(out)) == _reference([t for b in batches for t in b])
