@@ -4,6 +4,7 @@
 #   make test         install (with the test extra), lint (ruff + layer contracts on the built
 #                     wheel) and run the default test suite
 #   make test-slow    the slow tests only (multi-worker training, quality, large data)
+#   make asan         the C extension built with AddressSanitizer; decoder/fuzz tests through it
 
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -41,7 +42,8 @@ wheel-site: install-test
 	$(BIN)/python -m pip install --quiet --no-deps --target $(WHEEL_SITE) build/dist/beam_prep-*.whl
 
 test: lint
-	BEAM_PREP_WHEEL_SITE=$(abspath $(WHEEL_SITE)) $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	BEAM_PREP_REQUIRE_NATIVE=1 BEAM_PREP_WHEEL_SITE=$(abspath $(WHEEL_SITE)) \
+		$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 test-slow: install-test
 	$(BIN)/python -m pytest -q -m slow
@@ -49,6 +51,31 @@ test-slow: install-test
 lint: wheel-site
 	$(BIN)/ruff check beam_prep pipelines tests benchmarks examples
 	cd build && PYTHONPATH=$(abspath $(WHEEL_SITE)) $(abspath $(BIN))/lint-imports --config ../.importlinter
+
+# AddressSanitizer: a copy of the package under $(ASAN_DIR) whose _tfexample is built with
+# -fsanitize=address (the in-place build other runs use is left alone); Python is run with
+# libasan preloaded. ASAN_MARKERS=slow adds the long hypothesis runs.
+ASAN_DIR ?= build/asan
+ASAN_MARKERS ?= not slow
+ASAN_TESTS ?= tests/io/test_example_decoder.py tests/io/test_decoder_fuzz.py \
+	tests/io/test_tfrecord_integrity.py
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
+	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) BEAM_PREP_REQUIRE_NATIVE=1
+.PHONY: asan
+asan: install-test
+	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)
+	cp -r beam_prep tests pytest.ini $(ASAN_DIR)/
+	cp -r pipelines $(ASAN_DIR)/beam_prep/pipelines
+	cp -r templates $(ASAN_DIR)/beam_prep/templates
+	rm -f $(ASAN_DIR)/beam_prep/io/_tfexample*.so
+	gcc -shared -fPIC -g -O1 -fsanitize=address -fno-omit-frame-pointer -Wall \
+		-I$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
+		beam_prep/io/_tfexample.c -o $(ASAN_DIR)/beam_prep/io/_tfexample$$($(BIN)/python \
+		-c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+	cd $(ASAN_DIR) && $(ASAN_ENV) $(abspath $(BIN))/python -c "import beam_prep.io._tfexample \
+		as m; assert m.__file__.startswith('$(abspath $(ASAN_DIR))'), m.__file__; print(m.__file__)"
+	cd $(ASAN_DIR) && $(ASAN_ENV) $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider \
+		-m "$(ASAN_MARKERS)" $(ASAN_TESTS)
 
 clean:
 	rm -rf $(OUT) build dist *.egg-info
