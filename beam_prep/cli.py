@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                   "Beam job: turn ranking logs (LETOR/LibSVM, CSV, JSONL, Parquet) into ELWC."),
     "train": ("beam_prep.pipelines.train", "main",
               "Train a ranking model on ELWC data (CPU, Mirrored, MultiWorker or TPU)."),
+    "report": ("beam_prep.report.cli", "main",
+               "Write a self-contained HTML report of an artifact or ELWC directory."),
 }
 
 

@@ -29,6 +29,15 @@ Example:
 
 from __future__ import annotations
 
-from beam_prep.report.build import REPORT_FILE, render_report, write_report
+from typing import Any
 
 __all__ = ["REPORT_FILE", "render_report", "write_report"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: `beam-prep report --help` imports this package and must not load Beam for it.
+    if name in __all__:
+        from beam_prep.report import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module 'beam_prep.report' has no attribute {name!r}")

@@ -1,0 +1,227 @@
+"""HTML-level tests of `beam-prep report` (default suite): structure, no external resource,
+escaping of hostile tokens, and the numbers on the page against oracles from the raw data."""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import statistics
+import time
+
+import pytest
+
+from beam_prep.errors import ArtifactError
+from beam_prep.report import render_report, write_report
+from beam_prep.report.cli import main
+from beam_prep.report.page import shown
+from tests.report.builders import HOSTILE, make_analysis_dir, make_elwc_dir
+from tests.report.htmlcheck import Page, number
+
+FORBIDDEN_TAGS = {"script", "link", "img", "iframe", "object", "embed", "image", "use",
+                  "foreignobject", "audio", "video", "source", "base", "form"}
+
+
+@pytest.fixture(scope="module")
+def analysis(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("art"))
+    raw = make_analysis_dir(root)
+    return root, raw, render_report(root)
+
+
+@pytest.fixture(scope="module")
+def elwc(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("elwc"))
+    raw = make_elwc_dir(root)
+    return root, raw, render_report(root)
+
+
+def _self_contained(html: str, page: Page) -> None:
+    assert not page.errors, page.errors
+    assert html.startswith("<!DOCTYPE html>")
+    assert not FORBIDDEN_TAGS & set(page.tags), FORBIDDEN_TAGS & set(page.tags)
+    for v in page.attr_values:  # no resource reference of any kind in an attribute
+        assert "//" not in v and "url(" not in v.lower() and not v.lower().startswith(
+            ("javascript:", "data:")), v
+    style = html[html.index("<style>"):html.index("</style>")]
+    assert "url(" not in style and "@import" not in style and "//" not in style
+    assert "http://" not in html and "https://" not in html
+    assert "<script" not in html.lower()
+    assert not any(a.startswith("on") for a in _attr_names(html))
+
+
+def _attr_names(html: str) -> set[str]:
+    names: set[str] = set()
+
+    class P(Page):
+        def handle_starttag(self, tag, attrs):
+            names.update(k for k, _ in attrs)
+            super().handle_starttag(tag, attrs)
+
+    P(html)
+    return names
+
+
+def test_analysis_page_structure_and_every_feature(analysis):
+    _, _, html = analysis
+    page = Page(html)
+    _self_contained(html, page)
+    assert set(page.sections) == {"__run__", "city", "store", "review", "price", "age", "empty",
+                                  "uid"}
+    assert page.tags.count("svg") == 2 + 2 + 3 + 1 + 1  # city, store, review, price, age
+
+
+def test_analysis_header_numbers(analysis):
+    _, raw, html = analysis
+    run = Page(html).sections["__run__"]
+    assert number(run["rows read"]) == raw.rows + 5
+    assert number(run["rows used"]) == raw.rows
+    assert run["rejected: bad <utf8>"] == "2"
+    assert run["inputs"] == "gs://bucket/<odd>&path/*.csv"  # shown as text, escaped
+    assert run["run time"] == "not recorded in the manifest"
+
+
+def test_vocabulary_numbers_match_raw_data(analysis):
+    _, raw, html = analysis
+    sec = Page(html).sections["city"]
+    counts = collections.Counter(raw.city)
+    top6 = sum(c for _, c in counts.most_common(6))
+    assert number(sec["values seen"]) == len(raw.city)
+    assert number(sec["values covered by the vocabulary"]) == top6
+    assert number(sec["implied OOV rate"]) == pytest.approx(
+        100 * (1 - top6 / len(raw.city)), abs=0.005)
+    assert number(sec["missing rows"]) == raw.city_missing
+    assert sec["cut"] == "top_k=6, min_count=1"
+    assert number(sec["dropped top k"]) == len(counts) - 6
+
+
+def test_text_numbers_match_raw_data(analysis):
+    _, raw, html = analysis
+    page = Page(html)
+    sec = page.sections["review"]
+    terms = sum(len(d) for d in raw.docs)
+    assert number(sec["terms per document (mean)"]) == pytest.approx(terms / len(raw.docs),
+                                                                     rel=1e-5)
+    # document frequency of the most frequent term, as written beside its bar
+    tf = collections.Counter(w for d in raw.docs for w in d)
+    best = max(tf, key=lambda w: (tf[w], w.encode()))
+    df = sum(best in d for d in raw.docs)
+    text = "".join(page.section_text["review"])
+    assert f"{df:,} docs ({100 * df / len(raw.docs):.2f}%)" in text
+    assert shown(best) in text
+
+
+def test_numeric_numbers_match_raw_data(analysis):
+    _, raw, html = analysis
+    page = Page(html)
+    sec = page.sections["price"]
+    assert number(sec["mean"]) == pytest.approx(statistics.fmean(raw.price), rel=1e-5)
+    assert number(sec["std"]) == pytest.approx(statistics.pstdev(raw.price), rel=1e-5)
+    assert number(sec["min"]) == min(raw.price) and number(sec["max"]) == max(raw.price)
+    assert number(sec["NaN"]) == 1 and number(sec["±inf"]) == 3
+    text = "".join(page.section_text["price"])
+    assert "No raw histogram is stored" in text and "1/4 of the 400 finite values" in text
+    age = page.sections["age"]
+    assert number(age["std"]) == pytest.approx(statistics.pstdev(raw.age), rel=1e-5)
+    assert "No quantile boundaries" in "".join(page.section_text["age"])
+    assert page.sections["empty"]["mean"] == "—"
+    assert page.sections["empty"]["mean is null"] == "no finite value"
+
+
+def test_numeric_histogram_bars_are_equal_mass_densities(analysis):
+    root, raw, html = analysis
+    price = html[html.index('data-name="price"'):html.index('data-name="age"')]
+    p = sorted(raw.price)
+    edges = [p[0]] + [p[len(p) * k // 4] for k in (1, 2, 3)] + [p[-1]]
+    for a, b in zip(edges, edges[1:]):
+        assert f"density {(len(p) / 4) / (b - a):.6g} per unit" in price
+
+
+def test_hostile_tokens_are_escaped_and_shown(analysis):
+    _, _, html = analysis
+    page = Page(html)
+    text = "".join(page.section_text["city"])
+    for tok in HOSTILE[:6]:  # the written vocabulary
+        assert shown(tok) in text, tok
+    assert "\u202e" not in html and "\\u202eevil" in text  # bidi override made visible
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "</svg><b>" not in html
+
+
+def test_elwc_page_numbers_match_raw_lists(elwc):
+    _, raw, html = elwc
+    page = Page(html)
+    _self_contained(html, page)
+    assert {"__run__", "__lists__", "__labels__", "__rejected__", "__features__",
+            "__policy__"} <= set(page.sections)
+    run = page.sections["__run__"]
+    docs = sum(len(x) for x in raw.lists)
+    assert number(run["documents"]) == docs
+    assert number(run["documents per list (mean)"]) == pytest.approx(docs / len(raw.lists),
+                                                                    rel=1e-5)
+    lists = page.sections["__lists__"]
+    at_cap = sum(len(x) == raw.max_list_size for x in raw.lists)
+    assert number(lists["lists at max_list_size"]) == at_cap
+    assert number(lists["queries truncated"]) == 9
+    labels = page.sections["__labels__"]
+    all_labels = collections.Counter(v for x in raw.lists for v in x)
+    for v, c in all_labels.items():
+        assert labels[f"label {v}"] == f"{c:,} ({100 * c / docs:.2f}%)"
+    rej = page.sections["__rejected__"]
+    for reason, c in collections.Counter(raw.rejected).items():
+        assert number(rej[f"rejected: {reason}"]) == c
+    assert "<b>bad</b>" not in html
+    assert f"max_list_size={raw.max_list_size} (truncate)" in "".join(page.texts)
+    assert "Not in stats.json" in html
+
+
+def test_list_size_bars_are_binned_and_sum_to_lists(elwc):
+    _, raw, html = elwc
+    lists = html[html.index('data-name="__lists__"'):html.index('data-name="__labels__"')]
+    bars = lists.count('<rect class="bar"')
+    assert bars <= 60
+    from beam_prep.report.elwc import size_bins
+
+    hist = collections.Counter(len(x) for x in raw.lists)
+    labels, counts, pos = size_bins(dict(hist), raw.max_list_size)
+    assert sum(counts) == len(raw.lists) and len(labels) == bars
+    width = math.ceil(raw.max_list_size / 60)
+    assert counts[0] == sum(c for s, c in hist.items() if s <= width)
+
+
+def test_large_vocabulary_page_is_bounded(tmp_path):
+    root = str(tmp_path)
+    make_analysis_dir(root, big_vocab=100_000)
+    out = write_report(root)
+    size = os.path.getsize(out)
+    assert out == os.path.join(root, "report.html") and size < 120_000
+    sec = Page(open(out, encoding="utf-8").read()).sections["big"]
+    assert number(sec["vocabulary size (tokens written)"]) == 100_000
+    assert number(sec["values covered by the vocabulary"]) == sum(1000 - i for i in range(5)) \
+        + 100_000 - 5
+
+
+@pytest.mark.slow
+def test_two_million_token_sidecar_gives_small_fast_page(tmp_path):
+    root = str(tmp_path)
+    make_analysis_dir(root, big_vocab=2_000_000)
+    t0 = time.perf_counter()
+    out = write_report(root)
+    seconds = time.perf_counter() - t0
+    size = os.path.getsize(out)
+    print(f"2M-token sidecar: page {size:,} bytes in {seconds:.2f} s")
+    assert size < 300_000 and seconds < 15
+
+
+def test_cli_writes_and_prints_path(tmp_path, capsys):
+    root = str(tmp_path / "elwc")
+    make_elwc_dir(root)
+    target = str(tmp_path / "out" / "r.html")
+    assert main([root, "--output", target]) == 0
+    assert capsys.readouterr().out.strip() == target
+    assert Page(open(target, encoding="utf-8").read()).sections["__run__"]["status"] == "ok"
+
+
+def test_cli_refuses_a_directory_without_outputs(tmp_path):
+    with pytest.raises(ArtifactError, match="neither manifest.json"):
+        main([str(tmp_path)])
