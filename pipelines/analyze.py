@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from beam_prep.pipelines.flags import parse_job_args
+from beam_prep.pipelines.flags import is_dry_run, parse_job_args
 from beam_prep.pipelines.job_logging import hide_tracebacks_of_our_errors
 
 from beam_prep.analyzers.pipeline import ARTIFACT_OUTPUT, AnalyzeToArtifacts, summarize
@@ -144,7 +144,8 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
             split_threads=args.split_threads, skip_corrupt_tail=args.skip_corrupt_tail)
         result = pipeline.run()
         result.wait_until_finish()
-        out.commit()
+        if not is_dry_run(beam_args):  # a translation-only run wrote nothing to move
+            out.commit()
     return result
 
 
@@ -163,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry: runs the job, prints a summary; returns the exit code."""
     args, beam_args = parse_job_args(build_parser(), argv)
     hide_tracebacks_of_our_errors()
-    dry_run = bool(PipelineOptions(beam_args).get_all_options().get("dry_run"))
+    dry_run = is_dry_run(beam_args)
     if not args.quiet:
         _log_progress()
     start = time.monotonic()

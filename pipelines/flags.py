@@ -106,3 +106,14 @@ def parse_job_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
             f"job nor Beam's pipeline options accept {'them' if many else 'it'}; fix the "
             "spelling (see --help for the job's flags, Beam's PipelineOptions for the rest).")
     return args, beam_args
+
+
+def is_dry_run(beam_args: Sequence[str]) -> bool:
+    """True when Beam's ``--dry_run`` asks for translation only (nothing runs, nothing is written).
+
+    Example:
+        >>> is_dry_run(["--runner=DataflowRunner", "--dry_run=True"]), is_dry_run([])
+        (True, False)
+    """
+    return bool(PipelineOptions(list(beam_args)).get_all_options().get("dry_run"))
+

@@ -1,4 +1,4 @@
-"""Dataflow Flex Template support: parameter metadata from the jobs' own parsers, and the entry point.
+"""Dataflow Flex Template support: parameters from the jobs' own parsers, and the entry point.
 
 The metadata files in ``templates/dataflow/`` are generated from ``build_parser()`` of each job,
 so the template's parameters are exactly the command line's (a test checks the committed files
@@ -97,7 +97,8 @@ def flex_argv(job: str, argv: Sequence[str]) -> list[str]:
         name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
         if name in switches and eq:
             if value.lower() not in ("true", "false"):
-                raise SystemExit(f"flex_template: --{name} takes true or false. Received: {value!r}")
+                raise SystemExit(f"flex_template: --{name} takes true or false. "
+                                 f"Received: {value!r}")
             if value.lower() == "true":
                 out.append(f"--{name}")
             continue

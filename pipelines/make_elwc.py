@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from beam_prep.pipelines.flags import parse_job_args
+from beam_prep.pipelines.flags import is_dry_run, parse_job_args
 from beam_prep.pipelines.job_logging import hide_tracebacks_of_our_errors
 
 from beam_prep.errors import InputError, SpecError
@@ -186,8 +186,9 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
     # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/ and move
-    # the finished files into place (stats.json last); see beam_prep.io.output. A run whose
-    # report says "failed" is committed too: its stats.json and rejected/ explain why.
+    # the finished files into place (stats.json last); see beam_prep.io.output. A run that fails
+    # on bad input is not moved: the previous output stays whole, and the failed run's
+    # stats.json and rejected/ stay in its staging folder, which the error names.
     with OutputRun(args.output, ELWC_OUTPUT, overwrite=args.overwrite,
                    force_unlock=args.force_unlock) as out:
         pipeline = beam.Pipeline(options=options)
@@ -196,12 +197,16 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
             | "WriteELWC" >> WriteELWC(out.staging, opts)
         result = pipeline.run()
         result.wait_until_finish()
-        out.commit()
-    stats_path = filesystem.join(args.output, STATS_FILENAME)
-    if filesystem.exists(stats_path):
-        stats = json.loads(filesystem.read_text(stats_path))
+        if is_dry_run(beam_args):  # translation only: nothing ran, nothing to move
+            return result
+        stats_path = filesystem.join(out.staging, STATS_FILENAME)
+        stats = json.loads(filesystem.read_text(stats_path)) if filesystem.exists(
+            stats_path) else {"status": "failed", "error": "the job wrote no stats.json"}
         if stats.get("status") != "ok":
-            raise InputError(stats.get("error") or "make-elwc failed; see stats.json")
+            raise InputError(f"{stats.get('error') or 'make-elwc failed'} The failed run's "
+                             f"stats.json and rejected lines are in {out.staging}; "
+                             f"{args.output} was left as it was.")
+        out.commit()
     return result
 
 
@@ -231,9 +236,13 @@ def summary(output: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point (``beam-prep make-elwc``); returns the exit code."""
-    args, _ = parse_job_args(build_parser(), argv)
+    args, beam_args = parse_job_args(build_parser(), argv)
     hide_tracebacks_of_our_errors()
     run(argv)
+    if is_dry_run(beam_args):
+        print("beam-prep make-elwc: dry run: the pipeline was translated for the runner and not "
+              "executed; nothing was written.")
+        return 0
     print(summary(args.output))
     return 0
 

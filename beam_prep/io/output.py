@@ -261,7 +261,7 @@ class OutputRun:
         if exc_type is not None and not is_empty(self.staging):
             _LOG.warning("%s run %s failed; its partial output stays in %s (removed by the "
                          "next run)", self.policy.job, self.run_id, self.staging)
-        elif exc_type is not None:
+        else:  # failed with nothing staged, or ended without commit (e.g. a dry run)
             delete_tree(self.staging)
         self._release()
 

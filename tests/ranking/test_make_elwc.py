@@ -14,7 +14,7 @@ import tensorflow as tf
 from beam_prep.pipelines import make_elwc
 from tensorflow_serving.apis import input_pb2
 
-from beam_prep.errors import ArtifactError, InputError
+from beam_prep.errors import InputError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.train.reader import MASK_KEY, make_dataset
 from tests.sample_data import LIGHTGBM
@@ -132,13 +132,23 @@ def test_split_across_files_rejected_lines_and_bad_fraction(tmp_path):
     assert stats["list_size_histogram"] == {"1": 1, "2": 2, "3": 1}
     assert stats["input"]["lines_rejected"] == 1 and stats["input"]["lines"] == 9
 
+    # A failed run leaves the previous output whole; its report stays in its staging folder.
+    before = {p: open(os.path.join(out, p), "rb").read() for p in os.listdir(out)
+              if os.path.isfile(os.path.join(out, p))}
+    with pytest.raises(InputError, match="1 of 9 input lines were rejected") as err:
+        make_elwc.run(["--input", str(d / "*.txt"), "--output", out, "--overwrite",
+                       "--max_bad_fraction", "0.1"])
+    assert {p: open(os.path.join(out, p), "rb").read() for p in os.listdir(out)
+            if os.path.isfile(os.path.join(out, p))} == before
+    staging = [n for n in os.listdir(out) if n.startswith("_staging-")]
+    assert len(staging) == 1 and staging[0] in str(err.value)
+    failed = json.load(open(os.path.join(out, staging[0], "stats.json")))
+    assert failed["status"] == "failed" and failed["input"]["lines_rejected"] == 1
+    # A fresh folder that only ever saw a failed run holds no output: no shard, no stats.json.
     out2 = str(tmp_path / "out2")
     with pytest.raises(InputError, match="1 of 9 input lines were rejected"):
         make_elwc.run(["--input", str(d / "*.txt"), "--output", out2, "--max_bad_fraction", "0.1"])
-    assert not [n for n in os.listdir(out2) if n.endswith(".tfrecord")]
-    assert json.load(open(os.path.join(out2, "stats.json")))["status"] == "failed"
-    with pytest.raises(ArtifactError, match="not empty"):
-        make_elwc.run(["--input", str(d / "*.txt"), "--output", out2])
+    assert [n for n in os.listdir(out2) if not n.startswith("_staging-")] == []
 
 
 ROWS = [  # qid, label, query text (context), doc text, score, tokens

@@ -55,13 +55,14 @@ DEFAULT_SPLIT_BYTES = 4 << 20  # smaller pieces parse faster (less temporary mem
 
 ELWC_OUTPUT = OutputPolicy(
     job="make-elwc",
-    signatures=((STATS_FILENAME, FEATURE_SPEC_FILENAME), (STATS_FILENAME, REJECTED_PATH)),
+    signatures=((STATS_FILENAME, FEATURE_SPEC_FILENAME),),
     owned=(STATS_FILENAME, FEATURE_SPEC_FILENAME, "rejected/**",
            "*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecord.gz"),
     last=STATS_FILENAME)
 """The make-elwc output folder (see :mod:`beam_prep.io.output`): finished when it holds
-``stats.json`` and ``feature_spec.json`` (or, for a run that failed on bad input, ``stats.json``
-and ``rejected/rejected.jsonl``); only shards, those files and ``rejected/`` are replaced, so
+``stats.json`` and ``feature_spec.json`` (a run that fails on bad input is never moved into the
+folder: its report stays in the staging folder); only shards, those files and ``rejected/`` are
+replaced, so
 shards of an older run with other splits or shard counts never survive an ``--overwrite``."""
 
 
@@ -95,8 +96,8 @@ def bad_fraction_error(counts: dict[str, Any], max_bad_fraction: float) -> str |
     bad = counts.get("lines_rejected", 0)
     if lines and bad / lines > max_bad_fraction:
         return (f"{bad} of {lines} input lines were rejected ({bad / lines:.2%}), more than "
-                f"--max_bad_fraction={max_bad_fraction}. See {REJECTED_PATH} in the output "
-                "directory, fix the input, or raise --max_bad_fraction.")
+                f"--max_bad_fraction={max_bad_fraction}. See {REJECTED_PATH}, fix the input, or "
+                "raise --max_bad_fraction.")
     return None
 
 
