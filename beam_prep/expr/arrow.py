@@ -33,6 +33,9 @@ CROSS_SEPARATOR = "|"
 CROSS_ESCAPE = "\\"
 
 _NAN = pa.scalar(float("nan"), pa.float64())
+_SMALLEST_NORMAL = 2.2250738585072014e-308
+# Operations that can turn normal float64 inputs into a subnormal result.
+_MAY_UNDERFLOW = frozenset({"add", "subtract", "multiply", "divide", "exp"})
 
 
 def column_types(schema: pa.Schema) -> dict[str, ValueType]:
@@ -101,7 +104,8 @@ class _Evaluator:
         args = [self.visit(a) for a in node.args]
         if node.fn in _FLOAT_ARGS:
             args = [_as_float(v, a.type) for v, a in zip(args, node.args)]
-        return _FUNCTIONS[node.fn](node, args)
+        result = _FUNCTIONS[node.fn](node, args)
+        return _flush_subnormal(result) if node.fn in _MAY_UNDERFLOW else result
 
     def column(self, node: Column) -> pa.Array:
         index = self.batch.schema.get_field_index(node.name)
@@ -110,7 +114,7 @@ class _Evaluator:
                              f"from the input. Received columns: {self.batch.schema.names}")
         x = self.batch.column(index)
         if node.type == "float":
-            return x.cast(pa.float64())
+            return _flush_subnormal(x.cast(pa.float64()))
         if node.type == "int":
             x = x.cast(pa.int64())
             return pc.if_else(pc.equal(x, MISSING_INTEGER), None, x)
@@ -123,7 +127,14 @@ _ARROW_TYPES = {"float": pa.float64(), "int": pa.int64(), "string": pa.string()}
 
 
 def _as_float(value: pa.Array | pa.Scalar, t: ValueType | None) -> pa.Array | pa.Scalar:
-    return value.cast(pa.float64()) if t == "int" else value
+    # Round to nearest beyond 2**53, as tf.cast does (a safe cast would refuse).
+    return value.cast(pa.float64(), safe=False) if t == "int" else value
+
+
+def _flush_subnormal(x: pa.Array) -> pa.Array:
+    # x * 0.0 keeps the sign of zero; NaN and null fail the test and pass through.
+    # beam_prep.expr.tf reads float columns with the same rule.
+    return pc.if_else(pc.less(pc.abs(x), _SMALLEST_NORMAL), pc.multiply(x, 0.0), x)
 
 
 def _blank_to_null(x: pa.Array) -> pa.Array:
@@ -162,9 +173,9 @@ def _split(s: pa.Array, sep: str) -> pa.Array:
 def _coalesce(node: Call, args: list) -> pa.Array:
     x, default = args
     if node.type == "float":
-        x = x.cast(pa.float64())
+        x = _as_float(x, node.args[0].type)
         x = pc.if_else(pc.is_nan(x), pa.scalar(None, pa.float64()), x)
-        default = default.cast(pa.float64())
+        default = _as_float(default, node.args[1].type)
     return pc.coalesce(x, default)
 
 

@@ -34,6 +34,7 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
 _BINARY = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 _INT64_MAX = 2**63 - 1
 _MAX_LENGTH = 2000
+_SMALLEST_NORMAL = 2.2250738585072014e-308
 
 
 def _error(expr: str, feature: str | None, what: str, fix: str) -> SpecError:
@@ -114,6 +115,9 @@ def _literal(value: object, piece: str, expr: str, feature: str | None) -> Liter
     if isinstance(value, float) and not math.isfinite(value):
         raise _error(expr, feature, f"the constant `{piece}` is not finite",
                      "Write a finite number; NaN and inf come from the data only.")
+    if isinstance(value, float) and 0 < abs(value) < _SMALLEST_NORMAL:
+        raise _error(expr, feature, f"the constant `{piece}` is subnormal (TensorFlow "
+                     "flushes it to zero)", "Write 0 or a number of magnitude >= 2.3e-308.")
     if value == "":
         raise _error(expr, feature, "the empty string '' is the missing value of strings",
                      "Use coalesce() to replace missing values by a non-empty string.")

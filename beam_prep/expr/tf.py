@@ -21,12 +21,14 @@ Example:
     >>> print(render(tree, name="price_per_item"))              # doctest: +NORMALIZE_WHITESPACE
     def price_per_item(inputs):
         v0 = tf.cast(inputs['price'], tf.float64)
-        v1 = tf.cast(inputs['qty'], tf.int64)
-        v2 = tf.where(tf.math.equal(v1, tf.constant(-9223372036854775808, tf.int64)), \
-tf.constant(float('nan'), tf.float64), tf.cast(v1, tf.float64))
-        v3 = tf.math.add(v2, tf.constant(1.0, tf.float64))
-        v4 = tf.math.divide(v0, v3)
-        return v4
+        v1 = tf.where(tf.math.less(tf.math.abs(v0), tf.constant(2.2250738585072014e-308, \
+tf.float64)), tf.math.multiply(v0, tf.constant(0.0, tf.float64)), v0)
+        v2 = tf.cast(inputs['qty'], tf.int64)
+        v3 = tf.where(tf.math.equal(v2, tf.constant(-9223372036854775808, tf.int64)), \
+tf.constant(float('nan'), tf.float64), tf.cast(v2, tf.float64))
+        v4 = tf.math.add(v3, tf.constant(1.0, tf.float64))
+        v5 = tf.math.divide(v1, v4)
+        return v5
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from beam_prep.expr.nodes import MISSING_INTEGER, Call, Column, Literal, Node
 from beam_prep.expr.types import NUMERIC_FUNCTIONS
 
 CROSS_SEPARATOR = "|"  # the same as beam_prep.expr.arrow.CROSS_SEPARATOR (a test checks)
+SMALLEST_NORMAL = 2.2250738585072014e-308  # float64; smaller magnitudes are subnormal
 
 
 def render(tree: Node, *, name: str) -> str:
@@ -155,9 +158,16 @@ def _build(node: Node, b: Any) -> Any:
         dtype = {"float": "float64", "int": "int64", "string": "string"}[str(node.type)]
         return b.const(node.value, dtype)
     if isinstance(node, Column):
-        if node.type in ("float", "int"):
-            dtype = "float64" if node.type == "float" else "int64"
-            return b.let(b.call("tf.cast", b.input(node.name), b.dtype(dtype)))
+        if node.type == "float":
+            v = b.let(b.call("tf.cast", b.input(node.name), b.dtype("float64")))
+            # Subnormal -> signed zero, as the Arrow side reads it (and as the CPU kernels'
+            # flush-to-zero would make it in most, but not all, ops: negative/abs keep it).
+            tiny = b.call("tf.math.less", b.call("tf.math.abs", v),
+                          b.const(SMALLEST_NORMAL, "float64"))
+            return b.let(b.call("tf.where", tiny,
+                                b.call("tf.math.multiply", v, b.const(0.0, "float64")), v))
+        if node.type == "int":
+            return b.let(b.call("tf.cast", b.input(node.name), b.dtype("int64")))
         return b.let(b.input(node.name))
     args = [_build(a, b) for a in node.args]
     if node.fn in NUMERIC_FUNCTIONS or node.fn == "float" or (
