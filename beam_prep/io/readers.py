@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Literal
 
@@ -104,12 +105,41 @@ def infer_format(path: str) -> str:
     )
 
 
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """The innermost useful cause of ``error`` as one short line (Beam's BeamIOError
+    wraps the filesystem's exception per path in ``exception_details``).
+
+    Example:
+        >>> one_line(ValueError("no bucket\\nstack..."))
+        'ValueError: no bucket'
+    """
+    details = getattr(error, "exception_details", None)
+    if isinstance(details, dict) and details:
+        inner = next(iter(details.values()))
+        if isinstance(inner, BaseException):
+            error = inner
+    text = (str(error).strip().splitlines() or [""])[0]
+    line = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return line if len(line) <= limit else line[:limit] + "…"
+
+
 def expand_patterns(patterns: Sequence[str]) -> list[str]:
-    """Sorted distinct files matching the globs; InputError if a pattern matches nothing."""
+    """Sorted distinct files matching the globs.
+
+    Raises:
+        InputError: A pattern matches nothing, or it cannot be listed (unknown scheme,
+            missing bucket, no permission): one line naming the pattern and the cause.
+    """
     paths: set[str] = set()
     for pattern in patterns:
-        found = [m.path for m in FileSystems.match([pattern])[0].metadata_list
-                 if not m.path.endswith("/")]
+        try:
+            matched = FileSystems.match([pattern])[0].metadata_list
+        except Exception as e:  # BeamIOError, ValueError (scheme), HTTP errors of gcsio
+            raise InputError(
+                f"Cannot list the input files of --input {pattern!r}: {one_line(e)}. Check "
+                "the scheme and bucket name, that the bucket exists, and that these "
+                "credentials may list it (e.g. roles/storage.objectViewer).") from e
+        found = [m.path for m in matched if not m.path.endswith("/")]
         if not found:
             raise InputError(f"No input file matches {pattern!r}. Check the --input glob.")
         paths.update(found)
@@ -299,24 +329,63 @@ def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
     return sorted(keys)
 
 
+#: Formats whose rows name their own keys: a column absent from a row is a missing value.
+SPARSE_FORMATS = ("jsonl", "tfrecord")
+#: Files :func:`check_columns` samples for the sparse formats.
+CHECK_SAMPLE_FILES = 8
+_LOG = logging.getLogger("beam_prep.readers")
+
+
 def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *,
-                  csv_delimiter: str = ",") -> None:
-    """Fails before the pipeline starts if a column named in the spec is absent.
+                  csv_delimiter: str = ",") -> list[str]:
+    """Fails before the pipeline starts if a column named in the spec cannot be there.
+
+    * CSV, Parquet: every file has one header / schema; the first file that is not empty is
+      inspected (for Parquet also the types of the required columns) and an absent column
+      is an :class:`InputError`.
+    * JSONL, TFRecord: every row names its own keys and an absent key is a *missing* value,
+      which the analysis counts. No column can be proven absent from a sample, so these
+      formats never fail here: the first rows of up to :data:`CHECK_SAMPLE_FILES` files are
+      sampled and a column seen in none of them is logged as a warning (it may be a typo
+      in the spec, or a sparse key).
 
     Args:
-        paths: Input files (the first one that is not empty is inspected; for Parquet,
-            also the types of the required columns).
+        paths: Input files.
         fmt: Input format.
         required: Column → name of the feature that reads it (for the message).
+        csv_delimiter: CSV field delimiter.
+
+    Returns:
+        The required columns not seen (always empty for CSV and Parquet).
+
+    Raises:
+        InputError: No input file; a CSV/Parquet column is absent; a file cannot be opened.
+
+    Example:
+        >>> check_columns(["a.jsonl", "b.jsonl"], "jsonl", {"rare": "f"})  # doctest: +SKIP
+        ['rare']
     """
     if not paths:
         raise InputError("No input files.")
+    if fmt in SPARSE_FORMATS:
+        seen: set[str] = set()
+        for path in paths[:CHECK_SAMPLE_FILES]:
+            seen |= set(_columns_of(path, fmt, csv_delimiter))
+            if all(c in seen for c in required):
+                return []
+        unseen = [c for c in required if c not in seen]
+        details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in unseen)
+        _LOG.warning("column(s) %s appear in none of the first rows of the first %d %s "
+                     "file(s); absent keys are counted as missing values. If that is not "
+                     "intended, fix the feature's `column` in the spec.", details,
+                     min(len(paths), CHECK_SAMPLE_FILES), fmt)
+        return unseen
     for path in paths:  # empty files (e.g. empty Spark part files) show no column
-        present = set(available_columns(path, fmt, csv_delimiter=csv_delimiter))
+        present = set(_columns_of(path, fmt, csv_delimiter))
         if present:
             break
     else:
-        return  # every file is empty: nothing to check, the analysis sees 0 rows
+        return []  # every file is empty: nothing to check, the analysis sees 0 rows
     missing = [c for c in required if c not in present]
     if missing:
         details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in missing)
@@ -328,3 +397,26 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             schema = formats.open_parquet(f, path).schema_arrow
         _check_types(path, pa.schema([schema.field(c) for c in required]))
+    return []
+
+
+def _columns_of(path: str, fmt: str, csv_delimiter: str) -> list[str]:
+    """:func:`available_columns`, with a file that cannot be opened (permission, deleted
+    object) as one InputError line naming it."""
+    try:
+        return available_columns(path, fmt, csv_delimiter=csv_delimiter)
+    except InputError:
+        raise
+    except _storage_errors() as e:  # BeamIOError, PermissionError, GCS HTTP errors
+        raise InputError(f"Cannot read input file {path}: {one_line(e)}. Check that it "
+                         "exists and that these credentials may read it.") from e
+
+
+def _storage_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions a filesystem raises for a missing or forbidden object."""
+    errors: list[type[BaseException]] = [OSError]
+    try:
+        from google.api_core.exceptions import GoogleAPIError
+    except ImportError:  # installed without GCS support: no such errors can occur
+        return tuple(errors)
+    return (*errors, GoogleAPIError)
