@@ -14,13 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 
 import apache_beam as beam
 import pyarrow as pa
 
-from beam_prep.analyzers.spill import SpillRef, materialize, spill
+from beam_prep.analyzers.spill import SpillRef, materialize, spill_by_content
 from beam_prep.analyzers.vocab_count import empty_table, merge_tables
 
 __all__ = ["COMPACT_ROWS", "VocabularyCombineFn"]
@@ -86,7 +85,7 @@ class VocabularyCombineFn(beam.CombineFn):
                 t.num_rows for t in tables[1:]) > max(COMPACT_ROWS, tables[0].num_rows)):
             tables = [merge_tables(tables)]
         if self._temp_dir and tables and tables[0].num_rows >= self._spill_rows:
-            path = f"{self._temp_dir}/combine/{uuid.uuid4().hex}.arrow"
-            refs.append(spill(tables[0], path))
+            # Named by content: a retried bundle rewrites the same file (no orphan).
+            refs.append(spill_by_content(tables[0], f"{self._temp_dir}/combine"))
             tables = tables[1:]
         return refs + tables
