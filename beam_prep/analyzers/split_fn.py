@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_prep import progress
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocabulary as voc
@@ -272,6 +273,8 @@ class AnalyzeSplitFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(
                 NUMERIC, (numeric_group(split.split_id), (split.split_id, partials)))
         yield beam.pvalue.TaggedOutput(META, meta)
+        progress.record_unit(split.split_id, rows=meta["rows_read"],
+                             rejected=meta["rows_rejected"])
         _LOG.info("analyzed %s: %d rows (%d rejected) in %.1fs", split.split_id,
                   meta["rows_read"], meta["rows_rejected"], time.monotonic() - started)
 
