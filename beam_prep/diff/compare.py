@@ -1,0 +1,211 @@
+"""Compares two artifact directories feature by feature and raises drift flags.
+
+Steps: read both manifests (:class:`beam_prep.io.artifacts.Artifacts`), refuse different
+specs unless allowed (naming the features that differ), then per feature present in both
+with the same kind: stream the two count sidecars (string, integer, text) or compare the
+statistics (numeric); hashed features have nothing to compare. A flag is raised when a
+measure exceeds its :class:`DiffThresholds` value (absolute value for signed shifts).
+
+Example:
+    >>> report = diff_artifacts("artifacts/2024-05-01", "artifacts/2024-05-02")  # doctest: +SKIP
+    >>> [f.message for f in report.flags]                                     # doctest: +SKIP
+    ["country: JS divergence 0.31 > 0.05 (top added token 'ZZ', count 900)"]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from beam_prep.diff.numeric import NumericDiff, compare_numeric
+from beam_prep.diff.sidecar_lines import iter_sidecar
+from beam_prep.diff.thresholds import DiffThresholds
+from beam_prep.diff.vocab import VocabDiff, compare_vocab
+from beam_prep.errors import SpecError
+from beam_prep.io.artifacts import Artifacts
+
+Status = Literal["compared", "only_in_old", "only_in_new", "kind_changed", "nothing_to_compare"]
+VOCAB_KINDS = ("string", "integer", "text")
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """One threshold exceeded.
+
+    Attributes:
+        feature: The feature.
+        metric: The measure (``jsd``, ``oov_share``, ``mean_shift``, ...).
+        value: The measured value (None for an unscalable change).
+        threshold: The threshold it exceeded.
+        message: One readable line naming the feature, the value and the threshold.
+    """
+
+    feature: str
+    metric: str
+    value: float | None
+    threshold: float
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureDiff:
+    """The comparison of one feature.
+
+    Attributes:
+        name: Feature name.
+        kind: Kind in NEW (OLD's when the feature is only in OLD).
+        status: What could be compared.
+        spec_changed: The feature's spec entry differs (or exists on one side only).
+        vocab: Vocabulary drift (string, integer, text).
+        numeric: Statistics drift (numeric).
+        flags: Thresholds exceeded.
+    """
+
+    name: str
+    kind: str
+    status: Status
+    spec_changed: bool
+    vocab: VocabDiff | None = None
+    numeric: NumericDiff | None = None
+    flags: tuple[Flag, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffReport:
+    """Everything ``beam-prep diff`` found.
+
+    Attributes:
+        old: OLD directory.
+        new: NEW directory.
+        old_fingerprint: OLD manifest fingerprint.
+        new_fingerprint: NEW manifest fingerprint.
+        spec_changes: Features whose spec entry differs, in OLD then NEW order.
+        features: One :class:`FeatureDiff` per feature of either side.
+        thresholds: The thresholds used.
+    """
+
+    old: str
+    new: str
+    old_fingerprint: str
+    new_fingerprint: str
+    spec_changes: tuple[str, ...]
+    features: tuple[FeatureDiff, ...]
+    thresholds: DiffThresholds
+
+    @property
+    def flags(self) -> list[Flag]:
+        """Every flag, feature by feature."""
+        return [flag for f in self.features for flag in f.flags]
+
+
+def spec_changes(old: Artifacts, new: Artifacts) -> tuple[str, ...]:
+    """Names of the features whose spec entry differs or that exist on one side only."""
+    old_specs = {f.name: f.to_dict() for f in old.spec.features}
+    new_specs = {f.name: f.to_dict() for f in new.spec.features}
+    names = list(old_specs) + [n for n in new_specs if n not in old_specs]
+    return tuple(n for n in names if old_specs.get(n) != new_specs.get(n))
+
+
+def _over(flags: list[Flag], feature: str, metric: str, value: float | None,
+          threshold: float, what: str, detail: str = "") -> None:
+    if value is not None and abs(value) > threshold:
+        extra = f" ({detail})" if detail else ""
+        flags.append(Flag(feature, metric, value, threshold,
+                          f"{feature}: {what} {value:.4g} > {threshold:g}{extra}"))
+
+
+def vocab_flags(name: str, d: VocabDiff, t: DiffThresholds) -> tuple[Flag, ...]:
+    """Flags of one vocabulary comparison."""
+    flags: list[Flag] = []
+    added = (f"top added token {d.top_added[0][0]!r}, count {d.top_added[0][1]}"
+             if d.top_added else "")
+    _over(flags, name, "jsd", d.jsd, t.max_jsd, "JS divergence", added)
+    _over(flags, name, "oov_share", d.oov_share, t.max_oov_share,
+          "share of NEW values OOV under OLD's vocabulary", added)
+    _over(flags, name, "size_change", d.size_change, t.max_size_change,
+          "relative vocabulary size change", f"{d.old_size} -> {d.new_size} tokens")
+    _over(flags, name, "top_k_index_changed_share", d.top_k_index_changed_share,
+          t.max_top_k_index_changed, f"share of OLD's top {d.top_k} tokens whose index changed")
+    return tuple(flags)
+
+
+def numeric_flags(name: str, d: NumericDiff, t: DiffThresholds) -> tuple[Flag, ...]:
+    """Flags of one numeric comparison."""
+    flags: list[Flag] = []
+    _over(flags, name, "mean_shift", d.mean_shift, t.max_mean_shift,
+          "mean shift in OLD std units", f"mean {d.old_mean:.6g} -> {d.new_mean:.6g}"
+          if d.old_mean is not None and d.new_mean is not None else "")
+    _over(flags, name, "std_shift", d.std_shift, t.max_std_shift, "std shift in OLD std units")
+    _over(flags, name, "boundary_shift", d.boundary_shift, t.max_boundary_shift,
+          "largest quantile boundary shift in OLD std units")
+    _over(flags, name, "missing_rate_change", d.missing_rate_change, t.max_rate_change,
+          "missing rate change")
+    _over(flags, name, "nan_rate_change", d.nan_rate_change, t.max_rate_change,
+          "NaN rate change")
+    _over(flags, name, "infinite_rate_change", d.infinite_rate_change, t.max_rate_change,
+          "infinite rate change")
+    if d.unscaled_change:
+        flags.append(Flag(name, "unscaled_change", None, 0.0,
+                          f"{name}: the mean, std or a boundary changed while OLD's std is 0 "
+                          "(or the shift overflows): no shift in OLD std units exists"))
+    return tuple(flags)
+
+
+def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
+                 t: DiffThresholds) -> FeatureDiff:
+    if name not in new.feature_names:
+        return FeatureDiff(name, old.feature(name).kind, "only_in_old", True)
+    kind = new.feature(name).kind
+    if name not in old.feature_names:
+        return FeatureDiff(name, kind, "only_in_new", True)
+    if old.feature(name).kind != kind:
+        return FeatureDiff(name, kind, "kind_changed", True)
+    if kind in VOCAB_KINDS:
+        total = new.stats(name).get("total_count")
+        d = compare_vocab(iter_sidecar(old.file_path(name, "counts"), name=name),
+                          iter_sidecar(new.file_path(name, "counts"), name=name),
+                          new_total=total if isinstance(total, int) else None,
+                          top_k=t.top_k, top_n=t.top_n, name=name)
+        return FeatureDiff(name, kind, "compared", changed, vocab=d,
+                           flags=vocab_flags(name, d, t))
+    if kind == "numeric":
+        n = compare_numeric(old.stats(name), new.stats(name))
+        return FeatureDiff(name, kind, "compared", changed, numeric=n,
+                           flags=numeric_flags(name, n, t))
+    return FeatureDiff(name, kind, "nothing_to_compare", changed)
+
+
+def diff_artifacts(old_dir: str, new_dir: str, *, thresholds: DiffThresholds | None = None,
+                   allow_spec_change: bool = False, verify: bool = False) -> DiffReport:
+    """Compares two artifact directories (local or ``gs://``).
+
+    Args:
+        old_dir: The reference directory (e.g. yesterday's).
+        new_dir: The directory to check against it.
+        thresholds: Flag thresholds (defaults: :class:`DiffThresholds`).
+        allow_spec_change: Compare even when the specs differ (features on one side only
+            are listed, not compared; a feature whose kind changed is not compared).
+        verify: Re-hash every file of both directories against its manifest first.
+
+    Returns:
+        The :class:`DiffReport`.
+
+    Raises:
+        ArtifactError: A directory is not a complete, valid artifact directory.
+        SpecError: The specs differ and ``allow_spec_change`` is False.
+    """
+    t = thresholds or DiffThresholds()
+    old, new = Artifacts(old_dir, verify=verify), Artifacts(new_dir, verify=verify)
+    changes = spec_changes(old, new)
+    if changes and not allow_spec_change:
+        raise SpecError(
+            f"The artifact directories were analysed with different specs; these features "
+            f"differ: {list(changes)}. Received: OLD={old_dir!r}, NEW={new_dir!r}. Fix: compare "
+            "artifacts of the same spec, or pass --allow_spec_change (allow_spec_change=True) "
+            "to compare the features both sides share.")
+    names = list(old.feature_names) + [n for n in new.feature_names
+                                       if n not in old.feature_names]
+    features = tuple(_compare_one(n, old, new, n in changes, t) for n in names)
+    return DiffReport(old=old_dir, new=new_dir, old_fingerprint=old.fingerprint,
+                      new_fingerprint=new.fingerprint, spec_changes=changes,
+                      features=features, thresholds=t)

@@ -1,0 +1,119 @@
+"""Renders a :class:`DiffReport` as a readable text table or as JSON.
+
+Tokens are shown with Python ``repr`` (quotes, escapes for control characters, at most 40
+characters) so a hostile token cannot break or forge a table line. The JSON document is
+canonical (sorted keys) and holds every measured value; undefined values are ``null``.
+
+Example:
+    >>> from beam_prep.diff.compare import diff_artifacts      # doctest: +SKIP
+    >>> print(render_table(diff_artifacts("old/", "new/")))     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from beam_prep.diff.compare import DiffReport, FeatureDiff
+
+JSON_FORMAT = "beam_prep.diff"
+JSON_FORMAT_VERSION = 1
+
+
+def to_dict(report: DiffReport) -> dict[str, Any]:
+    """The report as plain JSON-ready data (``format``/``format_version`` first-level keys)."""
+    body = dataclasses.asdict(report)
+    body["flags"] = [dataclasses.asdict(f) for f in report.flags]
+    body["drift"] = bool(report.flags)
+    return {"format": JSON_FORMAT, "format_version": JSON_FORMAT_VERSION, **body}
+
+
+def render_json(report: DiffReport) -> str:
+    """Canonical JSON text of :func:`to_dict` (sorted keys, 2-space indent, no NaN)."""
+    return json.dumps(to_dict(report), sort_keys=True, indent=2, ensure_ascii=False,
+                      allow_nan=False) + "\n"
+
+
+def _tok(token: str) -> str:
+    text = repr(token)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.4g}"
+
+
+def _grid(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+
+
+def _flag_names(f: FeatureDiff) -> str:
+    return ",".join(flag.metric for flag in f.flags) or "-"
+
+
+def _vocab_section(features: list[FeatureDiff]) -> list[str]:
+    rows, notes = [], []
+    for f in features:
+        d = f.vocab
+        assert d is not None
+        rows.append([f.name, f.kind, f"{d.old_size} -> {d.new_size}", str(d.added),
+                     str(d.dropped), _pct(d.index_changed_share),
+                     f"{_pct(d.top_k_index_changed_share)} (K={d.top_k})",
+                     _pct(d.oov_share), "-" if d.jsd is None else f"{d.jsd:.4f}",
+                     _flag_names(f)])
+        if d.top_added:
+            notes.append(f"  {f.name} added:   " + ", ".join(
+                f"{_tok(t)} ({c})" for t, c in d.top_added))
+        if d.top_dropped:
+            notes.append(f"  {f.name} dropped: " + ", ".join(
+                f"{_tok(t)} ({c})" for t, c in d.top_dropped))
+    header = ["feature", "kind", "size", "added", "dropped", "index moved", "top-K moved",
+              "OOV share", "JSD", "flags"]
+    return ["Vocabularies", *_grid(header, rows), *notes]
+
+
+def _numeric_section(features: list[FeatureDiff]) -> list[str]:
+    rows = []
+    for f in features:
+        d = f.numeric
+        assert d is not None
+        means = "-" if d.old_mean is None and d.new_mean is None else \
+            f"{_num(d.old_mean)} -> {_num(d.new_mean)}"
+        rows.append([f.name, means, _num(d.mean_shift), _num(d.std_shift),
+                     _num(d.boundary_shift), "-" if d.rank_shift is None else str(d.rank_shift),
+                     _pct(d.missing_rate_change), _pct(d.nan_rate_change),
+                     _pct(d.infinite_rate_change), _flag_names(f)])
+    header = ["feature", "mean", "mean shift", "std shift", "boundary shift", "rank shift",
+              "missing", "NaN", "inf", "flags"]
+    return ["Numeric (shifts in OLD std units, rate changes in points)", *_grid(header, rows)]
+
+
+def render_table(report: DiffReport) -> str:
+    """The readable report: vocabularies, numeric features, other features, flags."""
+    lines = [f"OLD: {report.old} (fingerprint {report.old_fingerprint[:12]})",
+             f"NEW: {report.new} (fingerprint {report.new_fingerprint[:12]})",
+             "Spec changes: " + (", ".join(report.spec_changes) or "none"), ""]
+    compared = [f for f in report.features if f.status == "compared"]
+    vocab = [f for f in compared if f.vocab is not None]
+    numeric = [f for f in compared if f.numeric is not None]
+    if vocab:
+        lines += [*_vocab_section(vocab), ""]
+    if numeric:
+        lines += [*_numeric_section(numeric), ""]
+    others = [f for f in report.features if f.status != "compared"]
+    if others:
+        lines += ["Not compared: " + ", ".join(f"{f.name} ({f.kind}: "
+                                               f"{f.status.replace('_', ' ')})" for f in others),
+                  ""]
+    flags = report.flags
+    if flags:
+        lines += [f"DRIFT: {len(flags)} flag(s)", *(f"  - {f.message}" for f in flags)]
+    else:
+        lines.append("No drift flag raised.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,73 @@
+"""Streams ``(token, count)`` pairs out of a ``vocab/<f>.counts.jsonl`` sidecar.
+
+The sidecar is read in 4 MiB blocks (local or ``gs://`` through Beam FileSystems) and never
+held whole; line *i* is the token of vocabulary index *i* (docs/artifacts.md). A line that is
+not ``[token, count]`` or ``[token, count, df]`` is an :class:`ArtifactError`.
+
+Example:
+    >>> import io
+    >>> list(iter_pairs(io.BytesIO(b'["a",3]\\n["b, c",1,1]\\n'), name="f"))
+    [('a', 3), ('b, c', 1)]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from beam_prep.errors import ArtifactError
+
+BLOCK_BYTES = 1 << 22
+
+
+def _parse(line: bytes, number: int, name: str) -> tuple[str, int]:
+    try:
+        row = json.loads(line)
+        if not isinstance(row, list) or len(row) not in (2, 3) or not isinstance(row[0], str):
+            raise ValueError("not a [token, count] array")
+        count = row[1]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError("the count is not a non-negative integer")
+    except ValueError as e:
+        raise ArtifactError(
+            f"Feature {name!r}: line {number} of the counts sidecar is not [token, count] or "
+            f"[token, count, df] ({e}). Received: {line[:80]!r}. Fix: re-run `beam-prep "
+            "analyze`; the sidecar is written by the analysis and must not be edited.") from e
+    return row[0], count
+
+
+def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
+    """Yields ``(token, count)`` for each line of a sidecar stream, in file order.
+
+    Args:
+        stream: Binary file object at the start of the sidecar.
+        name: Feature name, for error messages.
+
+    Raises:
+        ArtifactError: A malformed line.
+    """
+    rest = b""
+    number = 0
+    while True:
+        block = stream.read(BLOCK_BYTES)
+        if block:
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()
+        else:
+            lines = [rest]
+        for line in lines:
+            if line.strip():
+                number += 1
+                yield _parse(line, number, name)
+        if not block:
+            return
+
+
+def iter_sidecar(path: str, *, name: str) -> Iterator[tuple[str, int]]:
+    """Streams the sidecar at ``path`` (local or ``gs://``); see :func:`iter_pairs`."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        yield from iter_pairs(f, name=name)
