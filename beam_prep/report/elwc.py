@@ -185,7 +185,13 @@ def render_elwc(root: str) -> str:
                            "label (only lists dropped by --drop_no_positive are counted).") +
                       "</div></div>", data_name="__labels__"))
 
-    reasons, examples = _rejected(root, st.get("rejected_file"))
+    reasons: collections.Counter[str] = collections.Counter()
+    examples: list[dict] = []
+    # make-elwc writes rejected/rejected-SSSSS-of-NNNNN.jsonl (older runs: one rejected_file)
+    for rel in st.get("rejected_files") or [st.get("rejected_file")]:
+        more, found = _rejected(root, rel)
+        reasons.update(more)
+        examples.extend(found[:_EXAMPLES - len(examples)])
     rows = [(f"rejected: {r}", fmt_int(n)) for r, n in reasons.most_common(30)]
     body = kv_table(rows) if rows else note("No rejected line.")
     for ex in examples:
