@@ -116,3 +116,22 @@ def test_missing_integer_matches_the_layers():
     from beam_prep.codegen.plan import MISSING_INTEGER as LAYERS_MISSING_INTEGER
 
     assert MISSING_INTEGER == LAYERS_MISSING_INTEGER
+
+
+def test_regressions_found_by_the_equivalence_tests():
+    # Subnormal float64 inputs read as signed zeros, and 3e-308 - 2.5e-308 (a subnormal
+    # result) is flushed, as TensorFlow's CPU kernels do; int64 beyond 2**53 rounds to the
+    # nearest float64 (tf.cast) instead of failing Arrow's safe cast.
+    batch = pa.record_batch({"x": pa.array([5e-324, -1e-310, 3e-308], pa.float64()),
+                             "n": pa.array([2**53 + 1, 2**63 - 1, -(2**63) + 1], pa.int64())})
+    types = column_types(batch.schema)
+
+    def run_on(expr):
+        return evaluate(check(parse(expr), types), batch).to_pylist()
+
+    got = run_on("-x")
+    assert got == [0.0, 0.0, -3e-308] and math.copysign(1, got[1]) == 1.0
+    assert run_on("x - 2.5e-308")[2] == 0.0
+    assert run_on("exp(x - 708.5)") == [0.0, 0.0, 0.0]  # exp(-708.5) = 2.0e-308, subnormal
+    assert run_on("float(n)") == [9007199254740992.0, 9223372036854775808.0,
+                                  -9223372036854775808.0]
