@@ -59,8 +59,10 @@ ASAN_DIR ?= build/asan
 ASAN_MARKERS ?= not slow
 ASAN_TESTS ?= tests/io/test_example_decoder.py tests/io/test_decoder_fuzz.py \
 	tests/io/test_tfrecord_integrity.py
+# libstdc++ is preloaded too: without it ASan cannot find __cxa_throw when tfx-bsl throws.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
-	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) BEAM_PREP_REQUIRE_NATIVE=1
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
+	BEAM_PREP_REQUIRE_NATIVE=1
 .PHONY: asan
 asan: install-test
 	rm -rf $(ASAN_DIR) && mkdir -p $(ASAN_DIR)

@@ -161,7 +161,7 @@ def test_payload_crc_mismatch_rejects_that_record_only(tmp_path):
     payloads = [_example(i) for i in range(50)]
     path = _tf_file(tmp_path / "t.tfrecord", payloads)
     data = bytearray(path.read_bytes())
-    at = _offsets(payloads)[6] + 12 + len(payloads[6]) - 1  # last byte of record 7: "6"
+    at = _offsets(payloads)[6] + 12 + payloads[6].index(b"v6") + 1  # record 7's "v6"
     assert data[at:at + 1] == b"6"
     data[at] = ord("9")  # still a valid tf.Example, with s = "v9"
     path.write_bytes(bytes(data))
