@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -33,7 +32,15 @@ from beam_prep.errors import BeamPrepError, InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io.output import OutputRun
-from beam_prep.io.readers import FORMATS, check_columns, expand_patterns, infer_format
+from beam_prep.io.readers import (
+    FORMATS,
+    check_columns,
+    expand_patterns,
+    infer_format,
+    list_splits,
+)
+from beam_prep.progress import ProgressMonitor
+from beam_prep.run_summary import SummaryRecorder, add_summary_flag
 from beam_prep.spec import Spec
 
 DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
@@ -97,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "parallel (Arrow and numpy release the GIL). Results do not depend "
                         "on it. Default 2; 1 turns the pool off (e.g. when every core "
                         "already runs a worker process).")
-    p.add_argument("--quiet", action="store_true", help="Do not print the summary.")
+    p.add_argument("--quiet", action="store_true",
+                   help="Do not show progress or print the summary.")
+    add_summary_flag(p)
     return p
 
 
@@ -149,53 +158,74 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     return result
 
 
-def _log_progress() -> None:
-    """Shows one line per analysed split on stderr (Beam's own logs stay at WARNING)."""
-    logger = logging.getLogger("beam_prep")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("beam-prep: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+def _count_splits(files: Sequence[str], args: argparse.Namespace) -> int | None:
+    """Splits the job will analyse (the progress total); None when they cannot be listed."""
+    try:
+        fmt = args.input_format or infer_format(files[0])
+        return sum(len(list_splits(f, fmt, parquet_rows_per_split=args.parquet_rows_per_split))
+                   for f in files)
+    except Exception:  # noqa: BLE001 - the total is cosmetic; run() reports real problems
+        return None
+
+
+def _surface_beam_error(e: Exception) -> str | None:
+    """The message of our error inside an exception Beam wrapped around it (else None)."""
+    message = str(e)
+    for marker in ("InputError: ", "SpecError: ", "ArtifactError: "):
+        if marker in message:
+            return message.split(marker, 1)[1].split("\n")[0]
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry: runs the job, prints a summary; returns the exit code."""
+    """CLI entry: runs the job with progress, prints the run summary; returns the exit code.
+
+    Progress (splits done / total, rows/s, ETA) goes to stderr, see :mod:`beam_prep.progress`;
+    ``--quiet`` silences it and the summary. ``--summary_json`` is written in every case.
+    """
     args, beam_args = parse_job_args(build_parser(), argv)
     hide_tracebacks_of_our_errors()
     dry_run = is_dry_run(beam_args)
-    if not args.quiet:
-        _log_progress()
-    start = time.monotonic()
-    try:
-        result = run(argv)
-    except BeamPrepError:
-        raise
-    except Exception as e:  # Beam wraps errors raised in DoFns: surface ours clearly.
-        message = str(e)
-        for marker in ("InputError: ", "SpecError: ", "ArtifactError: "):
-            if marker in message:
-                detail = message.split(marker, 1)[1].split("\n")[0]
+    show = not args.quiet and not dry_run
+    with SummaryRecorder("analyze", json_path=args.summary_json, quiet=args.quiet) as rec:
+        total = _count_splits(expand_patterns(args.input), args) if show else None
+        with ProgressMonitor("beam-prep analyze", unit="splits", total=total,
+                             enabled=show) as monitor:
+            try:
+                result = run(argv)
+            except BeamPrepError:
+                raise
+            except Exception as e:  # Beam wraps errors raised in DoFns: surface ours clearly.
+                detail = _surface_beam_error(e)
+                if detail is None:
+                    raise
                 print(f"beam-prep analyze: error: {detail}", file=sys.stderr)
+                rec.fail(detail, error_type=type(e).__name__)
                 return 1
-        raise
-    elapsed = time.monotonic() - start
-    state = result.state
-    manifest_path = fs.join(args.output, layout.MANIFEST)
-    if dry_run:
-        print(f"beam-prep analyze: dry run: the pipeline was translated for the runner in "
-              f"{elapsed:.1f}s and not executed.")
-        return 0
-    if not fs.exists(manifest_path):
-        print(f"beam-prep analyze: pipeline finished in state {state} but wrote no "
-              f"manifest; {args.output} is incomplete.", file=sys.stderr)
-        return 1
-    if not args.quiet:
+        if dry_run:
+            rec.dry_run(details={"note": "the pipeline was translated for the runner and not "
+                                         "executed; nothing was written"})
+            return 0
+        manifest_path = fs.join(args.output, layout.MANIFEST)
+        if not fs.exists(manifest_path):
+            error = (f"pipeline finished in state {result.state} but wrote no manifest; "
+                     f"{args.output} is incomplete.")
+            print(f"beam-prep analyze: {error}", file=sys.stderr)
+            rec.fail(error, error_type="ArtifactError")
+            return 1
         manifest = layout.Artifacts(args.output).manifest
-        print(f"beam-prep analyze: done in {elapsed:.1f}s ({state}).")
+        inp = manifest["input"]
+        counts = {"rows_read": inp["rows_read"], "rows_rejected": inp["rows_rejected"],
+                  "features": len(manifest["features"])}
+        if monitor.snapshot().done:  # workers on a remote runner record nothing locally
+            counts["splits"] = monitor.snapshot().done
+        rec.succeed(
+            counts=counts,
+            outputs={"artifacts": args.output, "manifest": manifest_path},
+            details={"rejected_by_reason": inp.get("rejected_by_reason", {}),
+                     "state": str(result.state)})
+    if not args.quiet:
         print(summarize(manifest))
-        print(f"artifacts: {args.output}")
     return 0
 
 
