@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
               "Train a ranking model on ELWC data (CPU, Mirrored, MultiWorker or TPU)."),
     "report": ("beam_prep.report.cli", "main",
                "Write a self-contained HTML report of an artifact or ELWC directory."),
+    "diff": ("beam_prep.diff.cli", "main",
+             "Compare two artifact directories and flag drift (exit 3 with --fail_on_drift)."),
 }
 
 
