@@ -100,7 +100,8 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-def format_line(label: str, unit: str, snap: Snapshot, *, bar_width: int = 0) -> str:
+def format_line(label: str, unit: str, snap: Snapshot, *, bar_width: int = 0,
+                rows_name: str = "rows") -> str:
     """One progress line.
 
     Example:
@@ -115,8 +116,9 @@ def format_line(label: str, unit: str, snap: Snapshot, *, bar_width: int = 0) ->
         filled = min(bar_width, bar_width * snap.done // snap.total)
         bar = " [" + "#" * filled + "." * (bar_width - filled) + "]"
     rejected = f" ({snap.rejected:,} rejected)" if snap.rejected else ""
-    text = (f"{label}{bar}{'' if bar else ':'} {snap.done}/{total} {unit}, {snap.rows:,} rows"
-            f"{rejected}, {snap.rows_per_second:,.0f} rows/s, {_clock(snap.seconds)} elapsed")
+    text = (f"{label}{bar}{'' if bar else ':'} {snap.done}/{total} {unit}, {snap.rows:,} "
+            f"{rows_name}{rejected}, {snap.rows_per_second:,.0f} {rows_name}/s, "
+            f"{_clock(snap.seconds)} elapsed")
     eta = snap.eta_seconds
     return text + (f", ETA {_clock(eta)}" if eta is not None else "")
 
@@ -127,6 +129,7 @@ class ProgressMonitor:
     Args:
         label: Prefix of every line (the command name).
         unit: Plural name of the units counted ("splits", "files").
+        rows_name: Plural name of the rows the units read ("rows", "lines").
         total: Units expected (None: unknown, no ETA).
         stream: Where lines go; default: ``sys.stderr`` looked up at each write.
         tty: Redraw one line in place; default: ``stream.isatty()``.
@@ -136,12 +139,13 @@ class ProgressMonitor:
         clock: Monotonic clock (tests pass a fake one).
     """
 
-    def __init__(self, label: str, *, unit: str, total: int | None = None,
+    def __init__(self, label: str, *, unit: str, total: int | None = None, rows_name: str = "rows",
                  stream: IO[str] | None = None, tty: bool | None = None,
                  interval_seconds: float = 30.0, poll_seconds: float = 0.5,
                  enabled: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         self.label = label
         self.unit = unit
+        self.rows_name = rows_name
         self.total = total
         self._stream = stream
         self._tty = tty
@@ -235,12 +239,14 @@ class ProgressMonitor:
         snap = self.snapshot()
         try:
             if self.tty:
-                line = format_line(self.label, self.unit, snap, bar_width=24)
+                line = format_line(self.label, self.unit, snap, bar_width=24,
+                                   rows_name=self.rows_name)
                 self.stream.write("\r" + line + "\x1b[K" + ("\n" if final else ""))
                 self.stream.flush()
             elif final or self._clock() - self._last_line >= self._interval:
                 self._last_line = self._clock()
-                self.stream.write(format_line(self.label, self.unit, snap) + "\n")
+                self.stream.write(format_line(self.label, self.unit, snap,
+                                              rows_name=self.rows_name) + "\n")
                 self.stream.flush()
         except (ValueError, OSError):  # the stream was closed under us: stop showing
             self._enabled = False

@@ -87,6 +87,8 @@ class RunSummary:
               wrote export: /m/export
         """
         head = f"beam-prep {self.command}: {self.status.replace('_', ' ')} in {self.seconds:.1f}s"
+        if self.status == "dry_run":
+            head += ": translated for the runner, not executed; nothing was written"
         lines = [head + (f": {self.error}" if self.error else "")]
         for name, value in self.counts.items():
             shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) \

@@ -30,6 +30,7 @@ from beam_prep.pipelines.job_logging import hide_tracebacks_of_our_errors
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
 from beam_prep.io.output import OutputRun
+from beam_prep.progress import ProgressMonitor
 from beam_prep.ranking.data.options import (
     COMPRESSIONS,
     INPUT_FORMATS,
@@ -37,6 +38,7 @@ from beam_prep.ranking.data.options import (
     ElwcOptions,
     parse_splits,
 )
+from beam_prep.ranking.data.sources import plan_pieces
 from beam_prep.ranking.data.transforms import (
     DEFAULT_SPLIT_BYTES,
     ELWC_OUTPUT,
@@ -45,6 +47,7 @@ from beam_prep.ranking.data.transforms import (
     WriteELWC,
     list_input_files,
 )
+from beam_prep.run_summary import SummaryRecorder, add_summary_flag
 
 # Beam's in-process FnApiRunner (what the DirectRunner falls back to when it cannot download
 # Prism), named explicitly as in pipelines/analyze.py so the local run does not depend on a
@@ -143,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--force_unlock", action="store_true",
                    help="Break the <output>/_LOCK of a run that died (refused while the "
                         "holder process is alive on this host).")
+    o.add_argument("--quiet", action="store_true",
+                   help="Do not show progress or print the summary.")
+    add_summary_flag(o)
     return p
 
 
@@ -234,16 +240,61 @@ def summary(output: str) -> str:
     return "\n".join(lines)
 
 
+def _count_pieces(args: argparse.Namespace) -> int | None:
+    """Input pieces the job will parse (the progress total); None when they cannot be listed."""
+    try:
+        opts = options_from_args(args)
+        return sum(len(plan_pieces(path, opts, args.input_split_bytes))
+                   for _, path, _ in list_input_files(args.input, opts))
+    except Exception:  # noqa: BLE001 - the total is cosmetic; run() reports real problems
+        return None
+
+
+def _record_success(rec: SummaryRecorder, output: str) -> None:
+    """Counts and outputs of a finished run, from its stats.json."""
+    s = json.loads(filesystem.read_text(filesystem.join(output, STATS_FILENAME)))
+    inp, ev = s["input"], s.get("events", {})
+    counts: dict[str, int] = {
+        "lists": s["lists"], "documents": s["documents"], "queries": s["queries"],
+        "input_files": inp.get("files", 0), "input_lines": inp.get("lines", 0),
+        "lines_rejected": inp.get("lines_rejected", 0)}
+    for split, v in s["splits"].items():
+        counts[f"{split}_lists"] = v["lists"]
+        counts[f"{split}_documents"] = v["documents"]
+    for event in ("queries_split", "queries_truncated", "queries_sampled",
+                  "lists_dropped_too_small", "lists_dropped_no_positive"):
+        counts[event] = ev.get(event, 0)
+    outputs: dict[str, str] = {}
+    for split, names in s["output_files"].items():
+        paths = [filesystem.join(output, n) for n in names]
+        outputs[split] = (", ".join(paths) if len(paths) <= 2
+                          else f"{paths[0]} ... {paths[-1]} ({len(paths)} files)")
+    outputs["stats"] = filesystem.join(output, STATS_FILENAME)
+    outputs["feature_spec"] = filesystem.join(output, "feature_spec.json")
+    outputs["rejected"] = filesystem.join(output, "rejected") + "/"
+    rec.succeed(counts=counts, outputs=outputs,
+                details={"output_files": {k: [filesystem.join(output, n) for n in v]
+                                          for k, v in s["output_files"].items()}})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point (``beam-prep make-elwc``); returns the exit code."""
+    """Console entry point (``beam-prep make-elwc``); returns the exit code.
+
+    Shows progress (input pieces parsed / total, lines/s, ETA; see :mod:`beam_prep.progress`)
+    on stderr unless ``--quiet``, then the run summary; ``--summary_json`` in every case.
+    """
     args, beam_args = parse_job_args(build_parser(), argv)
     hide_tracebacks_of_our_errors()
-    run(argv)
-    if is_dry_run(beam_args):
-        print("beam-prep make-elwc: dry run: the pipeline was translated for the runner and not "
-              "executed; nothing was written.")
-        return 0
-    print(summary(args.output))
+    dry_run = is_dry_run(beam_args)
+    show = not args.quiet and not dry_run
+    with SummaryRecorder("make-elwc", json_path=args.summary_json, quiet=args.quiet) as rec:
+        with ProgressMonitor("beam-prep make-elwc", unit="pieces", rows_name="lines",
+                             total=_count_pieces(args) if show else None, enabled=show):
+            run(argv)
+        if dry_run:
+            rec.dry_run()
+            return 0
+        _record_success(rec, args.output)
     return 0
 
 

@@ -124,3 +124,53 @@ def test_analyze_failure_writes_summary_json(tmp_path, capsys):
     assert got["status"] == "failed" and got["error_type"] == "SpecError"
     assert "strin" in got["error"]
     assert capsys.readouterr().out == ""
+
+
+LETOR = """2 qid:1 1:0.5 2:1
+0 qid:1 1:0.1 2:0
+1 qid:2 1:0.3
+0 qid:2 2:0.2
+this line is not letor
+1 qid:3 1:1 2:1
+0 qid:3 1:0
+0 qid:3 2:0.7
+"""
+
+
+def test_make_elwc_summary_json_counts_lists_documents_and_rejects(tmp_path, capsys):
+    from beam_prep.pipelines import make_elwc
+
+    data = tmp_path / "in.txt"
+    data.write_text(LETOR, encoding="utf-8")
+    out, summary = str(tmp_path / "elwc"), tmp_path / "summary.json"
+    code = make_elwc.main(["--input", str(data), "--output", out, "--num_shards", "1",
+                           "--max_bad_fraction", "0.5", "--summary_json", str(summary)])
+    assert code == 0
+    got = json.loads(summary.read_text())
+    assert got["status"] == "ok" and got["command"] == "make-elwc"
+    counts = got["counts"]
+    # 3 queries -> 3 lists of 2, 2 and 3 documents; 8 lines, one of them not LETOR.
+    assert (counts["lists"], counts["documents"], counts["queries"]) == (3, 7, 3)
+    assert (counts["input_files"], counts["input_lines"], counts["lines_rejected"]) == (1, 8, 1)
+    assert (counts["train_lists"], counts["train_documents"]) == (3, 7)
+    assert got["outputs"]["stats"] == f"{out}/stats.json"
+    assert got["details"]["output_files"]["train"] == [got["outputs"]["train"]]
+    text = capsys.readouterr()
+    assert text.out.startswith("beam-prep make-elwc: ok in ")
+    assert "  lists: 3\n" in text.out
+    assert "beam-prep make-elwc: 1/1 pieces, 8 lines (1 rejected), " in text.err
+
+
+def test_make_elwc_failure_writes_summary_json(tmp_path, capsys):
+    from beam_prep.pipelines import make_elwc
+
+    data = tmp_path / "in.txt"
+    data.write_text(LETOR, encoding="utf-8")
+    summary = tmp_path / "summary.json"
+    with pytest.raises(InputError):
+        make_elwc.main(["--input", str(data), "--output", str(tmp_path / "elwc"), "--quiet",
+                        "--summary_json", str(summary)])  # 1 of 8 lines > 1% bad
+    got = json.loads(summary.read_text())
+    assert got["status"] == "failed" and got["error_type"] == "InputError"
+    assert "--max_bad_fraction" in got["error"]
+    assert capsys.readouterr().out == ""

@@ -39,6 +39,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam import pvalue
 
+from beam_prep import progress
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem
 from beam_prep.io.output import OutputPolicy
@@ -133,6 +134,8 @@ class MetaCombineFn(beam.CombineFn):
 
     Input: one dict per piece (``counts``, ``layout``, ``piece_lines``, ``rejected``). Output:
     ``{"counts": summed counters, "layout": merged layout, "rejected": [dict, ...]}`` with the
+        progress.record_unit(f"{index}:{piece[0]}", rows=r.physical_lines,
+                             rejected=len(r.rejected))
     rejected lines numbered from the start of their file and sorted by (file, line). The empty
     input gives empty counts, layout and rejected list.
     """
