@@ -122,6 +122,8 @@ class _ParsePiece(beam.DoFn):
     def process(self, element: tuple[int, str, str, Piece]) -> Iterable[Any]:
         index, path, rel, piece = element
         r = read_piece(path, rel, index, piece, self.opts)
+        progress.record_unit(f"{index}:{piece[0]}", rows=r.physical_lines,
+                             rejected=len(r.rejected))
         yield from r.blocks
         yield pvalue.TaggedOutput("meta", {
             "counts": r.counts, "layout": r.layout,
@@ -134,8 +136,6 @@ class MetaCombineFn(beam.CombineFn):
 
     Input: one dict per piece (``counts``, ``layout``, ``piece_lines``, ``rejected``). Output:
     ``{"counts": summed counters, "layout": merged layout, "rejected": [dict, ...]}`` with the
-        progress.record_unit(f"{index}:{piece[0]}", rows=r.physical_lines,
-                             rejected=len(r.rejected))
     rejected lines numbered from the start of their file and sorted by (file, line). The empty
     input gives empty counts, layout and rejected list.
     """
