@@ -26,7 +26,12 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from beam_prep.pipelines.flags import is_dry_run, parse_job_args
 from beam_prep.pipelines.job_logging import hide_tracebacks_of_our_errors
 
-from beam_prep.analyzers.pipeline import ARTIFACT_OUTPUT, AnalyzeToArtifacts, summarize
+from beam_prep.analyzers.pipeline import (
+    ARTIFACT_OUTPUT,
+    AnalyzeToArtifacts,
+    raise_if_failed,
+    summarize,
+)
 from beam_prep.analyzers.split_fn import required_columns
 from beam_prep.errors import BeamPrepError, InputError
 from beam_prep.io import artifacts as layout
@@ -154,6 +159,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
         result = pipeline.run()
         result.wait_until_finish()
         if not is_dry_run(beam_args):  # a translation-only run wrote nothing to move
+            raise_if_failed(out.staging, args.output)  # too many rejects: nothing moved
             out.commit()
     return result
 

@@ -134,13 +134,22 @@ def test_bad_rows_are_counted_kept_aside_and_the_run_fails_past_the_threshold(tm
     assert inp["rows_read"] == N + 4 and inp["rows_rejected"] == 4
     assert inp["rejected_by_reason"] == {"invalid_utf8": 1, "unparsable_number": 2,
                                          "wrong_column_count": 1}
-    rejected = [json.loads(x) for x in (out / "rejected" / "rejected.jsonl").read_text()
+    assert inp["rejected_files"] == ["rejected/rejected-00000-of-00001.jsonl"]
+    rejected = [json.loads(x) for x in (out / inp["rejected_files"][0]).read_text()
                 .splitlines()]
-    assert sorted(r["row"] for r in rejected) == [N + 1, N + 2, N + 3, N + 4]
+    assert [r["row"] for r in rejected] == [N + 1, N + 2, N + 3, N + 4]  # in row order
     assert art.vocabulary("country") == _expected_vocab(rows["country"], min_count=2, top_k=5)
-    with pytest.raises(Exception, match="max_bad_fraction"):
+    # The check runs once, on the driver, from the summed counts: one InputError, no manifest,
+    # and the rejected rows stay in the run's staging folder, which the message names.
+    with pytest.raises(InputError, match=rf"4 of {N + 4} rows .* more than max_bad_fraction="
+                                         r"0.0001\. .* left as it was") as info:
         _run(tmp_path, "csv", rows, "--max_bad_fraction", "0.0001", name="strict")
-    assert not (tmp_path / "strict" / "manifest.json").exists()
+    strict = tmp_path / "strict"
+    assert not (strict / "manifest.json").exists()
+    (staging,) = [p for p in strict.iterdir() if p.name.startswith("_staging-")]
+    assert str(staging) in str(info.value)
+    kept = (staging / "rejected" / "rejected-00000-of-00001.jsonl").read_text().splitlines()
+    assert [json.loads(x)["row"] for x in kept] == [N + 1, N + 2, N + 3, N + 4]
 
 
 def test_missing_column_fails_before_the_pipeline_with_names(tmp_path, rows):

@@ -2,7 +2,7 @@
 
 Example:
     >>> m = build_manifest(spec, {"patterns": ["a.csv"], "format": "csv", "files": 1},
-    ...                    vocab_meta, numeric_partials, meta, None)   # doctest: +SKIP
+    ...                    vocab_meta, numeric_partials, meta, [])     # doctest: +SKIP
     >>> m["features"]["price"]["stats"]["mean"]                       # doctest: +SKIP
 """
 
@@ -126,8 +126,11 @@ def numeric_summary(name: str, stats: dict) -> str:
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                    numeric_partials: dict[str, num.NumericPartial], meta: dict,
-                   rejected: dict | None) -> dict:
-    """Assembles the manifest dict (with fingerprint) from merged results."""
+                   rejected: list[str] | None) -> dict:
+    """Assembles the manifest dict (with fingerprint) from merged results.
+
+    ``rejected`` lists the rejected-row shard files (relative paths), empty when none.
+    """
     features: dict[str, dict] = {}
     for f in spec.features:
         missing = meta["missing"].get(f.name, 0)
@@ -155,7 +158,8 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
             "rows_read": meta["rows_read"],
             "rows_rejected": meta["rows_rejected"],
             "rejected_by_reason": dict(sorted(meta["rejected_by_reason"].items())),
-            "rejected_file": rejected["path"] if rejected else None,
+            # rejected/rejected-SSSSS-of-NNNNN.jsonl, in (file, row) order; [] if none
+            "rejected_files": sorted(rejected or []),
             # TFRecord remainders skipped with --skip_corrupt_tail (one reject each)
             **({"skipped_tails": sorted(meta["skipped_tails"],
                                         key=lambda t: (t["file"], t["offset"]))}

@@ -6,12 +6,15 @@ Graph (every step labelled)::
                             │          ─ PrunePartitions ─ GroupByFeature ─ WriteVocabularies ─┐
                             ├─ numeric ─ MergeNumericGroups ─ MergeNumericAll ─────────────────┤
                             ├─ meta ─ SumCounts ──────────────────────────────────────────────┤
-                            └─ rejected ─ CollectRejected ─ WriteRejected ────────────────────┤
+                            └─ rejected ─ WriteRejected (sorted chunks → shards) ─────────────┤
                                                                WriteManifest (side inputs) ◄──┘
 
 All vocabularies share one keyed combine; all numeric features share one canonical merge.
 The manifest is written by a DoFn that consumes every other output as a side input, so it
-is always the last file written.
+is always the last file written. That step also checks the summed row counts (no row read,
+or more than ``max_bad_fraction`` rejected): then it writes :data:`FAILED_REPORT` instead of
+the manifest and raises nothing (a runner would retry a raising bundle); the driver calls
+:func:`raise_if_failed` and raises one :class:`~beam_prep.errors.InputError`.
 
 Example:
     >>> with beam.Pipeline() as p:                                   # doctest: +SKIP
@@ -31,6 +34,7 @@ from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill, split_fn
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.manifest import build_manifest, numeric_summary
+from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -104,19 +108,6 @@ class _WriteVocabulary(beam.DoFn):
                      "kept_count": kept["count"], "drops": drops}
 
 
-class _WriteRejected(beam.DoFn):
-    def __init__(self, output_dir: str) -> None:
-        self._out = output_dir
-
-    def process(self, rows: list[tuple[str, str]]):
-        if not rows:
-            yield None
-            return
-        body = ("\n".join(line for _, line in sorted(rows)) + "\n").encode("utf-8")
-        fs.write_bytes(fs.join(self._out, layout.REJECTED_FILE), body)
-        yield {"path": layout.REJECTED_FILE, "rows": len(rows)}
-
-
 def _sum_meta(metas: Iterable[dict]) -> dict:
     out: dict = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                  "missing": {}, "documents": {}, "splits": 0}
@@ -141,23 +132,65 @@ class _WriteManifest(beam.DoFn):
         self._max_bad = max_bad_fraction
 
     def process(self, _unused, vocab_meta, numeric_partials, meta, rejected):
-        read, bad = meta["rows_read"], meta["rows_rejected"]
-        if read == 0:
-            raise InputError(f"No rows were read from {self._input['patterns']}: the input "
-                             "files are empty. Nothing to analyse.")
-        if bad / read > self._max_bad:
-            where = fs.join(self._out, layout.REJECTED_FILE)
-            raise InputError(
-                f"{bad} of {read} rows ({bad / read:.2%}) could not be read "
-                f"(by reason: {meta['rejected_by_reason']}), more than max_bad_fraction="
-                f"{self._max_bad}. The rows and reasons are in {where}. Fix the input or "
-                "raise --max_bad_fraction."
-            )
+        # Never raises on bad input (a runner would retry the bundle): a failed check
+        # writes FAILED_REPORT instead of the manifest; the driver raises from it.
+        output.delete_tree(spill.tmp_dir(self._out))  # a prefix on object stores
+        error = input_error(meta, self._input["patterns"], self._max_bad,
+                            fs.join(self._out, layout.REJECTED_DIR))
+        if error is not None:
+            report = {"error": error, "rows_read": meta["rows_read"],
+                      "rows_rejected": meta["rows_rejected"],
+                      "rejected_by_reason": meta["rejected_by_reason"],
+                      "rejected_files": rejected}
+            fs.write_bytes(fs.join(self._out, FAILED_REPORT), layout.canonical_json(report))
+            return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
                                   dict(vocab_meta), numeric_partials, meta, rejected)
-        output.delete_tree(spill.tmp_dir(self._out))  # a prefix on object stores
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
+
+
+def input_error(meta: dict, patterns: Sequence[str], max_bad_fraction: float,
+                rejected_dir: str) -> str | None:
+    """Why the summed counts fail the run (no row, or too many rejects), or None.
+
+    Example:
+        >>> meta = {"rows_read": 100, "rows_rejected": 2, "rejected_by_reason": {"x": 2}}
+        >>> input_error(meta, ["a.csv"], 0.05, "out/rejected") is None
+        True
+        >>> input_error(meta, ["a.csv"], 0.01, "out/rejected")[:44]
+        '2 of 100 rows (2.00%) could not be read (by '
+    """
+    read, bad = meta["rows_read"], meta["rows_rejected"]
+    if read == 0:
+        return (f"No rows were read from {list(patterns)}: the input files are empty. "
+                "Nothing to analyse.")
+    if bad / read > max_bad_fraction:
+        return (f"{bad} of {read} rows ({bad / read:.2%}) could not be read (by reason: "
+                f"{dict(sorted(meta['rejected_by_reason'].items()))}), more than "
+                f"max_bad_fraction={max_bad_fraction}. The rows and reasons are in "
+                f"{rejected_dir}/. Fix the input or raise --max_bad_fraction.")
+    return None
+
+
+FAILED_REPORT = "_failed.json"
+"""Written instead of ``manifest.json`` when the input check fails (see :func:`raise_if_failed`)."""
+
+
+def raise_if_failed(staging: str, output_dir: str) -> None:
+    """Driver side of the end-of-run input check: raises the run's InputError, if any.
+
+    Call after the pipeline finished and before committing ``staging``.
+
+    Raises:
+        InputError: The run wrote :data:`FAILED_REPORT` (no rows, or too many rejects); the
+            message ends by naming the staging folder that keeps the rejected rows.
+    """
+    path = fs.join(staging, FAILED_REPORT)
+    if fs.exists(path):
+        report = json.loads(fs.read_text(path))
+        raise InputError(f"{report['error']} {output_dir} was left as it was; this run's "
+                         f"rejected rows stay in {staging} until the next run.")
 
 
 class AnalyzeToArtifacts(beam.PTransform):
@@ -244,9 +277,7 @@ class AnalyzeToArtifacts(beam.PTransform):
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))
                    | "MergeNumericAll" >> beam.CombineGlobally(num.CanonicalMergeFn()))
         meta = outputs.meta | "SumCounts" >> beam.CombineGlobally(_sum_meta)
-        rejected = (outputs.rejected
-                    | "CollectRejected" >> beam.combiners.ToList()
-                    | "WriteRejected" >> beam.ParDo(_WriteRejected(self._out)))
+        rejected = outputs.rejected | "WriteRejected" >> WriteRejected(self._out, temp)
         input_info = {"patterns": self._patterns, "format": self._fmt,
                       "files": len(self._files)}
         return (p
@@ -261,12 +292,14 @@ class AnalyzeToArtifacts(beam.PTransform):
 
 ARTIFACT_OUTPUT = output.OutputPolicy(
     job="analyze", signatures=((layout.MANIFEST,),),
-    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", f"{layout.REJECTED_DIR}/**",
-           f"{spill.TMP_DIR}/**"),
+    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", SHARD_GLOB,
+           layout.REJECTED_FILE,  # the single file of outputs written before the shards
+           f"{spill.TMP_DIR}/**", FAILED_REPORT),
     last=layout.MANIFEST)
 """The analyze job's output folder (see :mod:`beam_prep.io.output`): a folder holding
 ``manifest.json`` is a finished artifact directory; only ``manifest.json``, ``vocab/``,
-``rejected/`` and ``_tmp/`` are ever replaced in it."""
+the rejected-row shards (and the older ``rejected/rejected.jsonl``), ``_tmp/`` and
+``_failed.json`` are ever replaced in it."""
 
 
 def summarize(manifest: dict) -> str:

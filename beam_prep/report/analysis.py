@@ -77,8 +77,11 @@ def _header(art: Artifacts) -> str:
     ]
     for reason, n in sorted(inp.get("rejected_by_reason", {}).items()):
         rows.append((f"rejected: {reason}", fmt_int(n)))
-    if inp.get("rejected_file"):
-        rows.append(("rejected rows file", text(inp["rejected_file"])))
+    shards = inp.get("rejected_files") or ([inp["rejected_file"]] if inp.get("rejected_file")
+                                           else [])  # older manifests: one file
+    if shards:
+        shown = shards[0] if len(shards) == 1 else f"{shards[0]} … ({len(shards)} files)"
+        rows.append(("rejected rows files", text(shown)))
     rows.append(("versions", text(", ".join(f"{k} {v}" for k, v in
                                            sorted(m.get("versions", {}).items())))))
     rows.append(("fingerprint", f"<code>{text(m.get('fingerprint', ''))}</code>"))

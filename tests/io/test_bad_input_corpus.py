@@ -39,9 +39,8 @@ def test_analyze_counts_every_bad_row_by_reason(tmp_path, pattern):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["input"]["rows_read"] == rows
     assert manifest["input"]["rejected_by_reason"] == reasons
-    written = out / "rejected" / "rejected.jsonl"
-    rejected = [json.loads(line) for line in
-                (written.read_text().splitlines() if written.exists() else [])]
+    rejected = [json.loads(line) for rel in manifest["input"]["rejected_files"]
+                for line in (out / rel).read_text().splitlines()]
     assert len(rejected) == sum(reasons.values())
     for r in rejected:  # file, row and reason of every reject
         assert r["source"].startswith(CORPUS) and r["row"] >= 1 and r["reason"] in reasons

@@ -144,7 +144,7 @@ def make_analysis_dir(root: str, *, big_vocab: int = 0) -> RawData:
         "input": {"patterns": ["gs://bucket/<odd>&path/*.csv"], "format": "csv", "files": 2,
                   "splits": 3, "rows_read": raw.rows + 5, "rows_rejected": 5,
                   "rejected_by_reason": {"wrong_column_count": 3, "bad <utf8>": 2},
-                  "rejected_file": "rejected/rejected.jsonl"},
+                  "rejected_files": ["rejected/rejected-00000-of-00001.jsonl"]},
         "features": feats}
     manifest["fingerprint"] = manifest_fingerprint(manifest)
     with open(os.path.join(root, "manifest.json"), "wb") as f:
