@@ -8,6 +8,11 @@ Usage::
 Overrides use YAML values (``model.hidden_sizes=[64,32]``). The run resumes from the state in
 ``training.model_dir``; the SavedModel goes to ``training.export_dir``.
 
+Output: a line per epoch on stderr (loss, metrics, seconds; ``--verbose`` shows Keras' own
+progress bar instead), then the run summary on stdout (``--summary_json FILE`` writes it as
+JSON, also on failure). ``--quiet`` prints neither. Building the parser imports neither
+TensorFlow nor Keras, so ``--help`` is fast.
+
 Example:
     >>> run(["--config", "examples/train.yaml", "training.epochs=1"])   # doctest: +SKIP
 """
@@ -15,27 +20,39 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from beam_prep.errors import BeamPrepError, InputError
+from beam_prep.run_summary import SummaryRecorder, add_summary_flag
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="beam-prep train", description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, help="YAML training config (see docs/training.md)")
     p.add_argument("overrides", nargs="*", help="section.key=value overrides")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--verbose", action="store_true",
+                     help="Show Keras' own progress bar (fit loop) instead of one line per "
+                          "epoch.")
+    out.add_argument("--quiet", action="store_true",
+                     help="Print neither the epoch lines nor the summary.")
+    add_summary_flag(p)
     return p
 
 
 def run(argv: Sequence[str] | None = None) -> Any:
     """Parses ``argv``, trains, exports; returns the launcher's ``TrainResult``."""
+    return _train(_parser().parse_args(list(sys.argv[1:] if argv is None else argv)))[0]
+
+
+def _train(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Loads the config and trains; returns ``(TrainResult, RankingHparams)``."""
+    from beam_prep.ranking.train.epoch_log import EpochPrinter
     from beam_prep.ranking.train.hparams import RankingHparams
     from beam_prep.ranking.train.launcher import RankingLauncher
 
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         hparams = RankingHparams.load(args.config, overrides=args.overrides)
     except BeamPrepError:
@@ -45,19 +62,33 @@ def run(argv: Sequence[str] | None = None) -> Any:
         raise InputError(f"Cannot read the training config ({reason}). Received: "
                          f"--config={args.config!r}. Pass the path of a YAML config "
                          "(see examples/train.yaml).") from e
-    return RankingLauncher(hparams).run()
+    quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
+    printer = None if quiet or verbose else EpochPrinter(epochs=hparams.training.epochs)
+    launcher = RankingLauncher(hparams, epoch_printer=printer, verbose=1 if verbose else 0)
+    return launcher.run(), hparams
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point: prints a JSON summary; returns the exit code."""
-    try:
-        result = run(argv)
-    except BeamPrepError as e:
-        print(f"beam-prep train: error: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps({"steps": result.steps, "seconds": round(result.seconds, 2),
-                      "export_path": result.export_path,
-                      "history": {k: v[-1] for k, v in result.history.items()}}))
+    """CLI entry point: trains with epoch lines, prints the run summary; returns the exit code."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    with SummaryRecorder("train", json_path=args.summary_json, quiet=args.quiet) as rec:
+        try:
+            result, hparams = _train(args)
+        except BeamPrepError as e:
+            print(f"beam-prep train: error: {e}", file=sys.stderr)
+            rec.fail(str(e), error_type=type(e).__name__)
+            return 1
+        final = {k: float(v[-1]) for k, v in result.history.items() if v}
+        counts: dict[str, Any] = {"steps": int(result.steps),
+                                  "epochs": len(result.history.get("loss", []))}
+        counts.update(final)
+        outputs = {"model_dir": str(hparams.training.model_dir)}
+        if result.export_path:
+            outputs["export"] = str(result.export_path)
+        rec.succeed(counts=counts, outputs=outputs,
+                    details={"history": {k: [float(x) for x in v]
+                                         for k, v in result.history.items()},
+                             "train_seconds": round(float(result.seconds), 3)})
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 
 import pytest
 from google.protobuf import text_format
@@ -109,15 +110,44 @@ def test_missing_feature_spec_is_one_line(tmp_path, capsys):
     _assert_one_line_error(code, line, "`data.feature_spec`", repr(missing))
 
 
+def test_failure_writes_the_summary_json(tmp_path, capsys):
+    missing = str(tmp_path / "nope.yaml")
+    summary = tmp_path / "summary.json"
+    code = main(["train", "--config", missing, "--summary_json", str(summary)])
+    assert code == 1
+    got = json.loads(summary.read_text())
+    assert (got["command"], got["status"], got["error_type"]) == ("train", "failed",
+                                                                  "InputError")
+    assert repr(missing) in got["error"]
+    assert capsys.readouterr().out == ""
+
+
 @pytest.mark.slow  # ~35 s: trains one step and writes a SavedModel
 def test_one_list_trains_and_exports(tmp_path, capsys):
-    """The guards do not reject a single record: one step is taken and the model exported."""
+    """The guards do not reject a single record: one step is taken and the model exported.
+
+    Also the output contract: one epoch line on stderr, the summary on stdout and in
+    --summary_json, and no Keras "shuffle=True ... ignored" warning (the dataset shuffles).
+    """
     data = tmp_path / "data"
     data.mkdir()
     write_tfrecords(str(data / "train-00000.tfrecord"), [_one_list()])
-    code = main(["train", "--config", _config(tmp_path, train=str(data / "train-*.tfrecord"))])
-    out = capsys.readouterr().out
-    assert code == 0
-    summary = json.loads(out.strip().splitlines()[-1])
-    assert summary["steps"] == 1
-    assert summary["export_path"] and os.path.isdir(summary["export_path"])
+    summary = tmp_path / "summary.json"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["train", "--config", _config(tmp_path, train=str(data / "train-*.tfrecord")),
+                     "--summary_json", str(summary)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    got = json.loads(summary.read_text())
+    assert got["status"] == "ok"
+    assert (got["counts"]["steps"], got["counts"]["epochs"]) == (1, 1)
+    export = got["outputs"]["export"]
+    assert export and os.path.isdir(export)
+    assert got["outputs"]["model_dir"] == str(tmp_path / "model")
+    epoch_lines = [x for x in captured.err.splitlines() if x.startswith("epoch ")]
+    assert len(epoch_lines) == 1 and epoch_lines[0].startswith("epoch 1/1: loss ")
+    assert f"loss {got['counts']['loss']:.4f}" in epoch_lines[0]
+    assert captured.out.startswith("beam-prep train: ok in ")
+    assert f"  wrote export: {export}" in captured.out
+    assert not [w for w in caught if "shuffle" in str(w.message)]

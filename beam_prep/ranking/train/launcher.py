@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
+from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
@@ -236,12 +237,18 @@ class RankingLauncher:
         vocab_rows: Feature name -> embedding rows (default: from ``data.artifacts``).
         parse_fn: Batch ELWC parser (default: the reader's).
         strategy: A ready strategy (tests); default: from ``distribution.strategy``.
+        epoch_printer: Shows a line per epoch (loss, metrics, seconds) in both loops
+            (``beam-prep train``; see :mod:`.epoch_log`). Default: none.
+        verbose: Keras ``fit`` verbosity (0 silent, 1 progress bar, 2 a line per epoch).
     """
 
     def __init__(self, hparams: RankingHparams, *, layers: Mapping[str, Any] | None = None,
                  vocab_rows: Mapping[str, int] | None = None, parse_fn: ParseFn | None = None,
-                 strategy: tf.distribute.Strategy | None = None) -> None:
+                 strategy: tf.distribute.Strategy | None = None,
+                 epoch_printer: EpochPrinter | None = None, verbose: int = 0) -> None:
         self.hp = hparams
+        self.epoch_printer = epoch_printer
+        self.verbose = verbose
         # First: MultiWorkerMirroredStrategy must exist before TensorFlow runs any op.
         self.strategy = strategy or make_strategy(hparams.distribution.strategy,
                                                   tpu=hparams.distribution.tpu)
@@ -305,6 +312,8 @@ class RankingLauncher:
         self.check_validation_remainder()
         model = self.build_model(train_ds.element_spec)
         start = time.perf_counter()
+        if self.epoch_printer is not None:
+            self.epoch_printer.begin()
         if self.loop == "fit":
             history, steps = self._fit(model, train_ds, valid_ds)
         else:
@@ -373,7 +382,8 @@ class RankingLauncher:
             make_optimizer=lambda: make_optimizer(tr.optimizer, tr.learning_rate),
             loss=loss, make_metrics=lambda: ranking_metrics(tr.metrics_k), settings=settings,
             checkpoint_dir=self._dir("ckpt"),
-            log_dir=self._dir("logs") if tensorboard_available() else None)
+            log_dir=self._dir("logs") if tensorboard_available() else None,
+            on_epoch_end=self.epoch_printer)
         return loop.run(train_ds, valid_ds)
 
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
@@ -395,9 +405,13 @@ class RankingLauncher:
                 monitor=tr.early_stopping_metric, patience=tr.early_stopping_patience,
                 mode="min" if "loss" in tr.early_stopping_metric else "max",
                 restore_best_weights=True))
+        if self.epoch_printer is not None:
+            callbacks.append(keras_callback(self.epoch_printer))
+        # shuffle=False: the dataset shuffles itself (DatasetBuilder.build); Keras ignores
+        # `shuffle` for a tf.data.Dataset and warns when it is left at True.
         history = model.fit(train_ds, epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
                             validation_data=valid_ds, validation_steps=tr.validation_steps,
-                            callbacks=callbacks, verbose=0)
+                            callbacks=callbacks, verbose=self.verbose, shuffle=False)
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps
 

@@ -98,6 +98,8 @@ class CustomLoop:
         settings: :class:`LoopSettings`.
         checkpoint_dir: Where ``tf.train.CheckpointManager`` keeps the last 3 checkpoints.
         log_dir: TensorBoard directory (None = no TensorBoard logs).
+        on_epoch_end: Called as ``on_epoch_end(epoch, history values of that epoch)`` after
+            each epoch (``beam-prep train`` prints a line).
     """
 
     def __init__(self, model: keras.Model, *, strategy: tf.distribute.Strategy,
@@ -105,8 +107,10 @@ class CustomLoop:
                  loss: Callable[[Any, Any], Any],
                  make_metrics: Callable[[], Sequence[keras.metrics.Metric]],
                  settings: LoopSettings, checkpoint_dir: str,
-                 log_dir: str | None = None) -> None:
+                 log_dir: str | None = None,
+                 on_epoch_end: Callable[[int, dict[str, float]], None] | None = None) -> None:
         self.model = model
+        self.on_epoch_end = on_epoch_end
         self.strategy = strategy
         self.loss = loss
         self.make_metrics = make_metrics
@@ -199,6 +203,8 @@ class CustomLoop:
                     history.setdefault(name, []).append(value)
                     self._scalar(name, value, self.step)
             self.manager.save(checkpoint_number=self.step)
+            if self.on_epoch_end is not None:
+                self.on_epoch_end(epoch, {k: v[-1] for k, v in history.items()})
             watch = s.early_stopping_metric
             if watch and watch in history:
                 value = history[watch][-1]
