@@ -37,8 +37,27 @@ def _parse(line: bytes, number: int, name: str) -> tuple[str, int]:
     return row[0], count
 
 
+def _well_formed(row: object) -> bool:
+    return (type(row) is list and 2 <= len(row) <= 3 and type(row[0]) is str
+            and type(row[1]) is int and row[1] >= 0)
+
+
+def _parse_block(lines: list[bytes], first: int, name: str) -> list[tuple[str, int]]:
+    """Parses a block's lines with one ``json.loads``; per line only to name a bad one."""
+    try:
+        rows = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        rows = None
+    if rows is None or len(rows) != len(lines) or not all(map(_well_formed, rows)):
+        return [_parse(line, first + k, name) for k, line in enumerate(lines)]
+    return [(row[0], row[1]) for row in rows]
+
+
 def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
     """Yields ``(token, count)`` for each line of a sidecar stream, in file order.
+
+    Each block's lines are decoded by one ``json.loads`` call (a malformed block is then
+    re-read line by line to name the bad line).
 
     Args:
         stream: Binary file object at the start of the sidecar.
@@ -48,7 +67,7 @@ def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
         ArtifactError: A malformed line.
     """
     rest = b""
-    number = 0
+    number = 1
     while True:
         block = stream.read(BLOCK_BYTES)
         if block:
@@ -56,10 +75,10 @@ def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
             rest = lines.pop()
         else:
             lines = [rest]
-        for line in lines:
-            if line.strip():
-                number += 1
-                yield _parse(line, number, name)
+        lines = [line for line in lines if line.strip()]
+        if lines:
+            yield from _parse_block(lines, number, name)
+            number += len(lines)
         if not block:
             return
 

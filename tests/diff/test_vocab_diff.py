@@ -105,7 +105,7 @@ def test_stream_splits_lines_across_blocks(monkeypatch):
 
 
 @pytest.mark.parametrize("line", [b'["a"]', b'["a", -1]', b'{"a": 1}', b'["a", 1.5]', b"[1, 2]",
-                                  b'["a", 1'])
+                                  b'["a", 1', b'["a", true]', b'["a", 1], ["b", 2]', b"1, 2"])
 def test_malformed_line_is_an_artifact_error(line):
     with pytest.raises(ArtifactError, match=r"Feature 'f': line 2 of the counts sidecar"):
         list(iter_pairs(io.BytesIO(b'["ok", 1]\n' + line + b"\n"), name="f"))
