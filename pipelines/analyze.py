@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parquet_rows_per_split", type=int, default=1 << 20,
                    help="Rows per Parquet read split (row groups are never cut; "
                         "default 1048576).")
+    p.add_argument("--input_split_bytes", type=int, default=64 << 20,
+                   help="Uncompressed CSV/JSONL files larger than this are read in parallel as "
+                        "record-aligned byte ranges of about this size (default 67108864; 0 = "
+                        "one file, one work item). Gzip files, TFRecord files and CSV files "
+                        "with a newline inside a quoted field are read whole.")
     p.add_argument("--csv_delimiter", default=",", help="CSV field delimiter (default ',').")
     p.add_argument("--spill_rows", type=int, default=8192,
                    help="A split's vocabulary table of at least this many rows is passed "
@@ -116,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _validate_args(args: argparse.Namespace) -> None:
+    if args.input_split_bytes < 0:
+        raise InputError(f"--input_split_bytes must be 0 (no split) or positive. Received: "
+                         f"{args.input_split_bytes}")
     if not 0 <= args.max_bad_fraction <= 1:
         raise InputError(f"--max_bad_fraction must be in [0, 1]. Received: "
                          f"{args.max_bad_fraction}")
@@ -155,7 +163,8 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
             num_partitions=args.vocab_partitions, max_bad_fraction=args.max_bad_fraction,
             parquet_rows_per_split=args.parquet_rows_per_split,
             csv_delimiter=args.csv_delimiter, spill_rows=args.spill_rows,
-            split_threads=args.split_threads, skip_corrupt_tail=args.skip_corrupt_tail)
+            split_threads=args.split_threads, skip_corrupt_tail=args.skip_corrupt_tail,
+            input_split_bytes=args.input_split_bytes)
         result = pipeline.run()
         result.wait_until_finish()
         if not is_dry_run(beam_args):  # a translation-only run wrote nothing to move

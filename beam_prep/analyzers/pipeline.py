@@ -39,6 +39,7 @@ from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io import output
+from beam_prep.io.byte_ranges import DEFAULT_SPLIT_BYTES
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 
@@ -46,12 +47,14 @@ TEXT_RESERVED_TOKENS = ("[UNK]",)
 
 
 class _ListSplits(beam.DoFn):
-    def __init__(self, fmt: str, parquet_rows_per_split: int) -> None:
+    def __init__(self, fmt: str, parquet_rows_per_split: int, split_bytes: int) -> None:
         self._fmt = fmt
         self._rows = parquet_rows_per_split
+        self._bytes = split_bytes
 
     def process(self, path: str) -> Iterable[Split]:
-        yield from list_splits(path, self._fmt, parquet_rows_per_split=self._rows)
+        yield from list_splits(path, self._fmt, parquet_rows_per_split=self._rows,
+                               split_bytes=self._bytes)
 
 
 def _prune(kv: tuple[tuple[str, int], Any],
@@ -213,6 +216,8 @@ class AnalyzeToArtifacts(beam.PTransform):
         split_threads: Threads per split analysis (results do not depend on it).
         skip_corrupt_tail: TFRecord: the unframeable rest of a file is one rejected row
             (recorded in the manifest's ``input.skipped_tails``) instead of an InputError.
+        input_split_bytes: Uncompressed CSV/JSONL files larger than this are read as
+            record-aligned byte ranges of about this size (0 = one file, one split).
 
     Returns:
         A PCollection with the manifest dict (one element).
@@ -223,8 +228,10 @@ class AnalyzeToArtifacts(beam.PTransform):
                  num_partitions: int = 16, max_bad_fraction: float = 0.01,
                  parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",",
                  spill_rows: int = spill.DEFAULT_SPILL_ROWS, split_threads: int = 1,
-                 skip_corrupt_tail: bool = False) -> None:
+                 skip_corrupt_tail: bool = False,
+                 input_split_bytes: int = DEFAULT_SPLIT_BYTES) -> None:
         super().__init__()
+        self._split_bytes = input_split_bytes
         self._skip_corrupt_tail = skip_corrupt_tail
         self._spec = spec
         self._files = list(files)
@@ -252,7 +259,8 @@ class AnalyzeToArtifacts(beam.PTransform):
         p = pbegin.pipeline
         splits = (pbegin
                   | "InputFiles" >> beam.Create(self._files)
-                  | "ListSplits" >> beam.ParDo(_ListSplits(self._fmt, self._rows_per_split))
+                  | "ListSplits" >> beam.ParDo(
+                      _ListSplits(self._fmt, self._rows_per_split, self._split_bytes))
                   | "SpreadSplits" >> beam.Reshuffle())
         outputs = splits | "AnalyzeSplits" >> beam.ParDo(
             split_fn.AnalyzeSplitFn(spec_dict, batch_size=self._batch_size,

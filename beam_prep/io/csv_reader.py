@@ -132,8 +132,11 @@ def csv_header(f: IO[bytes], *, source: str, delimiter: str = ","
 
 
 def iter_csv(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
-             delimiter: str = ",") -> Iterator[RawBatch]:
+             delimiter: str = ",", first_row: int = 1) -> Iterator[RawBatch]:
     """Streams a CSV file with a header row; every requested column is read as binary.
+
+    ``first_row`` numbers the first data row of ``f`` (a byte range of a larger file, with
+    the file's header line put in front).
 
     ``f`` must be seekable. A row longer than pyarrow's parse block (8 MiB at first) makes
     the file be read again with blocks 4 times larger, from where the batches stopped, up to
@@ -142,13 +145,14 @@ def iter_csv(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: s
     header, f = csv_header(f, source=source, delimiter=delimiter)
     if not header:
         return
-    emitted_good, next_row = 0, 1
+    emitted_good, next_row = 0, first_row
     reported: set[int | None] = set()
     block = CSV_FIRST_BLOCK
     invalid: list[RejectedRow] = []
 
     def on_invalid(row: pa_csv.InvalidRow) -> str:
-        line = row.number - 1 if row.number is not None and row.number >= 0 else None
+        line = (row.number - 2 + first_row if row.number is not None and row.number >= 0
+                else None)
         if line is None or line not in reported:
             invalid.append(RejectedRow(
                 source, line, REASON_COLUMNS,
@@ -208,7 +212,11 @@ def _emit_csv(batches: list[pa.RecordBatch], columns: Sequence[str], first_row: 
     """Yields the pending rows; row numbers skip the invalid rows seen among them."""
     import numpy as np
 
-    table = pa.Table.from_batches(batches) if batches else pa.table({})
+    if not batches:  # only invalid rows: an empty batch (a column-less table slices to any length)
+        yield RawBatch(select(pa.table({c: pa.array([], pa.binary()) for c in columns}), columns),
+                       first_row, pa.array([], pa.int64()), list(invalid))
+        return
+    table = pa.Table.from_batches(batches)
     n = table.num_rows
     bad_lines = np.array(sorted(r.row for r in invalid if r.row is not None), dtype=np.int64)
     # Data row number of the i-th well-formed row: first_row + i + (#invalid rows before it).

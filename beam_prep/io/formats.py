@@ -87,10 +87,13 @@ def truncate(text: str, limit: int = 2000) -> str:
 
 
 def iter_jsonl(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
-               block_bytes: int = 1 << 24) -> Iterator[RawBatch]:
-    """Streams JSON Lines; malformed lines are rejected without losing their neighbours."""
+               block_bytes: int = 1 << 24, first_row: int = 1) -> Iterator[RawBatch]:
+    """Streams JSON Lines; malformed lines are rejected without losing their neighbours.
+
+    ``first_row`` numbers the first line of ``f`` (a byte range of a larger file).
+    """
     carry = b""
-    next_row = 1
+    next_row = first_row
     while True:
         chunk = f.read(block_bytes)
         data = carry + chunk

@@ -1,9 +1,12 @@
 """Readers: file globs → splits → typed Arrow record batches, with bad rows set aside.
 
-A *split* is the unit of parallel reading: a whole CSV / JSONL / TFRecord file, or a run
-of row groups of a Parquet file. Splits are deterministic (sorted paths, fixed row-group
-runs), and so are the batches read from a split, which is what makes the analysis
-byte-for-byte reproducible whatever the runner or the number of workers.
+A *split* is the unit of parallel reading: a run of row groups of a Parquet file, a
+record-aligned byte range of an uncompressed CSV / JSONL file larger than the split size
+(see :mod:`beam_prep.io.byte_ranges`; rows keep their file row numbers), or a whole file
+(TFRecord, compressed files, small files, CSV with quoted newlines). Splits are
+deterministic (sorted paths, fixed row-group runs and byte ranges), and so are the batches
+read from a split, which is what makes the analysis byte-for-byte reproducible whatever the
+runner or the number of workers.
 
 Supported formats and how values are read:
 
@@ -38,8 +41,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
+from beam_prep.io import byte_ranges, csv_reader, formats, tfrecord_reader, tfrecord_stream
 from beam_prep.io import columns as colmod
-from beam_prep.io import csv_reader, formats, tfrecord_reader, tfrecord_stream
 from beam_prep.io.formats import RejectedRow
 
 Format = Literal["csv", "jsonl", "parquet", "tfrecord"]
@@ -63,17 +66,21 @@ class Split:
         format: One of :data:`FORMATS`.
         row_groups: Parquet row groups of this split (None = whole file).
         first_row: 1-based number of the split's first row within its file.
+        start: First byte of a byte-range split (CSV/JSONL).
+        end: One past its last byte; None = the whole file.
     """
 
     path: str
     format: str
     row_groups: tuple[int, ...] | None = None
     first_row: int = 1
+    start: int = 0
+    end: int | None = None
 
     @property
     def split_id(self) -> str:
         """Stable identifier, used to order partial results canonically."""
-        return f"{self.path}#{self.first_row}"
+        return f"{self.path}#{self.first_row}" + (f"@{self.start}" if self.start else "")
 
 
 @dataclasses.dataclass
@@ -147,8 +154,15 @@ def expand_patterns(patterns: Sequence[str]) -> list[str]:
 
 
 def list_splits(path: str, fmt: str, *,
-                parquet_rows_per_split: int = DEFAULT_PARQUET_ROWS_PER_SPLIT) -> list[Split]:
-    """The splits of one file: runs of row groups for Parquet, the whole file otherwise."""
+                parquet_rows_per_split: int = DEFAULT_PARQUET_ROWS_PER_SPLIT,
+                split_bytes: int = byte_ranges.DEFAULT_SPLIT_BYTES) -> list[Split]:
+    """The splits of one file: runs of row groups for Parquet, record-aligned byte ranges of
+    about ``split_bytes`` for large uncompressed CSV/JSONL (0 = never), else the whole file."""
+    if fmt in ("csv", "jsonl"):
+        ranges = byte_ranges.plan_ranges(path, fmt, split_bytes)
+        if ranges is None:
+            return [Split(path, fmt)]
+        return [Split(path, fmt, None, r.first_row, r.start, r.end) for r in ranges]
     if fmt != "parquet":
         return [Split(path, fmt)]
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
@@ -184,9 +198,35 @@ def _seekable(f: IO[bytes]) -> IO[bytes]:
     return f if (seekable() if callable(seekable) else seekable) else io.BytesIO(f.read())
 
 
+def _range_bytes(split: Split) -> IO[bytes]:
+    """A byte-range split in memory; CSV gets the file's header line in front."""
+    assert split.end is not None
+    with FileSystems.open(split.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        head = b""
+        if split.format == "csv" and split.start > 0:
+            while True:  # the first non-empty line (pyarrow skips empty ones)
+                line = f.readline()
+                head += line
+                if not line or line.strip(b"\r\n"):
+                    break
+        f.seek(split.start)
+        data = f.read(split.end - split.start)
+    return io.BytesIO(head + data)
+
+
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                  csv_delimiter: str, dictionary_columns: Sequence[str] = (),
                  skip_corrupt_tail: bool = False) -> Iterator[formats.RawBatch]:
+    if split.end is not None:
+        f = _range_bytes(split)
+        if split.format == "csv":
+            yield from csv_reader.iter_csv(f, columns, batch_size=batch_size,
+                                           source=split.path, delimiter=csv_delimiter,
+                                           first_row=split.first_row)
+        else:
+            yield from formats.iter_jsonl(f, columns, batch_size=batch_size,
+                                          source=split.path, first_row=split.first_row)
+        return
     with _open(split) as f:
         if split.format == "csv":
             yield from csv_reader.iter_csv(_seekable(f), columns, batch_size=batch_size,
@@ -298,7 +338,7 @@ def _show(value: object) -> object:
 def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
                       csv_delimiter: str = ",") -> list[str]:
     """Column names visible in a file (for JSONL/TFRecord: keys of the first rows)."""
-    split = list_splits(path, fmt)[0]
+    split = Split(path, fmt)  # the whole file: no split planning just to read a header
     if fmt == "csv":
         with _open(split) as f:
             return csv_reader.csv_header(_seekable(f), source=path, delimiter=csv_delimiter)[0]
