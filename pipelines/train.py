@@ -49,6 +49,9 @@ def run(argv: Sequence[str] | None = None) -> Any:
 
 def _train(args: argparse.Namespace) -> tuple[Any, Any]:
     """Loads the config and trains; returns ``(TrainResult, RankingHparams)``."""
+    from beam_prep.quiet_tf import import_tensorflow_quietly
+
+    import_tensorflow_quietly()  # before Keras: no oneDNN/CUDA/absl start-up lines
     from beam_prep.ranking.train.epoch_log import EpochPrinter
     from beam_prep.ranking.train.hparams import RankingHparams
     from beam_prep.ranking.train.launcher import RankingLauncher

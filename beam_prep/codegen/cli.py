@@ -12,6 +12,9 @@ import argparse
 from collections.abc import Sequence
 
 from beam_prep.codegen.render import generate
+from beam_prep.io import filesystem as fs
+from beam_prep.io.artifacts import Artifacts
+from beam_prep.run_summary import SummaryRecorder, add_summary_flag
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: --artifacts, made absolute if local).")
     parser.add_argument("--no-overwrite", dest="overwrite", action="store_false",
                         help="Fail if --output exists.")
+    parser.add_argument("--quiet", action="store_true", help="Do not print the summary.")
+    add_summary_flag(parser)
     return parser
 
 
@@ -41,7 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     args = build_parser().parse_args(list(argv) if argv is not None else None)
-    path = generate(args.artifacts, args.output, default_artifacts_dir=args.default_artifacts,
-                    overwrite=args.overwrite)
-    print(f"Wrote {path}")
+    with SummaryRecorder("generate", json_path=args.summary_json, quiet=args.quiet) as rec:
+        path = generate(args.artifacts, args.output,
+                        default_artifacts_dir=args.default_artifacts, overwrite=args.overwrite)
+        features = Artifacts(args.artifacts).feature_names
+        rec.succeed(counts={"features": len(features), "bytes": len(fs.read_bytes(path))},
+                    outputs={"module": path}, details={"artifacts": args.artifacts})
     return 0
