@@ -19,12 +19,14 @@ import pytest
 from beam_prep.analyzers.text import (
     KERAS_RESERVED_TOKENS,
     add_ngrams,
-    document_frequencies,
     split,
     standardize,
+    tokenize,
+)
+from beam_prep.analyzers.text_counts import (
+    document_frequencies,
     token_counts,
     token_statistics,
-    tokenize,
 )
 from beam_prep.errors import InputError, SpecError
 from beam_prep.spec import TextFeature

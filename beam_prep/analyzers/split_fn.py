@@ -285,7 +285,7 @@ class AnalyzeSplitFn(beam.DoFn):
         Counted :data:`TEXT_CHUNK_BYTES` of text at a time, so the n-gram arrays stay small
         whatever the batch size; document counts add up because a document is in one chunk.
         """
-        from beam_prep.analyzers import text
+        from beam_prep.analyzers import text_counts
 
         flat = arr.flatten() if pa.types.is_large_list(arr.type) else arr
         if pa.types.is_dictionary(flat.type):
@@ -296,6 +296,6 @@ class AnalyzeSplitFn(beam.DoFn):
         with_df = f.output_mode == "tf_idf"
         tables = []
         for chunk in text_chunks(flat, TEXT_CHUNK_BYTES):
-            tokens, counts, dfs = text.token_statistics(chunk, f, documents=with_df)
+            tokens, counts, dfs = text_counts.token_statistics(chunk, f, documents=with_df)
             tables.append(voc.table_from_counts(tokens, counts, dfs))
         return tables, documents

@@ -36,7 +36,7 @@ Inputs may be ``string``, ``large_string``, ``binary`` or ``large_binary`` array
 must be valid UTF-8), chunked or not. Token arrays are ``string`` for string/binary input and
 ``large_string`` for the large types.
 
-``token_counts`` counts ``""`` and ``"[UNK]"`` like any other token;
+``text_counts.token_counts`` counts ``""`` and ``"[UNK]"`` like any other token;
 ``TextVectorization.adapt`` drops them from the vocabulary (:data:`KERAS_RESERVED_TOKENS`),
 so a vocabulary writer must too.
 
@@ -63,12 +63,11 @@ from beam_prep.spec import SPLIT_OPTIONS, STANDARDIZE_OPTIONS, TextFeature
 
 __all__ = [
     "KERAS_RESERVED_TOKENS",
+    "Grams",
     "add_ngrams",
-    "document_frequencies",
+    "grams",
     "split",
     "standardize",
-    "token_counts",
-    "token_statistics",
     "tokenize",
 ]
 
@@ -265,7 +264,7 @@ def _check_widths(widths: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(w) for w in widths)
 
 
-class _Grams:
+class Grams:
     """The n-grams of split tokens, one block per width, each block in token order.
 
     Attributes:
@@ -339,12 +338,13 @@ def add_ngrams(tokens: pa.ListArray, widths: Sequence[int]) -> pa.ListArray:
     offsets, values = _flat(tokens)
     if widths == (1,):
         return _list_array(offsets, values)
-    return _Grams(offsets, values, widths).in_row_order()
+    return Grams(offsets, values, widths).in_row_order()
 
 
-def _grams(texts: pa.Array, feature: TextFeature) -> _Grams:
+def grams(texts: pa.Array, feature: TextFeature) -> Grams:
+    """The n-grams of ``feature`` over a batch, kept per width block (see :class:`Grams`)."""
     offsets, values = _flat(split(standardize(texts, feature.standardize), feature.split))
-    return _Grams(offsets, values, feature.ngram_widths())
+    return Grams(offsets, values, feature.ngram_widths())
 
 
 def tokenize(texts: pa.Array, feature: TextFeature) -> pa.ListArray:
@@ -365,95 +365,3 @@ def tokenize(texts: pa.Array, feature: TextFeature) -> pa.ListArray:
     if feature.ngrams is not None and feature.ngrams > 1:
         tokens = add_ngrams(tokens, feature.ngram_widths())
     return tokens
-
-
-# --------------------------------------------------------------------------- counting
-
-def token_counts(texts: pa.Array, feature: TextFeature) -> tuple[pa.Array, pa.Array]:
-    """Distinct tokens of a batch and how many times each occurs in it.
-
-    Args:
-        texts: String/binary array (chunked or not).
-        feature: The text feature.
-
-    Returns:
-        ``(tokens, counts)``: distinct tokens (order unspecified) and int64 counts.
-
-    Example:
-        >>> toks, counts = token_counts(pa.array(["a b a", None]), TextFeature("t"))
-        >>> dict(zip(toks.to_pylist(), counts.to_pylist()))
-        {'a': 2, 'b': 1}
-    """
-    tokens, counts, _ = token_statistics(texts, feature, documents=False)
-    return tokens, pa.array(counts, type=pa.int64())
-
-
-def token_statistics(texts: pa.Array, feature: TextFeature, *,
-                     documents: bool = True) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
-    """Distinct tokens of a batch, their counts and (optionally) their document counts.
-
-    One hash pass (``dictionary_encode``) serves both numbers: counts are a ``bincount``
-    of the token ids, document counts a ``bincount`` over the distinct (row, id) pairs.
-    The n-grams are counted block by block, never put in row order (no copy of them).
-
-    Args:
-        texts: String/binary array (chunked or not), one document per row.
-        feature: The text feature.
-        documents: Also count the rows containing each token (None when False).
-
-    Returns:
-        ``(tokens, counts, document_counts)``: distinct tokens (order unspecified) and int64
-        numpy arrays.
-
-    Example:
-        >>> toks, counts, df = token_statistics(pa.array(["a b a", "a"]), TextFeature("t"))
-        >>> sorted(zip(toks.to_pylist(), counts.tolist(), df.tolist()))
-        [('a', 3, 2), ('b', 1, 1)]
-    """
-    grams = _grams(texts, feature)
-    values = grams.values()
-    if len(values) == 0:
-        empty = np.zeros(0, np.int64)
-        return pa.array([], type=values.type), empty, (empty if documents else None)
-    encoded = pc.dictionary_encode(values)
-    del values
-    dictionary = encoded.dictionary
-    n = len(dictionary)
-    ids = encoded.indices.to_numpy().astype(np.int64)
-    del encoded
-    counts = np.bincount(ids, minlength=n).astype(np.int64)
-    if not documents:
-        return dictionary, counts, None
-    # Distinct (row, token) pairs: sort the combined keys in place and keep the first of
-    # each run (np.sort + a diff is much faster here than np.unique).
-    keys = grams.rows()
-    keys *= n
-    keys += ids
-    del ids
-    keys.sort()
-    first = np.empty(len(keys), dtype=bool)
-    first[0] = True
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    distinct = keys[first]
-    del keys, first
-    distinct %= n
-    return dictionary, counts, np.bincount(distinct, minlength=n).astype(np.int64)
-
-
-def document_frequencies(texts: pa.Array, feature: TextFeature) -> tuple[pa.Array, pa.Array]:
-    """Distinct tokens of a batch and the number of rows (documents) containing each.
-
-    Args:
-        texts: String/binary array (chunked or not).
-        feature: The text feature.
-
-    Returns:
-        ``(tokens, document_counts)``: distinct tokens (order unspecified) and int64 counts.
-
-    Example:
-        >>> toks, df = document_frequencies(pa.array(["a b a", "a"]), TextFeature("t"))
-        >>> dict(zip(toks.to_pylist(), df.to_pylist()))
-        {'a': 2, 'b': 1}
-    """
-    tokens, _, document_counts = token_statistics(texts, feature)
-    return tokens, pa.array(document_counts, type=pa.int64())
