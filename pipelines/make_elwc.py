@@ -38,6 +38,7 @@ from beam_prep.ranking.data.options import (
     ElwcOptions,
     parse_splits,
 )
+from beam_prep.ranking.data.sharding import resolve_num_shards
 from beam_prep.ranking.data.sources import plan_pieces
 from beam_prep.ranking.data.transforms import (
     DEFAULT_SPLIT_BYTES,
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="beam-prep make-elwc",
         description="Convert ranking logs into sharded TFRecord files of serialized "
                     "tensorflow.serving.ExampleListWithContext, plus stats.json, "
-                    "feature_spec.json and rejected/rejected.jsonl. Unknown flags go to Beam "
+                    "feature_spec.json and rejected/rejected-*.jsonl. Unknown flags go to Beam "
                     "(e.g. --runner, --direct_running_mode=multi_processing, "
                     "--direct_num_workers=2).")
     g = p.add_argument_group("input")
@@ -132,9 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "their id. Default: train.")
     o.add_argument("--split_seed", default="beam_prep",
                    help="Salt of the split hash. Default: beam_prep.")
-    o.add_argument("--num_shards", type=int, default=1,
-                   help="TFRecord files per split; a shard is sorted in memory by one worker, "
-                        "so use more shards for large data. Default: 1.")
+    o.add_argument("--num_shards", type=int, default=None,
+                   help="TFRecord files per split (and rejected-line files); a shard is built "
+                        "in memory by one worker. Default: one per 128 MiB of input "
+                        "(compressed files counted 4x), between 1 and 1024.")
     o.add_argument("--compression", choices=COMPRESSIONS, default="none",
                    help="none or gzip (files end in .tfrecord.gz). Default: none.")
     o.add_argument("--overwrite", action="store_true",
@@ -188,6 +190,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     args, beam_args = parse_job_args(build_parser(), argv)
     opts = options_from_args(args)
     files = list_input_files(args.input, opts)
+    opts = resolve_num_shards(opts, args.input, files)
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
@@ -231,7 +234,7 @@ def summary(output: str) -> str:
         f"dropped too small: {ev.get('lists_dropped_too_small', 0)}, no positive: "
         f"{ev.get('lists_dropped_no_positive', 0)}",
         f"  rejected lines: {inp.get('lines_rejected', 0)} (see "
-        f"{filesystem.join(output, s['rejected_file'])})",
+        f"{filesystem.join(output, 'rejected')}/)",
     ]
     for split, names in s["output_files"].items():
         lines.append(f"  {split}: " + ", ".join(filesystem.join(output, n) for n in names))

@@ -154,12 +154,14 @@ def test_make_elwc_gs_to_gs_overwrite_leaves_no_stale_shard(gcs):
     out = f"{gcs}/elwc"
     base = ["--input", f"{gcs}/logs/*.txt", "--output", out]
     make_elwc.run(base + ["--num_shards", "3"])
-    fixed = ["feature_spec.json", "rejected/rejected.jsonl", "stats.json"]
+    fixed = ["feature_spec.json", "stats.json"]
     shards3 = [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
-    assert output.list_files(out) == sorted(fixed + shards3)
+    rejected3 = [f"rejected/rejected-0000{i}-of-00003.jsonl" for i in range(3)]
+    assert output.list_files(out) == sorted(fixed + shards3 + rejected3)
     assert sum(_records(fs.read_bytes(f"{out}/{s}")) for s in shards3) == 3  # q0, q1, q2
     with pytest.raises(ArtifactError, match="holds a finished make-elwc output"):
         make_elwc.run(base + ["--num_shards", "1"])
     make_elwc.run(base + ["--num_shards", "1", "--overwrite"])
-    assert output.list_files(out) == sorted(fixed + ["train-00000-of-00001.tfrecord"])
+    assert output.list_files(out) == sorted(fixed + ["train-00000-of-00001.tfrecord",
+                                                     "rejected/rejected-00000-of-00001.jsonl"])
     assert _records(fs.read_bytes(f"{out}/train-00000-of-00001.tfrecord")) == 3

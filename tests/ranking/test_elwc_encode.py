@@ -171,15 +171,16 @@ def test_framed_examples_join_into_protobuf_lists(label_dtype, labels):
 
 META = [
     {"counts": {"files": 1, "lines": 5}, "layout": {"ids": np.array([1, 3])},
-     "piece_lines": {(0, 0): 6}, "rejected": [((0, 0), {"file": "a", "line": 2, "x": 1})]},
+     "piece_lines": {(0, 0): 6}},
     {"counts": {"files": 0, "lines": 4}, "layout": {"ids": np.array([2])},
-     "piece_lines": {(0, 1): 4}, "rejected": [((0, 1), {"file": "a", "line": 1, "x": 2})]},
+     "piece_lines": {(0, 1): 4}},
     {"counts": {"files": 1, "lines": 1}, "layout": {"ids": np.array([3, 7])},
-     "piece_lines": {(1, 0): 1}, "rejected": [((1, 0), {"file": "b", "line": 1, "x": 3})]},
+     "piece_lines": {(1, 0): 1}},
 ]
 
 
 def test_meta_combine_fn_contract():
+    from beam_prep.ranking.data.rejected import LineIndex
     from beam_prep.ranking.data.transforms import MetaCombineFn
 
     fn = MetaCombineFn()
@@ -189,12 +190,12 @@ def test_meta_combine_fn_contract():
         out = fn.extract_output(fn.merge_accumulators(accs))
         assert out["counts"] == {"files": 2, "lines": 10}
         assert out["layout"]["ids"].tolist() == [1, 2, 3, 7]
-        # piece 1 of file 0 starts after the 6 lines of piece 0
-        assert out["rejected"] == [{"file": "a", "line": 2, "x": 1},
-                                   {"file": "a", "line": 7, "x": 2},
-                                   {"file": "b", "line": 1, "x": 3}]
+        # piece 1 of file 0 starts after the 6 lines of piece 0; file 1 after all 10 of file 0
+        assert out["line_index"] == LineIndex({(0, 0): (0, 0), (0, 1): (6, 6), (1, 0): (0, 10)},
+                                              11)
+    assert all("rejected" not in m for m in META)  # rejected lines never enter the side input
     empty = fn.extract_output(fn.create_accumulator())
-    assert empty == {"counts": {}, "layout": {}, "rejected": []}
+    assert empty == {"counts": {}, "layout": {}, "line_index": LineIndex({}, 0)}
 
 
 def test_labels_a_label_field_cannot_hold_are_input_errors_not_struct_errors():

@@ -2,7 +2,7 @@
 
 A label of ``1e39`` used to crash the job in ``struct.pack``; a value of ``1e39`` was written as
 ``inf``; a label of ``-1`` collided with the padding label. Each such line must be counted in
-``stats.json`` and kept in ``rejected/rejected.jsonl`` with its reason, like any bad line.
+``stats.json`` and kept in ``rejected/rejected-*.jsonl`` with its reason, like any bad line.
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ def test_out_of_range_lines_are_counted_and_kept_aside(tmp_path):
 
     f32_max = float(np.finfo(np.float32).max)
     assert _documents(out) == [(0.0, -f32_max), (2.0, 0.5)]
-    with open(os.path.join(out, "rejected", "rejected.jsonl"), encoding="utf-8") as f:
+    # small input: one rejected shard (see beam_prep.ranking.data.sharding)
+    with open(os.path.join(out, "rejected", "rejected-00000-of-00001.jsonl"),
+              encoding="utf-8") as f:
         rejected = [json.loads(line) for line in f]
     assert [(r["line"], r["text"]) for r in rejected] == [
         (2, "1e39 qid:A 1:1"), (3, "1 qid:A 1:1e39"), (4, "-1 qid:B 1:2")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -46,6 +47,13 @@ def reference_groups():
         groups.append(rows[start:start + s])
         start += s
     return groups
+
+
+def read_rejected(out):
+    """Every rejected line of an output, its shards concatenated in name order."""
+    names = sorted(glob.glob(os.path.join(out, "rejected", "rejected-?????-of-?????.jsonl")))
+    assert names, f"no rejected shard in {out}"
+    return [json.loads(x) for n in names for x in open(n, encoding="utf-8")]
 
 
 def files_of(directory):
@@ -124,7 +132,7 @@ def test_split_across_files_rejected_lines_and_bad_fraction(tmp_path):
     # query A: 7 documents in input order (a.txt then b.txt) → balanced parts 3, 2, 2
     assert by_q == [("A", [1, 2, 0], [1, 0, 2]), ("A", [4, 5], [0, 1]), ("A", [6, 7], [0, 1]),
                     ("B", [9], [0])]
-    rejected = [json.loads(x) for x in open(os.path.join(out, "rejected/rejected.jsonl"))]
+    rejected = read_rejected(out)
     assert rejected == [{"file": "b.txt", "line": 2, "reason": "label 'broken' is not a number",
                          "text": "broken line"}]
     stats = json.load(open(os.path.join(out, "stats.json")))
@@ -303,7 +311,7 @@ def test_pieces_of_a_large_file_give_the_same_bytes(tmp_path):
     assert len(text) // 500 >= 20
     assert files_of(pieces) == files_of(whole)
     physical = text.split("\n")
-    rejected = [json.loads(x) for x in open(os.path.join(pieces, "rejected/rejected.jsonl"))]
+    rejected = read_rejected(pieces)
     assert [r["line"] for r in rejected] == [i + 1 for i, t in enumerate(physical)
                                              if t.startswith("not")]
     # every document of a query, in input order, with its label and first feature value
@@ -362,7 +370,7 @@ def test_lightgbm_pieces_cut_at_group_starts_give_the_same_bytes(tmp_path):
     make_elwc.run([*args, "--output", whole, "--input_split_bytes", "0"])
     make_elwc.run([*args, "--output", split, "--input_split_bytes", "3000"])
     assert files_of(split) == files_of(whole)
-    rejected = [json.loads(x) for x in open(os.path.join(split, "rejected/rejected.jsonl"))]
+    rejected = read_rejected(split)
     assert [r["line"] for r in rejected] == [out_lines.index(lines[5]) + 1]
     lists = read_all(os.path.join(split, "*.tfrecord"))
     assert sorted(len(lab) for _, lab in lists) == sorted(
@@ -382,7 +390,7 @@ def test_jsonl_bad_lines_are_rejected_and_empty_files_read_as_empty(tmp_path):
     out = str(tmp_path / "out")
     make_elwc.run(["--input", str(d / "*"), "--input_format", "jsonl", "--output", out,
                    "--max_bad_fraction", "0.5", "--query_id_feature", "qid"])
-    rejected = [json.loads(x) for x in open(os.path.join(out, "rejected/rejected.jsonl"))]
+    rejected = read_rejected(out)
     assert [(r["file"], r["line"]) for r in rejected] == [("part-1.jsonl", 3),
                                                           ("part-1.jsonl", 4)]
     assert rejected[0]["reason"].startswith("malformed JSON: ")
@@ -405,7 +413,7 @@ def test_parquet_uint64_beyond_int64_is_rejected_and_timestamps_name_the_file(tm
     out = str(tmp_path / "out")
     make_elwc.run(["--input", str(d / "u.parquet"), "--input_format", "parquet", "--output", out,
                    "--max_bad_fraction", "0.5", "--query_id_feature", "qid"])
-    rejected = [json.loads(x) for x in open(os.path.join(out, "rejected/rejected.jsonl"))]
+    rejected = read_rejected(out)
     assert [(r["line"], r["reason"]) for r in rejected] == [
         (2, f"column 'n' holds {2**64 - 1}, beyond int64")]
     got = sorted((f["qid"].decode(), f["n"][:len(lab)].tolist())

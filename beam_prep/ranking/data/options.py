@@ -53,7 +53,9 @@ class ElwcOptions:
         seed: seed of the ``sample`` policy.
         splits: ``(name, fraction)`` pairs; a query goes to one split by a hash of its id.
         split_seed: salt of the split hash (change it to draw a different split).
-        num_shards: output files per split.
+        num_shards: output files per split (and rejected-line files); ``None``: chosen from
+            the input size by :func:`beam_prep.ranking.data.sharding.resolve_num_shards`
+            before the transforms are built.
         compression: ``none`` or ``gzip``.
         query_id_feature: if set, the query id is written as a string context feature of that
             name (for evaluation and debugging; keep it out of model inputs).
@@ -79,7 +81,7 @@ class ElwcOptions:
     seed: int = 0
     splits: tuple[tuple[str, float], ...] = (("train", 1.0),)
     split_seed: str = "beam_prep"
-    num_shards: int = 1
+    num_shards: int | None = 1
     compression: Compression = "none"
     query_id_feature: str | None = None
     query_id_column: str = "qid"
@@ -99,7 +101,7 @@ class ElwcOptions:
             raise SpecError("`min_list_size` must not exceed `max_list_size`. Received: "
                             f"min_list_size={self.min_list_size}, "
                             f"max_list_size={self.max_list_size}")
-        if self.num_shards < 1:
+        if self.num_shards is not None and self.num_shards < 1:
             raise field_error("", "num_shards", self.num_shards, ">= 1")
         if self.num_features is not None and self.num_features < 1:
             raise field_error("", "num_features", self.num_features, ">= 1")

@@ -3,10 +3,12 @@
 Graph (stable step labels)::
 
     files ─ PlanPieces ─ SpreadPieces ─ ParsePieces ─┬─ blocks ─ GroupByShard ─ BuildLists ─┐
-                                                     └─ meta ─ MergeMeta (side input) ──────┤
-          ┌─────────────────────────────────────────────────────────────────────────────────┘
-          ├─ lists ─ WriteShards (fused with BuildLists: no second shuffle)
-          └─ stats ─ SumListStats ─ WriteReport (empty shards, rejected/, stats.json, spec)
+                                                     ├─ meta ─ MergeMeta (side input) ──────┤
+                                                     └─ rejected ─ NumberRejected ─┐        │
+          ┌────────────────────────────────────────────────────────────────────────┼────────┘
+          ├─ lists ─ WriteShards (fused with BuildLists: no second shuffle)        │
+          │          GroupRejected ─ WriteRejectedShards ◄──────────────────────────┘
+          └─ stats ─ SumListStats ─ WriteReport (empty shards, stats.json, spec)
 
 Why this shape (measured, see docs/ranking_data.md): a query's split and shard are a hash of its
 id, so parsing can already cut its documents by output ``(split, shard)``; the only shuffle moves
@@ -14,9 +16,13 @@ compact columnar blocks (CSR numpy arrays, a few per piece and shard) instead of
 query or the encoded protos (which are about 6x larger than the sparse input). The writer of a
 shard merges its blocks in input order, groups documents by query (stable sort), applies the
 list policy and encodes whole batches with numpy. Large LETOR files are parsed in byte-range
-pieces by several workers. Counters, feature layout, piece line counts and rejected lines travel
-in one combined ``meta`` value, so the job has few stages (each stage costs a round trip to
-every worker).
+pieces by several workers. Counters, feature layout and piece line counts (small: one entry per
+piece) travel in one combined ``meta`` value, so the job has few stages (each stage costs a round
+trip to every worker). Rejected lines never go through a side input: they are numbered with the
+piece offsets of ``meta``, keyed by their range shard and written sharded (see
+:mod:`beam_prep.ranking.data.rejected`); only their count is in ``meta``. The bad-fraction
+check reads the counts once: the report says ``"status": "failed"`` and the launcher raises
+:class:`~beam_prep.errors.InputError` (no exception inside a DoFn, which a runner would retry).
 
 Inside a shard, lists are sorted by (query id, part index); the shard and the split of a query
 come from a BLAKE2b hash of its id, so the output bytes do not depend on the runner, the number
@@ -40,31 +46,37 @@ import apache_beam as beam
 from apache_beam import pvalue
 
 from beam_prep import progress
-from beam_prep.errors import InputError
+from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
 from beam_prep.io.output import OutputPolicy
 from beam_prep.ranking.data.build import ListBuilder, feature_spec_from_layout
 from beam_prep.ranking.data.lists import CountsCombineFn
 from beam_prep.ranking.data.options import ElwcOptions
+from beam_prep.ranking.data.rejected import (
+    REJECTED_GLOB,
+    LineIndex,
+    NumberRejected,
+    WriteRejected,
+    rejected_path,
+)
 from beam_prep.ranking.data.sources import LayoutCombineFn, Piece, plan_pieces, read_piece
 from beam_prep.ranking.data.tfrecord import write_tfrecords
 from beam_prep.ranking.feature_spec import FILENAME as FEATURE_SPEC_FILENAME
 
 STATS_FILENAME = "stats.json"
-REJECTED_PATH = "rejected/rejected.jsonl"
 DEFAULT_SPLIT_BYTES = 4 << 20  # smaller pieces parse faster (less temporary memory)
 
 ELWC_OUTPUT = OutputPolicy(
     job="make-elwc",
     signatures=((STATS_FILENAME, FEATURE_SPEC_FILENAME),),
-    owned=(STATS_FILENAME, FEATURE_SPEC_FILENAME, "rejected/**",
+    owned=(STATS_FILENAME, FEATURE_SPEC_FILENAME, REJECTED_GLOB, "rejected/rejected.jsonl",
            "*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecord.gz"),
     last=STATS_FILENAME)
 """The make-elwc output folder (see :mod:`beam_prep.io.output`): finished when it holds
 ``stats.json`` and ``feature_spec.json`` (a run that fails on bad input is never moved into the
-folder: its report stays in the staging folder); only shards, those files and ``rejected/`` are
-replaced, so
-shards of an older run with other splits or shard counts never survive an ``--overwrite``."""
+folder: its report stays in the staging folder); only shards, those files and the rejected
+shards (and the ``rejected/rejected.jsonl`` of older versions) are replaced, so shards of an
+older run with other splits or shard counts never survive an ``--overwrite``."""
 
 
 def list_input_files(patterns: Sequence[str], opts: ElwcOptions) -> list[tuple[int, str, str]]:
@@ -97,7 +109,7 @@ def bad_fraction_error(counts: dict[str, Any], max_bad_fraction: float) -> str |
     bad = counts.get("lines_rejected", 0)
     if lines and bad / lines > max_bad_fraction:
         return (f"{bad} of {lines} input lines were rejected ({bad / lines:.2%}), more than "
-                f"--max_bad_fraction={max_bad_fraction}. See {REJECTED_PATH}, fix the input, or "
+                f"--max_bad_fraction={max_bad_fraction}. See {REJECTED_GLOB}, fix the input, or "
                 "raise --max_bad_fraction.")
     return None
 
@@ -127,17 +139,20 @@ class _ParsePiece(beam.DoFn):
         yield from r.blocks
         yield pvalue.TaggedOutput("meta", {
             "counts": r.counts, "layout": r.layout,
-            "piece_lines": {(index, piece[0]): r.physical_lines},
-            "rejected": [((index, piece[0]), rej) for rej in r.rejected]})
+            "piece_lines": {(index, piece[0]): r.physical_lines}})
+        if r.rejected:
+            yield pvalue.TaggedOutput("rejected", ((index, piece[0]), r.rejected))
 
 
 class MetaCombineFn(beam.CombineFn):
     """Everything small the pieces report, in one accumulator (one side input, few stages).
 
-    Input: one dict per piece (``counts``, ``layout``, ``piece_lines``, ``rejected``). Output:
-    ``{"counts": summed counters, "layout": merged layout, "rejected": [dict, ...]}`` with the
-    rejected lines numbered from the start of their file and sorted by (file, line). The empty
-    input gives empty counts, layout and rejected list.
+    Input: one dict per piece (``counts``, ``layout``, ``piece_lines``: ``{(file, piece):
+    physical lines}``). Output: ``{"counts": summed counters, "layout": merged layout,
+    "line_index": LineIndex}`` (where each piece's lines start, see
+    :class:`~beam_prep.ranking.data.rejected.LineIndex`). Adding a piece costs O(its entries);
+    the line index is one sort of the pieces. The empty input gives empty counts and layout
+    and a line index of no piece.
     """
 
     def __init__(self) -> None:
@@ -145,29 +160,24 @@ class MetaCombineFn(beam.CombineFn):
         self._layout = LayoutCombineFn()
 
     def create_accumulator(self) -> dict[str, Any]:
-        return {"counts": {}, "layout": {}, "piece_lines": {}, "rejected": []}
+        return {"counts": {}, "layout": {}, "piece_lines": {}}
 
     def add_input(self, acc: dict[str, Any], element: dict[str, Any]) -> dict[str, Any]:
-        return self.merge_accumulators([acc, element])
+        acc["counts"] = self._counts.add_input(acc["counts"], element["counts"])
+        acc["layout"] = self._layout.add_input(acc["layout"], element["layout"])
+        acc["piece_lines"].update(element["piece_lines"])
+        return acc
 
     def merge_accumulators(self, accs: Iterable[dict[str, Any]]) -> dict[str, Any]:
-        accs = list(accs)
-        return {
-            "counts": self._counts.merge_accumulators(a["counts"] for a in accs),
-            "layout": self._layout.merge_accumulators(a["layout"] for a in accs),
-            "piece_lines": {k: v for a in accs for k, v in a["piece_lines"].items()},
-            "rejected": [r for a in accs for r in a["rejected"]],
-        }
+        out = self.create_accumulator()
+        for a in accs:
+            out = self.add_input(out, a)
+        return out
 
     def extract_output(self, acc: dict[str, Any]) -> dict[str, Any]:
-        lines = acc["piece_lines"]
-        rejected = []
-        for (index, piece), rej in acc["rejected"]:
-            offset = sum(n for (i, p), n in lines.items() if i == index and p < piece)
-            rejected.append({**rej, "line": rej["line"] + offset})
-        rejected.sort(key=lambda r: (r["file"], r["line"]))
         return {"counts": self._counts.extract_output(acc["counts"]),
-                "layout": acc["layout"], "rejected": rejected}
+                "layout": acc["layout"],
+                "line_index": LineIndex.from_piece_lines(acc["piece_lines"])}
 
 
 class _BuildLists(beam.DoFn):
@@ -191,13 +201,17 @@ class ConvertToELWC(beam.PTransform):
 
     Input: ``PBegin``. Output: a dict of PCollections: ``lists``
     (``((split, shard), [(qid, part, elwc_bytes), ...])``, the records in output order),
-    ``stats`` (one dict: list statistics), ``meta`` (one dict, see :class:`MetaCombineFn`) and,
-    derived from it, ``counts`` (one dict: input totals), ``layout`` (one dict: merged feature
-    layout) and ``rejected`` (one dict per rejected line: file, line, reason, text).
+    ``stats`` (one dict: list statistics), ``meta`` (one dict, see :class:`MetaCombineFn`),
+    derived from it ``counts`` (one dict: input totals) and ``layout`` (one dict: merged
+    feature layout), and ``rejected``: ``(rejected shard, [(file index, line, JSON text),
+    ...])`` batches (one per piece and shard; the JSON object has ``file``, ``line`` counted
+    from the start of the file, ``reason`` and ``text``), ``opts.num_shards`` rejected shards
+    range-partitioned by input position (see :mod:`beam_prep.ranking.data.rejected`).
 
     Args:
         files: ``(index, path, relative name)`` from :func:`list_input_files`.
-        opts: conversion options.
+        opts: conversion options; ``num_shards`` must be set (see
+            :func:`beam_prep.ranking.data.sharding.resolve_num_shards`).
         split_bytes: uncompressed LETOR files are parsed in pieces of at most this many bytes
             (<= 0: whole files). The output does not depend on it.
     """
@@ -205,6 +219,7 @@ class ConvertToELWC(beam.PTransform):
     def __init__(self, files: Sequence[tuple[int, str, str]], opts: ElwcOptions, *,
                  split_bytes: int = DEFAULT_SPLIT_BYTES) -> None:
         super().__init__()
+        _require_num_shards(opts)
         self.files = list(files)
         self.opts = opts
         self.split_bytes = split_bytes
@@ -216,7 +231,8 @@ class ConvertToELWC(beam.PTransform):
             | "ListFiles" >> beam.Create(self.files)
             | "PlanPieces" >> beam.ParDo(_PlanPieces(o, self.split_bytes))
             | "SpreadPieces" >> beam.Reshuffle()
-            | "ParsePieces" >> beam.ParDo(_ParsePiece(o)).with_outputs("meta", main="blocks")
+            | "ParsePieces" >> beam.ParDo(_ParsePiece(o)).with_outputs(
+                "meta", "rejected", main="blocks")
         )
         meta = parsed.meta | "MergeMeta" >> beam.CombineGlobally(MetaCombineFn())
         built = (
@@ -229,7 +245,15 @@ class ConvertToELWC(beam.PTransform):
         return {"lists": built.lists, "stats": stats, "meta": meta,
                 "counts": meta | "Counts" >> beam.Map(lambda m: m["counts"]),
                 "layout": meta | "Layout" >> beam.Map(lambda m: m["layout"]),
-                "rejected": meta | "Rejected" >> beam.FlatMap(lambda m: m["rejected"])}
+                "rejected": parsed.rejected
+                | "NumberRejected" >> NumberRejected(meta, o.num_shards)}
+
+
+def _require_num_shards(opts: ElwcOptions) -> None:
+    if opts.num_shards is None:
+        raise SpecError("`num_shards` must be set before the transforms are built. Received: "
+                        "num_shards=None; call beam_prep.ranking.data.sharding."
+                        "resolve_num_shards(opts, patterns, files) first.")
 
 
 def shard_path(output: str, split: str, shard: int, num_shards: int, gzip: bool) -> str:
@@ -255,14 +279,15 @@ class _WriteShard(beam.DoFn):
 
 
 class _WriteReport(beam.DoFn):
-    """Writes the empty shards, ``rejected/rejected.jsonl``, ``stats.json``, the feature spec."""
+    """Writes the empty output and rejected shards, ``stats.json``, the feature spec."""
 
     def __init__(self, output: str, opts: ElwcOptions) -> None:
         self.output = output
         self.opts = opts
 
     def process(self, _: Any, stats: dict[str, Any], meta: dict[str, Any],
-                shards: list[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+                shards: list[dict[str, Any]], rejected: list[dict[str, Any]]
+                ) -> Iterable[dict[str, Any]]:
         o = self.opts
         counts, layout = meta["counts"], meta["layout"]
         error = bad_fraction_error(counts, o.max_bad_fraction)
@@ -276,9 +301,11 @@ class _WriteReport(beam.DoFn):
                     if path not in written:
                         write_tfrecords(path, [], gzip=gzip)
                         shards.append({"split": split, "path": path, "lists": 0})
-        text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
-                       for r in meta["rejected"])
-        filesystem.write_bytes(filesystem.join(self.output, REJECTED_PATH), text.encode("utf-8"))
+        written_rejected = {r["path"] for r in rejected}
+        rejected_files = [rejected_path(s, o.num_shards) for s in range(o.num_shards)]
+        for rel in rejected_files:
+            if rel not in written_rejected:
+                filesystem.write_bytes(filesystem.join(self.output, rel), b"")
         files: dict[str, list[str]] = {}
         for s in sorted(shards, key=lambda s: s["path"]):
             files.setdefault(s["split"], []).append(posixpath.basename(s["path"]))
@@ -297,7 +324,7 @@ class _WriteReport(beam.DoFn):
             "policy": {"max_list_size": o.max_list_size, "list_policy": o.list_policy,
                        "min_list_size": o.min_list_size, "drop_no_positive": o.drop_no_positive,
                        "splits": [list(s) for s in o.splits], "num_shards": o.num_shards},
-            "output_files": files, "rejected_file": REJECTED_PATH,
+            "output_files": files, "rejected_files": rejected_files,
         }
         filesystem.write_bytes(filesystem.join(self.output, STATS_FILENAME),
                                (json.dumps(report, indent=1) + "\n").encode("utf-8"))
@@ -311,13 +338,16 @@ class WriteELWC(beam.PTransform):
     """Writes the outputs of :class:`ConvertToELWC` under ``output``.
 
     Files: ``<split>-SSSSS-of-NNNNN.tfrecord[.gz]`` (every shard, possibly empty),
-    ``rejected/rejected.jsonl``, then ``stats.json`` and ``feature_spec.json`` last. When too
+    ``rejected/rejected-SSSSS-of-NNNNN.jsonl`` (every shard, possibly empty; in name order they
+    are sorted by file and line), then ``stats.json`` and ``feature_spec.json`` last. When too
     many lines were rejected no shard and no feature spec is written and ``stats.json`` says
-    ``"status": "failed"``. Output: one PCollection holding the stats.json dict.
+    ``"status": "failed"`` (the rejected shards are written). Output: one PCollection holding
+    the stats.json dict.
     """
 
     def __init__(self, output: str, opts: ElwcOptions) -> None:
         super().__init__()
+        _require_num_shards(opts)
         self.output = output
         self.opts = opts
 
@@ -326,10 +356,12 @@ class WriteELWC(beam.PTransform):
         meta_side = pvalue.AsSingleton(results["meta"])
         shards = results["lists"] | "WriteShards" >> beam.ParDo(
             _WriteShard(self.output, self.opts), meta_side)
+        rejected = results["rejected"] | "WriteRejected" >> WriteRejected(
+            self.output, self.opts.num_shards)
         return (
             pipeline
             | "ReportTrigger" >> beam.Create([None])
             | "WriteReport" >> beam.ParDo(
                 _WriteReport(self.output, self.opts), pvalue.AsSingleton(results["stats"]),
-                meta_side, pvalue.AsList(shards))
+                meta_side, pvalue.AsList(shards), pvalue.AsList(rejected))
         )
