@@ -16,9 +16,9 @@ mask offset, the same on both sides). Measures:
   sidecar's counts normalised by their sum). None when exactly one vocabulary is empty.
 
 Memory: OLD's sidecar is held as a dict token -> index plus an int64 array of counts, about
-150-200 bytes per OLD token (a 2M-token vocabulary needs ~0.4 GB); NEW is streamed and only
+250 bytes per OLD token (a 2M-token vocabulary needs ~0.5 GB); NEW is streamed and only
 the counts of tokens present in both are kept (16 bytes each). Vocabularies of tens of
-millions of tokens need the machine's memory to match.
+millions of tokens need the machine's memory to match (docs/diff.md).
 
 Example:
     >>> d = compare_vocab([("a", 6), ("b", 4)], [("c", 5), ("a", 5)])
