@@ -12,11 +12,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beam_prep import _compat
 from beam_prep.errors import ArtifactError, BeamPrepError, InputError, SpecError
-from beam_prep.io.artifacts import Artifacts
 from beam_prep.spec import (
     HashedFeature,
     IntegerFeature,
@@ -25,8 +24,10 @@ from beam_prep.spec import (
     StringFeature,
     TextFeature,
 )
-
 from beam_prep.version import __version__
+
+if TYPE_CHECKING:
+    from beam_prep.io.artifacts import Artifacts
 
 _compat.install()  # old import paths (moved modules) keep working, with a warning
 
@@ -55,3 +56,13 @@ def layers_from_artifacts(path: str, **kwargs: Any) -> Any:
     from beam_prep.codegen.runtime import layers_from_artifacts as _impl
 
     return _impl(path, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    # `Artifacts` is built on Beam's FileSystems: imported on first use, so `import beam_prep`
+    # (and `beam-prep train --help`) does not load Apache Beam.
+    if name == "Artifacts":
+        from beam_prep.io.artifacts import Artifacts
+
+        return Artifacts
+    raise AttributeError(f"module 'beam_prep' has no attribute {name!r}")

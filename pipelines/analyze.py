@@ -24,7 +24,10 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.flags import is_dry_run, parse_job_args
-from beam_prep.pipelines.job_logging import hide_tracebacks_of_our_errors
+from beam_prep.pipelines.job_logging import (
+    hide_tracebacks_of_our_errors,
+    quiet_beam_worker_notices,
+)
 
 from beam_prep.analyzers.pipeline import (
     ARTIFACT_OUTPUT,
@@ -200,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args, beam_args = parse_job_args(build_parser(), argv)
     hide_tracebacks_of_our_errors()
+    quiet_beam_worker_notices()
     dry_run = is_dry_run(beam_args)
     show = not args.quiet and not dry_run
     with SummaryRecorder("analyze", json_path=args.summary_json, quiet=args.quiet) as rec:

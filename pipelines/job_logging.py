@@ -6,6 +6,15 @@ When a DoFn raises, Beam logs the exception with its traceback (logger
 prints the message, which names the file and the fix; the traceback is noise. Other errors
 (bugs) keep Beam's log and their traceback.
 
+Multi-process mode (``--direct_running_mode=multi_processing``): the FnApiRunner relays each
+worker's warnings through the driver's logger ``apache_beam.runners.portability.
+local_job_service``. One of them is printed by every worker of every local run and concerns
+nothing beam_prep uses: "No semi_persistent_directory found: User registered objects (e.g.
+schema, logical type) ... may not be effective" (beam_prep registers no Beam schema or logical
+type). :func:`quiet_beam_worker_notices` drops exactly that message. Other worker warnings are
+kept: they may be real (a worker that crashed, a lost connection). Our progress does not go
+through logging at all (see :mod:`beam_prep.progress`).
+
 Example:
     >>> hide_tracebacks_of_our_errors()
     >>> hide_tracebacks_of_our_errors()  # idempotent
@@ -20,6 +29,9 @@ import logging
 from beam_prep.errors import BeamPrepError
 
 BEAM_DOFN_LOGGER = "apache_beam.runners.common"
+BEAM_WORKER_RELAY_LOGGER = "apache_beam.runners.portability.local_job_service"
+#: Worker notices relayed in multi-process mode that concern nothing beam_prep uses.
+BENIGN_WORKER_NOTICES = ("No semi_persistent_directory found",)
 
 
 class _OwnErrors(logging.Filter):
@@ -36,3 +48,19 @@ _FILTER = _OwnErrors()
 def hide_tracebacks_of_our_errors() -> None:
     """Installs the filter on Beam's DoFn error logger (once per process)."""
     logging.getLogger(BEAM_DOFN_LOGGER).addFilter(_FILTER)
+
+
+class _BenignWorkerNotices(logging.Filter):
+    """Drops the relayed worker records that contain one of :data:`BENIGN_WORKER_NOTICES`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(notice in message for notice in BENIGN_WORKER_NOTICES)
+
+
+_WORKER_FILTER = _BenignWorkerNotices()
+
+
+def quiet_beam_worker_notices() -> None:
+    """Installs the filter on Beam's worker-log relay (once per process)."""
+    logging.getLogger(BEAM_WORKER_RELAY_LOGGER).addFilter(_WORKER_FILTER)

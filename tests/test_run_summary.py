@@ -174,3 +174,34 @@ def test_make_elwc_failure_writes_summary_json(tmp_path, capsys):
     assert got["status"] == "failed" and got["error_type"] == "InputError"
     assert "--max_bad_fraction" in got["error"]
     assert capsys.readouterr().out == ""
+
+
+def test_benign_worker_notice_is_dropped_and_other_worker_warnings_kept(caplog):
+    import logging
+
+    from beam_prep.pipelines.job_logging import BEAM_WORKER_RELAY_LOGGER, quiet_beam_worker_notices
+
+    quiet_beam_worker_notices()
+    relay = logging.getLogger(BEAM_WORKER_RELAY_LOGGER)
+    with caplog.at_level(logging.WARNING, logger=BEAM_WORKER_RELAY_LOGGER):
+        relay.warning("Worker: %s", 'message: "No semi_persistent_directory found:  User '
+                                    'registered objects ... may not be effective"')
+        relay.warning("Worker: %s", 'message: "SDK harness crashed"')
+    assert [r.getMessage() for r in caplog.records] == [
+        'Worker: message: "SDK harness crashed"']
+
+
+@pytest.mark.slow  # starts two Beam worker processes
+def test_analyze_progress_counts_splits_done_by_worker_processes(tmp_path, capsys):
+    spec, first = _write(tmp_path, 4)
+    (tmp_path / "e.csv").write_text("city,price\nx,1\ny,2\n", encoding="utf-8")
+    summary = tmp_path / "s.json"
+    code = analyze.main(["--spec", spec, "--input", first, "--input", str(tmp_path / "e.csv"),
+                         "--output", str(tmp_path / "art"), "--summary_json", str(summary),
+                         "--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    assert code == 0
+    got = json.loads(summary.read_text())
+    assert got["counts"]["splits"] == 2 and got["counts"]["rows_read"] == 6
+    err = capsys.readouterr().err
+    assert "beam-prep analyze: 2/2 splits, 6 rows, " in err
+    assert "semi_persistent_directory" not in err
