@@ -28,10 +28,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
 
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill, split_fn
+from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.manifest import build_manifest, numeric_summary
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
@@ -60,19 +60,27 @@ class _ListSplits(beam.DoFn):
 def _prune(kv: tuple[tuple[str, int], Any],
            limits: dict[str, tuple[int, int | None, tuple[str, ...]]], temp_dir: str,
            spill_rows: int):
+    """Prunes one partition and returns it as a sorted run (spilled when large)."""
     (name, part), table = kv
     min_count, top_k, reserved = limits[name]
     pruned, drops = voc.prune(table, min_count=min_count, top_k=top_k, reserved=reserved)
-    path = f"{temp_dir}/pruned/{name}/p{part:03d}.arrow"
-    return name, (part, spill.maybe_spill(pruned, path, spill_rows), drops)
+    pruned = voc.sort_vocabulary(pruned)
+    if pruned.num_rows >= spill_rows:
+        pruned = vmerge.write_run(pruned, f"{temp_dir}/pruned/{name}/p{part:05d}.arrow")
+    return name, (part, pruned, drops)
 
 
 class _WriteVocabulary(beam.DoFn):
-    """Merges a feature's partitions, applies the global top_k, writes .txt and sidecar."""
+    """Streams a feature's sorted partition runs through a k-way merge into .txt and sidecar.
 
-    def __init__(self, output_dir: str, spec_dict: dict) -> None:
+    Memory is a few batches per run, not the vocabulary (see :mod:`vocab_merge`); the
+    global top_k is the first top_k lines of the merged order.
+    """
+
+    def __init__(self, output_dir: str, spec_dict: dict, temp_dir: str) -> None:
         self._out = output_dir
         self._spec_dict = spec_dict
+        self._temp = temp_dir
 
     def setup(self) -> None:
         self._spec = Spec.from_dict(self._spec_dict)
@@ -82,31 +90,21 @@ class _WriteVocabulary(beam.DoFn):
         feature = self._spec.feature(name)
         parts = sorted(parts, key=lambda p: p[0])
         drops: dict = {}
-        tables = []
-        for _, table, d in parts:
+        for _, _, d in parts:
             drops = voc.add_drop_stats(drops, d) if d else drops
-            tables.append(spill.materialize(table))
-        # Partitions hold disjoint tokens: concatenate, no re-aggregation needed.
-        merged = (pa.concat_tables([t for t in tables if t.num_rows])
-                  if any(t.num_rows for t in tables) else voc.empty_table())
         top_k = (feature.max_vocabulary_tokens() if feature.kind == "text"
                  else feature.top_k)
-        merged, rest = voc.select_top_k(merged, top_k)
-        merged = voc.sort_vocabulary(merged)
-        drops = voc.add_drop_stats(drops, {"dropped_top_k": rest})
-        with_df = feature.kind == "text" and feature.output_mode == "tf_idf"
-        files = {}
-        for role, rel, body in (
-            ("vocabulary", layout.vocabulary_relpath(name),
-             voc.vocabulary_text(merged.column("token").combine_chunks())),
-            ("counts", layout.counts_relpath(name), voc.counts_jsonl(merged, with_df=with_df)),
-        ):
-            fs.write_bytes(fs.join(self._out, rel), body)
-            import hashlib
-
-            files[role] = {"path": rel, "sha256": hashlib.sha256(body).hexdigest(),
-                           "bytes": len(body)}
-        kept = voc.summary(merged)
+        rels = {"vocabulary": layout.vocabulary_relpath(name),
+                "counts": layout.counts_relpath(name)}
+        written = vmerge.write_vocabulary_files(
+            [run for _, run, _ in parts], fs.join(self._out, rels["vocabulary"]),
+            fs.join(self._out, rels["counts"]), top_k=top_k,
+            with_df=feature.kind == "text" and feature.output_mode == "tf_idf",
+            temp_dir=f"{self._temp}/merge/{name}")
+        drops = voc.add_drop_stats(drops, {"dropped_top_k": written["dropped_top_k"]})
+        files = {role: {"path": rel, "sha256": written[role][0], "bytes": written[role][1]}
+                 for role, rel in rels.items()}
+        kept = written["kept"]
         yield name, {"files": files, "vocabulary_size": kept["tokens"],
                      "kept_count": kept["count"], "drops": drops}
 
@@ -279,7 +277,8 @@ class AnalyzeToArtifacts(beam.PTransform):
         vocab_meta = ((pruned, seeds)
                       | "WithEmptyVocabularies" >> beam.Flatten()
                       | "GroupByFeature" >> beam.GroupByKey()
-                      | "WriteVocabularies" >> beam.ParDo(_WriteVocabulary(self._out, spec_dict)))
+                      | "WriteVocabularies" >> beam.ParDo(
+                          _WriteVocabulary(self._out, spec_dict, temp)))
         numeric = (outputs.numeric
                    | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))
