@@ -44,6 +44,11 @@ from beam_prep.errors import InputError
 from beam_prep.io import byte_ranges, csv_reader, formats, tfrecord_reader, tfrecord_stream
 from beam_prep.io import columns as colmod
 from beam_prep.io.formats import RejectedRow
+from beam_prep.io.patterns import (  # noqa: F401 (expand_patterns re-exported)
+    expand_patterns,
+    one_line,
+    storage_errors,
+)
 
 Format = Literal["csv", "jsonl", "parquet", "tfrecord"]
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "tfrecord")
@@ -110,47 +115,6 @@ def infer_format(path: str) -> str:
         f"Cannot tell the input format of {path!r} from its extension. Pass "
         f"--input_format with one of {list(FORMATS)}."
     )
-
-
-def one_line(error: BaseException, limit: int = 300) -> str:
-    """The innermost useful cause of ``error`` as one short line (Beam's BeamIOError
-    wraps the filesystem's exception per path in ``exception_details``).
-
-    Example:
-        >>> one_line(ValueError("no bucket\\nstack..."))
-        'ValueError: no bucket'
-    """
-    details = getattr(error, "exception_details", None)
-    if isinstance(details, dict) and details:
-        inner = next(iter(details.values()))
-        if isinstance(inner, BaseException):
-            error = inner
-    text = (str(error).strip().splitlines() or [""])[0]
-    line = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return line if len(line) <= limit else line[:limit] + "…"
-
-
-def expand_patterns(patterns: Sequence[str]) -> list[str]:
-    """Sorted distinct files matching the globs.
-
-    Raises:
-        InputError: A pattern matches nothing, or it cannot be listed (unknown scheme,
-            missing bucket, no permission): one line naming the pattern and the cause.
-    """
-    paths: set[str] = set()
-    for pattern in patterns:
-        try:
-            matched = FileSystems.match([pattern])[0].metadata_list
-        except Exception as e:  # BeamIOError, ValueError (scheme), HTTP errors of gcsio
-            raise InputError(
-                f"Cannot list the input files of --input {pattern!r}: {one_line(e)}. Check "
-                "the scheme and bucket name, that the bucket exists, and that these "
-                "credentials may list it (e.g. roles/storage.objectViewer).") from e
-        found = [m.path for m in matched if not m.path.endswith("/")]
-        if not found:
-            raise InputError(f"No input file matches {pattern!r}. Check the --input glob.")
-        paths.update(found)
-    return sorted(paths)
 
 
 def list_splits(path: str, fmt: str, *,
@@ -447,16 +411,7 @@ def _columns_of(path: str, fmt: str, csv_delimiter: str) -> list[str]:
         return available_columns(path, fmt, csv_delimiter=csv_delimiter)
     except InputError:
         raise
-    except _storage_errors() as e:  # BeamIOError, PermissionError, GCS HTTP errors
+    except storage_errors() as e:  # BeamIOError, PermissionError, GCS HTTP errors
         raise InputError(f"Cannot read input file {path}: {one_line(e)}. Check that it "
                          "exists and that these credentials may read it.") from e
 
-
-def _storage_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions a filesystem raises for a missing or forbidden object."""
-    errors: list[type[BaseException]] = [OSError]
-    try:
-        from google.api_core.exceptions import GoogleAPIError
-    except ImportError:  # installed without GCS support: no such errors can occur
-        return tuple(errors)
-    return (*errors, GoogleAPIError)

@@ -1,0 +1,67 @@
+"""Input globs → files, with listing failures as one clear line.
+
+Example:
+    >>> expand_patterns(["data/*.csv"])                             # doctest: +SKIP
+    ['data/a.csv', 'data/b.csv']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from beam_prep.errors import InputError
+
+__all__ = ["expand_patterns", "one_line", "storage_errors"]
+
+
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """The innermost useful cause of ``error`` as one short line (Beam's BeamIOError
+    wraps the filesystem's exception per path in ``exception_details``).
+
+    Example:
+        >>> one_line(ValueError("no bucket\\nstack..."))
+        'ValueError: no bucket'
+    """
+    details = getattr(error, "exception_details", None)
+    if isinstance(details, dict) and details:
+        inner = next(iter(details.values()))
+        if isinstance(inner, BaseException):
+            error = inner
+    text = (str(error).strip().splitlines() or [""])[0]
+    line = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return line if len(line) <= limit else line[:limit] + "…"
+
+
+def expand_patterns(patterns: Sequence[str]) -> list[str]:
+    """Sorted distinct files matching the globs.
+
+    Raises:
+        InputError: A pattern matches nothing, or it cannot be listed (unknown scheme,
+            missing bucket, no permission): one line naming the pattern and the cause.
+    """
+    paths: set[str] = set()
+    for pattern in patterns:
+        try:
+            matched = FileSystems.match([pattern])[0].metadata_list
+        except Exception as e:  # BeamIOError, ValueError (scheme), HTTP errors of gcsio
+            raise InputError(
+                f"Cannot list the input files of --input {pattern!r}: {one_line(e)}. Check "
+                "the scheme and bucket name, that the bucket exists, and that these "
+                "credentials may list it (e.g. roles/storage.objectViewer).") from e
+        found = [m.path for m in matched if not m.path.endswith("/")]
+        if not found:
+            raise InputError(f"No input file matches {pattern!r}. Check the --input glob.")
+        paths.update(found)
+    return sorted(paths)
+
+
+def storage_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions a filesystem raises for a missing or forbidden object."""
+    errors: list[type[BaseException]] = [OSError]
+    try:
+        from google.api_core.exceptions import GoogleAPIError
+    except ImportError:  # installed without GCS support: no such errors can occur
+        return tuple(errors)
+    return (*errors, GoogleAPIError)
