@@ -81,7 +81,7 @@ def shown(s: str, *, limit: int | None = None) -> str:
     """
     v = _visible(str(s))
     if limit is not None and len(v) > limit:
-        v = v[:limit - 1] + f"… ({len(s):,} chars)"
+        v = v[:limit - 1] + "…"  # at most `limit` characters: chart labels have fixed room
     return v
 
 

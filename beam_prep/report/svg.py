@@ -136,7 +136,7 @@ def hbars(labels: Sequence[str], values: Sequence[float], *, value_labels: Seque
         One ``<svg>`` element.
     """
     longest = max((len(lab) for lab in labels), default=1)
-    row, left, right = 18, 10 + 6.5 * min(max(longest, 4), label_chars), 130
+    row, left, right = 18, 12 + 7 * min(max(longest, 5), label_chars), 130
     height = row * len(labels) + 8
     vmax = max(values, default=0) or 1
     xs = Scale(0, vmax, left, WIDTH - right)
@@ -230,7 +230,9 @@ def curve(points: Sequence[tuple[float, float]], *, x_max: float, log_x: bool,
     if gap is not None:
         (x0, y0), (x1, y1), label = gap
         parts.append(f'<line class="gap" x1="{_f(xs(x0))}" y1="{_f(ys(y0))}" '
-                     f'x2="{_f(xs(x1))}" y2="{_f(ys(y1))}"><title>{text(label)}</title></line>')
+                     f'x2="{_f(xs(x1))}" y2="{_f(ys(y1))}"><title>{text(label)}</title></line>'
+                     f'<text class="muted" x="{_f(xs(x1) - 2)}" y="{_f(ys(y1) + 14)}" '
+                     'text-anchor="end">dropped tokens: shape unknown</text>')
     if cut is not None:
         x = xs(cut[0])
         parts.append(f'<line class="cut" x1="{_f(x)}" x2="{_f(x)}" y1="{_f(top - 4)}" '
