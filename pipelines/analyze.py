@@ -35,7 +35,7 @@ from beam_prep.analyzers.pipeline import (
     raise_if_failed,
     summarize,
 )
-from beam_prep.analyzers.split_fn import required_columns
+from beam_prep.analyzers.split_fn import column_owners, required_columns
 from beam_prep.errors import BeamPrepError, InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -150,7 +150,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     files = expand_patterns(args.input)
     fmt = args.input_format or infer_format(files[0])
     columns = required_columns(spec)
-    owners = {f.source_column: f.name for f in reversed(spec.features) if f.kind != "hashed"}
+    owners = column_owners(spec)  # a derived feature reads its expression's columns
     check_columns(files, fmt, {c: owners[c] for c in columns}, csv_delimiter=args.csv_delimiter)
 
     options = PipelineOptions(beam_args)

@@ -34,10 +34,12 @@ from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.errors import SpecError
+from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
 from beam_prep.io.readers import Split, read_split
 from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
+from beam_prep.spec.derived import ARROW_TYPES
 
 NUMERIC = "numeric"
 META = "meta"
@@ -54,6 +56,9 @@ _TYPE_OF_KIND = {"string": "string", "text": "string", "integer": "int64", "nume
 def required_columns(spec: Spec) -> dict[str, str]:
     """Input column → Arrow target type for every analysed feature.
 
+    A derived feature (``expr``) reads its expression's input columns, typed as
+    ``beam_prep.spec.derived`` infers them.
+
     Raises:
         SpecError: When one column is read with two incompatible types.
     """
@@ -62,14 +67,46 @@ def required_columns(spec: Spec) -> dict[str, str]:
     for f in spec.features:
         if f.kind == "hashed":
             continue
-        col, typ = f.source_column, _TYPE_OF_KIND[f.kind]
-        if col in out and out[col] != typ:
-            raise SpecError(
-                f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as {typ} "
-                f"by feature {f.name!r}. Read it once, or convert it upstream into two columns."
-            )
-        out[col], owner[col] = typ, f.name
+        if f.expr is None:
+            reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
+        else:
+            reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
+        for col, typ in reads.items():
+            if col in out and out[col] != typ:
+                raise SpecError(
+                    f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as "
+                    f"{typ} by feature {f.name!r}. Read it once, or convert it upstream into "
+                    "two columns.")
+            out.setdefault(col, typ)
+            owner.setdefault(col, f.name)
     return out
+
+
+def column_owners(spec: Spec) -> dict[str, str]:
+    """Input column → the first analysed feature that reads it (for error messages)."""
+    owners: dict[str, str] = {}
+    for f in spec.features:
+        if f.kind != "hashed":
+            for col in f.input_columns():
+                owners.setdefault(col, f.name)
+    return owners
+
+
+def feature_column(f: Feature, batch: pa.RecordBatch) -> pa.Array:
+    """The values a feature analyses: its column, or its expression computed on ``batch``.
+
+    Example:
+        >>> f = NumericFeature("r", expr="a / 2")                     # doctest: +SKIP
+        >>> feature_column(f, pa.record_batch({"a": [3.0]})).to_pylist()  # doctest: +SKIP
+        [1.5]
+    """
+    tree = f.expression()
+    if tree is None:
+        return batch.column(f.source_column)
+    values = expr_arrow.evaluate(tree, batch)
+    if pa.types.is_list(values.type):  # split(): list columns are large_list, as read
+        values = values.cast(pa.large_list(values.type.value_type))
+    return values
 
 
 def numeric_group(split_id: str) -> int:
@@ -256,7 +293,7 @@ class AnalyzeSplitFn(beam.DoFn):
                 key = f"{r.source}\x00{(r.row if r.row is not None else -1):020d}"
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
             batch = result.batch
-            added = self._map(add_feature, [(f, batch.column(f.source_column))
+            added = self._map(add_feature, [(f, feature_column(f, batch))
                                             for f in self._features])
             for f, (n_missing, documents) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing

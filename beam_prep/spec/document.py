@@ -67,11 +67,15 @@ class Spec:
         return tuple(f for f in self.features if f.kind in kinds)
 
     def source_columns(self) -> tuple[str, ...]:
-        """Distinct input columns read by analysed features (hashed ones are not read)."""
+        """Distinct input columns read by analysed features (hashed ones are not read).
+
+        A derived feature (``expr``) reads the columns of its expression.
+        """
         out: list[str] = []
         for f in self.features:
-            if f.kind != "hashed" and f.source_column not in out:
-                out.append(f.source_column)
+            for column in (f.input_columns() if f.kind != "hashed" else ()):
+                if column not in out:
+                    out.append(column)
         return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:

@@ -86,10 +86,13 @@ class _FeatureBase:
         name: Feature name: a Python identifier; also the file stem of its artifacts.
         column: Input column (CSV header, JSON key, Parquet column, tf.Example feature)
             to read. Defaults to ``name``.
+        expr: A derived feature: an expression over input columns (docs/expressions.md),
+            e.g. ``log1p(price)``, instead of ``column``; null = read ``column``.
     """
 
     name: str
     column: str | None = dataclasses.field(default=None, kw_only=True)
+    expr: str | None = dataclasses.field(default=None, kw_only=True)
 
     kind: str = dataclasses.field(default="", init=False)
 
@@ -97,6 +100,30 @@ class _FeatureBase:
     def source_column(self) -> str:
         """The input column this feature reads."""
         return self.column if self.column is not None else self.name
+
+    def expression(self) -> Any:
+        """The typed expression tree of a derived feature (``expr``), else None."""
+        if self.expr is None:
+            return None
+        from beam_prep.spec.derived import derived_expression
+
+        return derived_expression(self.name, self.kind, self.expr, getattr(self, "dtype", None))
+
+    def input_columns(self) -> dict[str, str]:
+        """Input column -> the type it is read as (``float``, ``int`` or ``string``).
+
+        A plain feature reads its ``source_column``; a derived one the columns of its
+        expression, typed as :mod:`beam_prep.spec.derived` infers them.
+        """
+        tree = self.expression()
+        if tree is None:
+            plain = {"numeric": "float", "integer": "int"}.get(self.kind, "string")
+            if self.kind == "hashed":
+                plain = "int" if getattr(self, "dtype", "") == "integer" else "string"
+            return {self.source_column: plain}
+        from beam_prep.spec.derived import input_types
+
+        return dict(input_types(tree))
 
     def validate(self) -> None:
         """Raises SpecError if a field has the wrong type or option, or is out of range."""
@@ -107,14 +134,19 @@ class _FeatureBase:
             )
         if self.column is not None and (not isinstance(self.column, str) or not self.column):
             raise _fail(self.name, "column", self.column, "a non-empty string or null")
+        if self.expr is not None and self.column is not None:
+            raise _fail(self.name, "expr", self.expr,
+                        "null when `column` is set (a feature reads one column or computes "
+                        "an expression: drop `column`, or `expr`)")
         check_fields(self, where=_where(self.name))
+        self.expression()
 
     def to_dict(self) -> dict[str, Any]:
         """Canonical dict (kind first, then fields in declaration order)."""
         out: dict[str, Any] = {"name": self.name, "kind": self.kind}
         for f in dataclasses.fields(self):
-            if f.name not in ("name", "kind"):
-                out[f.name] = getattr(self, f.name)
+            if f.name not in ("name", "kind") and not (f.name == "expr" and self.expr is None):
+                out[f.name] = getattr(self, f.name)  # no `expr` key: old fingerprints hold
         return out
 
 
