@@ -66,3 +66,28 @@ def test_nothing_rejected_writes_no_shard(tmp_path):
         names = p | beam.Create([]) | WriteRejected(out, out + "/_tmp")
         assert_that(names, equal_to([[]]))
     assert not os.path.exists(os.path.join(out, "rejected"))
+
+
+def test_the_input_check_reports_and_the_driver_raises_once(tmp_path):
+    import pytest
+
+    from beam_prep.analyzers.pipeline import FAILED_REPORT, input_error, raise_if_failed
+    from beam_prep.errors import InputError
+
+    empty = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {}}
+    assert input_error(empty, ["d/*.csv"], 0.5, "o/rejected").startswith(
+        "No rows were read from ['d/*.csv']")
+    meta = {"rows_read": 200, "rows_rejected": 3, "rejected_by_reason": {"b": 1, "a": 2}}
+    assert input_error(meta, ["x"], 0.015, "o/rejected") is None  # 1.5% is allowed
+    message = input_error(meta, ["x"], 0.01, "o/rejected")
+    assert message == ("3 of 200 rows (1.50%) could not be read (by reason: {'a': 2, 'b': 1}), "
+                       "more than max_bad_fraction=0.01. The rows and reasons are in "
+                       "o/rejected/. Fix the input or raise --max_bad_fraction.")
+    staging = tmp_path / "_staging-r"
+    staging.mkdir()
+    raise_if_failed(str(staging), str(tmp_path))  # no report: nothing to raise
+    (staging / FAILED_REPORT).write_text(json.dumps({"error": message}))
+    with pytest.raises(InputError) as info:
+        raise_if_failed(str(staging), str(tmp_path))
+    assert str(info.value) == (f"{message} {tmp_path} was left as it was; this run's rejected "
+                               f"rows stay in {staging} until the next run.")
