@@ -94,9 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch_size", type=int, default=65536,
                    help="Rows per Arrow batch (default 65536). Parquet is read a whole row "
                         "group per batch when the group is larger (up to 1,048,576 rows).")
-    p.add_argument("--vocab_partitions", type=int, default=16,
-                   help="Hash partitions per vocabulary: parallelism of the count merge "
-                        "(default 16).")
+    p.add_argument("--vocab_partitions", type=int, default=None,
+                   help="Hash partitions per vocabulary: parallelism of the count merge and "
+                        "the memory of one partition. Default: chosen from the total input "
+                        "size, one per 16 MiB, between 16 and 1024. Artifacts are the same "
+                        "bytes for every count.")
     p.add_argument("--parquet_rows_per_split", type=int, default=1 << 20,
                    help="Rows per Parquet read split (row groups are never cut; "
                         "default 1048576).")
@@ -132,7 +134,7 @@ def _validate_args(args: argparse.Namespace) -> None:
                          f"{args.max_bad_fraction}")
     for flag in ("batch_size", "vocab_partitions", "parquet_rows_per_split", "spill_rows",
                  "split_threads"):
-        if getattr(args, flag) < 1:
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise InputError(f"--{flag} must be a positive integer. Received: "
                              f"{getattr(args, flag)}")
 

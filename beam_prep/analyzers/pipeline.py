@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill, split_fn
@@ -35,6 +36,7 @@ from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.manifest import build_manifest, numeric_summary
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
+from beam_prep.analyzers.vocab_partition import auto_partitions
 from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -55,6 +57,15 @@ class _ListSplits(beam.DoFn):
     def process(self, path: str) -> Iterable[Split]:
         yield from list_splits(path, self._fmt, parquet_rows_per_split=self._rows,
                                split_bytes=self._bytes)
+
+
+def _total_bytes(files: Sequence[str]) -> int:
+    """Summed size of the input files (one listing call per 100 files)."""
+    total = 0
+    for start in range(0, len(files), 100):
+        for result in FileSystems.match(list(files[start:start + 100])):
+            total += sum(m.size_in_bytes for m in result.metadata_list)
+    return total
 
 
 def _prune(kv: tuple[tuple[str, int], Any],
@@ -205,7 +216,9 @@ class AnalyzeToArtifacts(beam.PTransform):
             :class:`beam_prep.io.output.OutputRun` with :data:`ARTIFACT_OUTPUT`).
         patterns: The user's input globs, recorded in the manifest.
         batch_size: Rows per Arrow batch.
-        num_partitions: Hash partitions per vocabulary.
+        num_partitions: Hash partitions per vocabulary (None = chosen from the input
+            bytes, :func:`~beam_prep.analyzers.vocab_partition.auto_partitions`);
+            artifacts are byte-identical for every count.
         max_bad_fraction: Fail when more than this fraction of rows is rejected.
         parquet_rows_per_split: Rows per Parquet read split.
         csv_delimiter: CSV field delimiter.
@@ -223,7 +236,7 @@ class AnalyzeToArtifacts(beam.PTransform):
 
     def __init__(self, spec: Spec, files: Sequence[str], fmt: str, output_dir: str, *,
                  patterns: Sequence[str] | None = None, batch_size: int = 65536,
-                 num_partitions: int = 16, max_bad_fraction: float = 0.01,
+                 num_partitions: int | None = None, max_bad_fraction: float = 0.01,
                  parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",",
                  spill_rows: int = spill.DEFAULT_SPILL_ROWS, split_threads: int = 1,
                  skip_corrupt_tail: bool = False,
@@ -237,7 +250,8 @@ class AnalyzeToArtifacts(beam.PTransform):
         self._out = output_dir
         self._patterns = list(patterns or files)
         self._batch_size = batch_size
-        self._partitions = num_partitions
+        self._partitions = (num_partitions if num_partitions is not None
+                            else auto_partitions(_total_bytes(self._files)))
         self._max_bad = max_bad_fraction
         self._rows_per_split = parquet_rows_per_split
         self._delimiter = csv_delimiter

@@ -18,7 +18,15 @@ import pyarrow as pa
 
 from beam_prep.analyzers.vocab_strings import string_buffers
 
-__all__ = ["split_by_partition", "stable_partition", "token_hashes"]
+__all__ = ["BYTES_PER_PARTITION", "MAX_PARTITIONS", "MIN_PARTITIONS", "auto_partitions",
+           "split_by_partition", "stable_partition", "token_hashes"]
+
+#: Input bytes per vocabulary partition when the count is chosen from the input size.
+BYTES_PER_PARTITION = 16 << 20
+#: Bounds of the automatic partition count (below 16 parallelism is lost for nothing;
+#: above 1024 the per-partition overhead outweighs its memory gain).
+MIN_PARTITIONS = 16
+MAX_PARTITIONS = 1024
 
 _HASH_MULT = np.uint64(0x100000001B3)  # FNV-1a 64-bit prime, used as polynomial base
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
@@ -56,6 +64,24 @@ def token_hashes(tokens: pa.Array) -> np.ndarray:
         h *= _MIX
         h ^= h >> np.uint64(29)
     return h if n else np.zeros(0, dtype=np.uint64)
+
+
+def auto_partitions(total_bytes: int) -> int:
+    """Partitions per vocabulary for an input of ``total_bytes`` (deterministic).
+
+    One partition per :data:`BYTES_PER_PARTITION` of input, clamped to
+    [:data:`MIN_PARTITIONS`, :data:`MAX_PARTITIONS`]: the distinct tokens of a partition,
+    which one worker holds while summing it, grow at most like the input bytes. Artifacts do
+    not depend on the count, only memory and parallelism do.
+
+    Example:
+        >>> auto_partitions(0), auto_partitions(1 << 30), auto_partitions(1 << 40)
+        (16, 64, 1024)
+    """
+    if total_bytes < 0:
+        raise ValueError(f"`total_bytes` must be >= 0. Received: total_bytes={total_bytes}")
+    wanted = -(-total_bytes // BYTES_PER_PARTITION)
+    return int(min(MAX_PARTITIONS, max(MIN_PARTITIONS, wanted)))
 
 
 def stable_partition(tokens: pa.Array, num_partitions: int) -> np.ndarray:
