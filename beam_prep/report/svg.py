@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from beam_prep.report.page import fmt_num, text
+from beam_prep.report.page import fmt_num, shown, text
 
 WIDTH = 600
 
@@ -177,7 +177,8 @@ def columns(labels: Sequence[str], values: Sequence[float], *, title: str = "col
     xs = Scale(-0.5, n - 0.5, left, WIDTH - 12)
     ys = Scale(0, vmax, height - bottom, top)
     band = (xs.p1 - xs.p0) / n
-    every = max(1, math.ceil(n / 16))
+    longest = max((len(shown(lab, limit=12)) for lab in labels), default=1)
+    every = max(1, math.ceil((longest * 6.5 + 8) / band))  # labels must not overlap
     parts = [_y_axis(ys, left, WIDTH - 12, fmt=y_fmt)]
     for i, (lab, v) in enumerate(zip(labels, values)):
         x = xs(i) - band * 0.4
