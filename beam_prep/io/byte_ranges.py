@@ -136,12 +136,14 @@ class _LineCounter:
         return True
 
     def _csv_block_ok(self, arr: np.ndarray, nl: np.ndarray) -> bool:
-        parity = np.bitwise_xor.accumulate((arr == _QUOTE).astype(np.uint8)) ^ np.uint8(
-            self._quote_parity)
-        if len(nl) and parity[nl].any():
-            return False  # a newline inside a quoted field
-        if len(arr):
-            self._quote_parity = int(parity[-1])
+        quotes = np.flatnonzero(arr == _QUOTE)
+        if len(quotes):  # quotes before each "\n" (+ those of earlier blocks), odd = inside
+            inside = (np.searchsorted(quotes, nl) + self._quote_parity) & 1
+            if inside.any():
+                return False  # a newline inside a quoted field
+            self._quote_parity = (self._quote_parity + len(quotes)) & 1
+        elif self._quote_parity and len(nl):
+            return False
         cr = np.flatnonzero(arr == _CR)
         if len(cr):
             follow = np.append(arr[1:], _NL)  # a "\r" ending a block: checked with the next

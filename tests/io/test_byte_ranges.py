@@ -151,3 +151,21 @@ def test_a_csv_whose_only_rows_are_invalid_reads_no_phantom_rows(tmp_path):
     assert rows == [] and seen == 2
     assert [(r[0], r[1]) for r in rejected] == [(1, "wrong_column_count"),
                                                 (2, "wrong_column_count")]
+
+
+@pytest.mark.parametrize("block", [3, 16])
+def test_planning_in_small_blocks_gives_the_same_ranges(tmp_path, monkeypatch, block):
+    from beam_prep.io import byte_ranges
+
+    for newline in (b"\n", b"\r\n"):
+        data = _csv_bytes(newline)
+        p = tmp_path / "d.csv"
+        p.write_bytes(data)
+        expected = plan_ranges(str(p), "csv", 29)
+        monkeypatch.setattr(byte_ranges, "_BLOCK", block)
+        assert plan_ranges(str(p), "csv", 29) == expected
+        monkeypatch.undo()
+    late = tmp_path / "late.csv"  # the quoted newline is far from the first block
+    late.write_bytes(b"a,b\n" + b'1,"x"\n' * 40 + b'2,"two\nlines"\n')
+    monkeypatch.setattr(byte_ranges, "_BLOCK", block)
+    assert plan_ranges(str(late), "csv", 29) is None
