@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from beam_prep.codegen.render import generate
-from beam_prep.io import filesystem as fs
-from beam_prep.io.artifacts import Artifacts
 from beam_prep.run_summary import SummaryRecorder, add_summary_flag
 
 
@@ -46,6 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         0
     """
     args = build_parser().parse_args(list(argv) if argv is not None else None)
+    # Imported after parsing: the renderer reads artifacts through Beam's FileSystems, which
+    # `--help` does not need.
+    from beam_prep.codegen.render import generate
+    from beam_prep.io import filesystem as fs
+    from beam_prep.io.artifacts import Artifacts
+
     with SummaryRecorder("generate", json_path=args.summary_json, quiet=args.quiet) as rec:
         path = generate(args.artifacts, args.output,
                         default_artifacts_dir=args.default_artifacts, overwrite=args.overwrite)
