@@ -19,7 +19,7 @@ A file is **not split** (one range, read whole, exactly as before) when:
   or is doubled); stray quotes inside unquoted fields can only make the check refuse to split.
 
 Cost: one sequential read of each file larger than ``split_bytes`` in the planning step
-(about 1 s per GiB of CPU with numpy, plus the read itself).
+(measured: about 160 MiB/s for CSV, 790 MiB/s for JSONL on one core, plus the read itself).
 
 Example:
     >>> import tempfile, os
