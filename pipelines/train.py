@@ -74,9 +74,12 @@ def _train(args: argparse.Namespace) -> tuple[Any, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point: trains with epoch lines, prints the run summary; returns the exit code."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from beam_prep.quiet_tf import native_stderr_filtered
+
     with SummaryRecorder("train", json_path=args.summary_json, quiet=args.quiet) as rec:
         try:
-            result, hparams = _train(args)
+            with native_stderr_filtered():  # TensorFlow's CPU-machine notices, see quiet_tf
+                result, hparams = _train(args)
         except BeamPrepError as e:
             print(f"beam-prep train: error: {e}", file=sys.stderr)
             rec.fail(str(e), error_type=type(e).__name__)

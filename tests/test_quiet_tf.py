@@ -59,6 +59,30 @@ def test_capture_hides_notices_and_replays_the_rest(tmp_path):
     assert out.stderr == "E0000 real error kept\n"
 
 
+FILTER_SCRIPT = """
+import os, sys
+from beam_prep.quiet_tf import native_stderr_filtered
+lines = sys.argv[1:]
+with native_stderr_filtered():
+    for line in lines:
+        os.write(2, (line + "\\n").encode())
+    print("python warning kept", file=sys.stderr)
+    os.write(2, b"E0000 real error kept\\n")
+print("after", file=sys.stderr)
+"""
+
+
+def test_run_filter_drops_notices_written_at_any_time():
+    later = ["E0000 00:00:1 1 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error",
+             "I0000 00:00:1 2 tf_record_dataset_op.cc:390] TFRecordDataset `buffer_size` is "
+             "unspecified, default to 262144"]
+    out = subprocess.run([sys.executable, "-c", FILTER_SCRIPT, *OBSERVED, *later],
+                         capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k != "BEAM_PREP_TF_LOGS"})
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == "python warning kept\nE0000 real error kept\nafter\n"
+
+
 @pytest.mark.slow  # imports the real TensorFlow in a subprocess
 def test_real_tensorflow_import_prints_no_startup_lines():
     code = "from beam_prep.quiet_tf import import_tensorflow_quietly as q; q()"
