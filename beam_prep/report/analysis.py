@@ -211,7 +211,8 @@ def _numeric_card(st: dict[str, Any]) -> str:
         chart = (svg.range_bar(lo, hi, mean if mean is not None else lo, std,
                                title="min, mean ± std, max") +
                  note("No quantile boundaries (num_buckets not set): only min, max and "
-                      "mean ± std are known."))
+                      "mean ± std are known (grey line: min to max; box: mean ± std, clipped "
+                      "to the range; purple tick: mean)."))
     return f'<div class="row"><div>{kv_table(rows)}</div><div>{chart}</div></div>'
 
 
