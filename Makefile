@@ -72,7 +72,7 @@ asan: install-test
 	rm -f $(ASAN_DIR)/beam_prep/io/_tfexample*.so
 	gcc -shared -fPIC -g -O1 -fsanitize=address -fno-omit-frame-pointer -Wall \
 		-I$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['include'])") \
-		beam_prep/io/_tfexample.c -o $(ASAN_DIR)/beam_prep/io/_tfexample$$($(BIN)/python \
+		beam_prep/io/_tfexample.c beam_prep/io/_crc32c.c -o $(ASAN_DIR)/beam_prep/io/_tfexample$$($(BIN)/python \
 		-c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
 	cd $(ASAN_DIR) && $(ASAN_ENV) $(abspath $(BIN))/python -c "import beam_prep.io._tfexample \
 		as m; assert m.__file__.startswith('$(abspath $(ASAN_DIR))'), m.__file__; print(m.__file__)"

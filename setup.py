@@ -21,7 +21,9 @@ with open("beam_prep/version.py", encoding="utf-8") as f:
 
 # The tf.Example decoder's C part. optional=True: without a compiler the install still
 # succeeds and TFRecord input is decoded by tfx-bsl instead (same results, ~5x slower).
-NATIVE = Extension("beam_prep.io._tfexample", ["beam_prep/io/_tfexample.c"],
+NATIVE = Extension("beam_prep.io._tfexample",
+                   ["beam_prep/io/_tfexample.c", "beam_prep/io/_crc32c.c"],
+                   depends=["beam_prep/io/_crc32c.h"],
                    extra_compile_args=["-O2"], optional=True)
 
 INSTALL_REQUIRES = [

@@ -10,8 +10,7 @@
  *
  * frame(buf, check_data) walks TFRecord framing and verifies every length CRC (masked
  * CRC-32C, as TFRecord defines it) and, when check_data is true, every payload CRC.
- * crc32c(buf) is the plain CRC-32C: slice-by-8 tables, or the SSE4.2 crc32 instruction
- * when the CPU has it (detected at import time, so the module builds and runs anywhere).
+ * crc32c(buf) is the plain CRC-32C (see _crc32c.c).
  *
  * The Python side is beam_prep/io/example_decoder.py; without this module it falls back
  * to tfx-bsl for every record, with the same results.
@@ -22,82 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) ---- */
-
-static uint32_t crc_tables[8][256];
-static int crc_use_hw = 0;
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-        crc_tables[0][i] = c;
-    }
-    for (int t = 1; t < 8; t++)
-        for (int i = 0; i < 256; i++)
-            crc_tables[t][i] = (crc_tables[t - 1][i] >> 8) ^ crc_tables[0][crc_tables[t - 1][i] & 0xFF];
-}
-
-/* Slice-by-8 over the raw (unmasked, un-inverted) register. */
-static uint32_t crc_update_sw(uint32_t c, const uint8_t *p, size_t n) {
-    while (n && ((uintptr_t)p & 7)) {
-        c = (c >> 8) ^ crc_tables[0][(c ^ *p++) & 0xFF];
-        n--;
-    }
-    while (n >= 8) {
-        uint32_t lo, hi;
-        memcpy(&lo, p, 4); /* little-endian hosts only, like frame() */
-        memcpy(&hi, p + 4, 4);
-        lo ^= c;
-        c = crc_tables[7][lo & 0xFF] ^ crc_tables[6][(lo >> 8) & 0xFF] ^
-            crc_tables[5][(lo >> 16) & 0xFF] ^ crc_tables[4][lo >> 24] ^
-            crc_tables[3][hi & 0xFF] ^ crc_tables[2][(hi >> 8) & 0xFF] ^
-            crc_tables[1][(hi >> 16) & 0xFF] ^ crc_tables[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) c = (c >> 8) ^ crc_tables[0][(c ^ *p++) & 0xFF];
-    return c;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <nmmintrin.h>
-#define CRC_HAVE_HW 1
-__attribute__((target("sse4.2"))) static uint32_t crc_update_hw(uint32_t c, const uint8_t *p,
-                                                               size_t n) {
-    uint64_t c64 = c;
-    while (n && ((uintptr_t)p & 7)) {
-        c64 = _mm_crc32_u8((uint32_t)c64, *p++);
-        n--;
-    }
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        c64 = _mm_crc32_u64(c64, v);
-        p += 8;
-        n -= 8;
-    }
-    while (n--) c64 = _mm_crc32_u8((uint32_t)c64, *p++);
-    return (uint32_t)c64;
-}
-#else
-#define CRC_HAVE_HW 0
-#endif
-
-/* CRC-32C of p[0:n] continuing from crc (0 for a fresh CRC). */
-static uint32_t crc32c_value(uint32_t crc, const uint8_t *p, size_t n, int software) {
-    uint32_t c = ~crc;
-#if CRC_HAVE_HW
-    if (crc_use_hw && !software) return ~crc_update_hw(c, p, n);
-#endif
-    (void)software;
-    return ~crc_update_sw(c, p, n);
-}
-
-/* TFRecord's masked CRC: rotate right by 15 bits, add a constant. */
-static inline uint32_t crc_masked(uint32_t c) {
-    return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
-}
+#include "_crc32c.h"
 
 static inline uint32_t rd_u32(const uint8_t *p) {
     uint32_t v;
@@ -577,7 +501,7 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
     while (total - pos >= 12) {
         uint64_t len;
         memcpy(&len, base + pos, 8); /* little-endian hosts only (x86-64, arm64) */
-        if (crc_masked(crc32c_value(0, base + pos, 8, 0)) != rd_u32(base + pos + 8)) {
+        if (bp_crc32c_masked(bp_crc32c(0, base + pos, 8, 0)) != rd_u32(base + pos + 8)) {
             corrupt = 1;
             break;
         }
@@ -591,7 +515,7 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
             nomem = 1;
             break;
         }
-        if (check_data && crc_masked(crc32c_value(0, base + s, (size_t)l, 0)) !=
+        if (check_data && bp_crc32c_masked(bp_crc32c(0, base + s, (size_t)l, 0)) !=
                               rd_u32(base + s + l) &&
             buf_put(&bad, &index, 8)) {
             nomem = 1;
@@ -624,14 +548,14 @@ static PyObject *py_crc32c(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*|Ip", &data, &crc, &software)) return NULL;
     uint32_t v;
     Py_BEGIN_ALLOW_THREADS
-    v = crc32c_value((uint32_t)crc, (const uint8_t *)data.buf, (size_t)data.len, software);
+    v = bp_crc32c((uint32_t)crc, (const uint8_t *)data.buf, (size_t)data.len, software);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
     return PyLong_FromUnsignedLong(v);
 }
 
 static PyObject *py_crc32c_hardware(PyObject *self, PyObject *noargs) {
-    return PyBool_FromLong(crc_use_hw);
+    return PyBool_FromLong(bp_crc32c_hardware());
 }
 
 static PyMethodDef methods[] = {
@@ -652,10 +576,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tfexample",
 
 PyMODINIT_FUNC PyInit__tfexample(void) {
     if (PyType_Ready(&OwnedType) < 0) return NULL;
-    crc_init();
-#if CRC_HAVE_HW
-    __builtin_cpu_init();
-    crc_use_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-#endif
+    bp_crc32c_init();
     return PyModule_Create(&module);
 }
