@@ -62,6 +62,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from beam_prep.codegen.derived_plan import DerivedPlan, RawInput, derived_plan, raw_inputs_of
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
 
@@ -167,6 +168,8 @@ class FeaturePlan:
         fill: The ``FillMissing`` layer (arg ``default_value``) applied to the raw input
             before each output's ``layers``; None when the feature has no default_value.
         notes: Why a layer deviates from the statistics (``#`` comments in generated code).
+        derived: For a derived feature (``expr``): how its value is computed from raw
+            inputs (beam_prep.codegen.derived_plan); None for a plain feature.
     """
 
     name: str
@@ -178,6 +181,7 @@ class FeaturePlan:
     column: str = ""
     fill: LayerPlan | None = None
     notes: tuple[str, ...] = ()
+    derived: DerivedPlan | None = None
 
     def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
         """Every layer applied to the raw input for ``output`` (the fill layer first)."""
@@ -192,11 +196,17 @@ class ModulePlan:
         fingerprint: The manifest fingerprint the plan was made from.
         features: Per-feature plans in spec order.
         files: ``(relpath, sha256, bytes)`` of every artifact file the layers read.
+        raw_inputs: The preprocessor's raw inputs (deduplicated; see derived_plan).
     """
 
     fingerprint: str
     features: tuple[FeaturePlan, ...]
     files: tuple[tuple[str, str, int], ...]
+    raw_inputs: tuple[RawInput, ...] = ()
+
+    def has_derived(self) -> bool:
+        """Whether any feature is computed by an expression."""
+        return any(f.derived is not None for f in self.features)
 
     def outputs(self) -> tuple[OutputPlan, ...]:
         """All outputs in feature order."""
@@ -352,6 +362,9 @@ def _hashed(f: Any) -> FeaturePlan:
 
 def _with_fill(fp: FeaturePlan, f: Any) -> FeaturePlan:
     """Adds the FillMissing layer (and a note in the summary) when ``f`` has a default."""
+    if f.expr is not None:
+        fp = dataclasses.replace(fp, derived=derived_plan(f, fp.dtype),
+                                 summary=fp.summary + f" Computed as `{f.expr}`.")
     default = getattr(f, "default_value", None)
     if default is None:
         return dataclasses.replace(fp, column=f.source_column)
@@ -366,7 +379,7 @@ def _with_fill(fp: FeaturePlan, f: Any) -> FeaturePlan:
 def _check_names(features: tuple[FeaturePlan, ...]) -> None:
     owner: dict[str, str] = {}
     for fp in features:
-        names = [("input", fp.name)]
+        names = [("input", fp.name) if fp.derived is None else ("layer", fp.derived.layer)]
         names += [("output", o.key) for o in fp.outputs if o.key != fp.name]
         names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
         names += [("layer", fp.fill.name)] if fp.fill is not None else []
@@ -418,4 +431,4 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
                 fp.tf_idf is not None for fp in planned if fp.name == name))
             if used:
                 files.append((art.relpath(name, role), meta["sha256"], int(meta["bytes"])))
-    return ModulePlan(art.fingerprint, planned, tuple(files))
+    return ModulePlan(art.fingerprint, planned, tuple(files), raw_inputs_of(planned))

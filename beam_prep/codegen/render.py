@@ -162,9 +162,16 @@ def render_plan(plan: ModulePlan, *, default_artifacts_dir: str, source: str = "
         The module source (ends with a newline).
     """
     del source
+    derived_code = {}
+    if plan.has_derived():
+        from beam_prep.expr import tf as expr_tf  # imports TensorFlow: only when needed
+
+        derived_code = {f.name: expr_tf.render(f.derived.tree, name=f.derived.function)
+                        for f in plan.features if f.derived is not None}
     template = _environment().get_template(MAIN_TEMPLATE)
     text = template.render(
         plan=plan,
+        derived_code=derived_code,
         artifacts_dir=default_artifacts_dir,
         model_outputs=[o.key for o in plan.outputs() if o.stage == "model"],
     )

@@ -74,8 +74,9 @@ class PreprocessingLayers:
         path: The artifact directory.
         artifacts: The opened :class:`~beam_prep.Artifacts`.
         plan: The layer plan shared with the code generator.
-        input_dtypes: Feature name -> raw input dtype (shape ``(batch, 1)``).
-        input_columns: Feature name -> data column read by ``raw_columns``.
+        input_dtypes: Raw input name -> dtype (shape ``(batch, 1)``): one per plain
+            feature, one per input column of derived features (deduplicated).
+        input_columns: Raw input name -> data column read by ``raw_columns``.
         outputs: Encoded key -> (raw input name, stage).
         output_specs: Encoded key -> (dtype, shape) of what the layers return.
         default_values: Feature name -> default_value, for the features whose missing
@@ -90,8 +91,8 @@ class PreprocessingLayers:
         self.path = path
         self.artifacts = Artifacts(path, verify=verify)
         self.plan = plan_from_artifacts(self.artifacts)
-        self.input_dtypes = {f.name: f.dtype for f in self.plan.features}
-        self.input_columns = {f.name: f.column for f in self.plan.features}
+        self.input_dtypes = {r.name: r.dtype for r in self.plan.raw_inputs}
+        self.input_columns = {r.name: r.column for r in self.plan.raw_inputs}
         self.outputs = {o.key: (f.name, o.stage) for f in self.plan.features for o in f.outputs}
         self.output_specs = {o.key: (o.dtype, (None, o.width)) for o in self.plan.outputs()}
         self.default_values = {f.name: f.fill.args[0][1] for f in self.plan.features
@@ -128,13 +129,14 @@ class PreprocessingLayers:
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
                 return {o.key: fill + [self._layer(lp, state) for lp in o.layers]
                         for o in fp.outputs}
-        raise SpecError(f"No feature named {name!r}. Known features: {list(self.input_dtypes)}")
+        known = [fp.name for fp in self.plan.features]
+        raise SpecError(f"No feature named {name!r}. Known features: {known}")
 
     def build_layers(self) -> dict[str, list[Any]]:
         """Every feature's layers, keyed by encoded output."""
         layers: dict[str, list[Any]] = {}
-        for name in self.input_dtypes:
-            layers.update(self.build_feature_layers(name))
+        for fp in self.plan.features:
+            layers.update(self.build_feature_layers(fp.name))
         return layers
 
     def raw_inputs(self) -> dict[str, Any]:
@@ -170,10 +172,33 @@ class PreprocessingLayers:
                        for key, (_, where) in self.outputs.items()}
         else:
             inputs = self.raw_inputs()
-            outputs = {key: inputs[name] if stage == "data" and where == "model"
-                       else apply(layers[key], inputs[name])
+            values = self.feature_values(inputs)
+            outputs = {key: values[name] if stage == "data" and where == "model"
+                       else apply(layers[key], values[name])
                        for key, (name, where) in self.outputs.items()}
         return keras.Model(inputs, outputs, name=f"beam_prep_preprocessor_{stage}")
+
+    def feature_values(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Each feature's value before its layers: its raw input, or its computed value.
+
+        A derived feature's ``DerivedFeature`` layer runs ``beam_prep.expr.tf.evaluate`` on
+        the same typed tree the generated module renders as ``derive_<feature>``.
+        """
+        values = {}
+        for fp in self.plan.features:
+            if fp.derived is None:
+                values[fp.name] = inputs[fp.name]
+                continue
+            import functools
+
+            from beam_prep.codegen.derived_layer import DerivedFeature
+            from beam_prep.expr import tf as expr_tf
+
+            d = fp.derived
+            layer = DerivedFeature(functools.partial(expr_tf.evaluate, d.tree), list(d.columns),
+                                   d.output_dtype, name=d.layer)
+            values[fp.name] = layer({c: inputs[c] for c in d.columns})
+        return values
 
     def encoded_inputs(self) -> dict[str, Any]:
         """``keras.Input``s matching the ``data`` stage outputs (inputs of a TPU model)."""
