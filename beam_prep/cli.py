@@ -49,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `beam-prep` console script; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     # TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) is noise on a CLI; errors stay.
+    # Older builds and Beam worker processes (which inherit it) honour this variable; TF 2.21
+    # logs through absl and ignores it, so `train` also filters stderr (beam_prep.quiet_tf).
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if not args or args[0] in ("-h", "--help", "help"):
         print(_usage())
