@@ -7,9 +7,11 @@ module                     job
 =========================  ==================================================================
 ``vocab_count``            count tokens into vocabulary tables (``token``, ``count``, ``df``)
                            and merge tables (exact, order-independent)
-``vocab_partition``        stable hash partitions of a table (same in every process)
+``vocab_partition``        stable hash partitions of a table (same in every process) and
+                           the automatic partition count
 ``vocab_topk``             vocabulary order, exact top-k, pruning and drop statistics
 ``vocab_write``            the ``.txt`` and ``.counts.jsonl`` file bodies
+``vocab_merge``            k-way merge of sorted runs streamed into the vocabulary files
 ``vocab_combine``          the Beam CombineFn summing tables, spilling large ones
 ``vocab_strings``          zero-copy byte views of Arrow strings (shared helpers)
 =========================  ==================================================================
