@@ -63,6 +63,7 @@ import dataclasses
 from typing import Any, Literal
 
 from beam_prep.codegen.derived_plan import DerivedPlan, RawInput, derived_plan, raw_inputs_of
+from beam_prep.codegen.scaling_plan import min_max_layer
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
 
@@ -320,13 +321,24 @@ def _numeric_moments(name: str, stats: dict[str, Any]) -> tuple[float, float, bo
 
 def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
     stats = art.stats(f.name)
-    mean, variance, no_data = _numeric_moments(f.name, stats)
-    norm = LayerPlan("Normalization", f"{f.name}_normalization",
-                     (("mean", mean), ("variance", variance)))
-    outputs = [OutputPlan(f.name, (norm,), stage="model", dtype="float32")]
-    summary = (f"numeric feature {f.name!r}: mean={mean!r}, variance={variance!r}"
-               + (" (no finite value in the data: all missing, NaN or inf; identity "
-                  "normalization)" if no_data else ""))
+    no_data = int(stats.get("count") or 0) == 0
+    if f.scaling == "z_score":
+        mean, variance, no_data = _numeric_moments(f.name, stats)
+        norm = LayerPlan("Normalization", f"{f.name}_normalization",
+                         (("mean", mean), ("variance", variance)))
+        outputs = [OutputPlan(f.name, (norm,), stage="model", dtype="float32")]
+        summary = (f"numeric feature {f.name!r}: mean={mean!r}, variance={variance!r}"
+                   + (" (no finite value in the data: all missing, NaN or inf; identity "
+                      "normalization)" if no_data else ""))
+    elif f.scaling == "min_max":
+        layer = LayerPlan(*min_max_layer(f.name, stats))
+        outputs = [OutputPlan(f.name, (layer,), stage="model", dtype="float32")]
+        summary = (f"numeric feature {f.name!r}: min_max scaling, min={stats.get('min')!r}, "
+                   f"max={stats.get('max')!r}" + (" (sigmoid: min == max or no data)"
+                                                  if layer.cls == "Activation" else ""))
+    else:
+        outputs = [OutputPlan(f.name, (), stage="data", dtype="float32")]
+        summary = f"numeric feature {f.name!r}: no scaling (the raw value)"
     if f.num_buckets is not None:
         boundaries = stats.get("boundaries")
         if no_data or boundaries is None:
@@ -341,7 +353,7 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
     notes = (f"{f.name!r} had no finite value in the analysed data (all missing, NaN or inf):",
              "identity Normalization (mean 0, variance 1)"
              + (" and a single bucket (no boundaries)." if f.num_buckets is not None else "."),
-             ) if no_data else ()
+             ) if no_data and f.scaling == "z_score" else ()
     return FeaturePlan(f.name, "numeric", "float32", tuple(outputs), summary + ".",
                        notes=notes)
 

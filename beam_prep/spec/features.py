@@ -41,6 +41,7 @@ TextOutputMode = Literal["int", "multi_hot", "count", "tf_idf"]
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
 Split = Literal["whitespace", "character", "none"]
 HashedDtype = Literal["string", "integer"]
+Scaling = Literal["z_score", "min_max", "none"]
 
 KINDS: tuple[str, ...] = get_args(Kind)
 LOOKUP_OUTPUT_MODES: tuple[str, ...] = get_args(LookupOutputMode)
@@ -48,6 +49,13 @@ TEXT_OUTPUT_MODES: tuple[str, ...] = get_args(TextOutputMode)
 STANDARDIZE_OPTIONS: tuple[str, ...] = get_args(Standardize)
 SPLIT_OPTIONS: tuple[str, ...] = get_args(Split)
 HASHED_DTYPES: tuple[str, ...] = get_args(HashedDtype)
+SCALING_OPTIONS: tuple[str, ...] = get_args(Scaling)
+
+# Fields added after the first artifacts were written: left out of ``to_dict`` while they
+# hold their default, so the canonical spec (and every manifest fingerprint) of a spec
+# that does not use them is unchanged.
+_OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross": None,
+                                    "max_values": None}
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -145,8 +153,11 @@ class _FeatureBase:
         """Canonical dict (kind first, then fields in declaration order)."""
         out: dict[str, Any] = {"name": self.name, "kind": self.kind}
         for f in dataclasses.fields(self):
-            if f.name not in ("name", "kind") and not (f.name == "expr" and self.expr is None):
-                out[f.name] = getattr(self, f.name)  # no `expr` key: old fingerprints hold
+            value = getattr(self, f.name)
+            if f.name in _OPTIONAL_FIELDS and value == _OPTIONAL_FIELDS[f.name]:
+                continue
+            if f.name not in ("name", "kind"):
+                out[f.name] = value
         return out
 
 
@@ -287,6 +298,10 @@ class NumericFeature(_FeatureBase):
         num_buckets: When set, ``num_buckets - 1`` quantile boundaries are computed.
         epsilon: Quantile sketch error; null = ``min(1 / num_buckets, 0.01)`` (TFT's default).
         default_value: Number that replaces a missing cell; null = skip and count.
+        scaling: The float output: ``z_score`` (Normalization with the mean and variance),
+            ``min_max`` (``(x - min) / (max - min)`` from the analysed min and max, TF
+            Transform's ``scale_to_0_1``: not clipped, and ``sigmoid(x)`` when
+            ``min == max`` or there was no finite value) or ``none`` (the raw value).
 
     Example:
         >>> NumericFeature("price", num_buckets=20).resolved_epsilon()
@@ -296,6 +311,7 @@ class NumericFeature(_FeatureBase):
     num_buckets: int | None = None
     epsilon: float | None = None
     default_value: float | None = None
+    scaling: Scaling = "z_score"
     kind: str = dataclasses.field(default="numeric", init=False)
 
     def validate(self) -> None:  # noqa: D102
