@@ -11,7 +11,10 @@ in a ``DerivedFeature`` layer ``<feature>_expr``, then cast to the feature's lay
 before the feature's layers.
 
 Raw input dtypes of expression columns: ``float`` -> float32 (as every numeric raw input),
-``int`` -> int64, ``string`` -> string. This module imports neither Keras nor TensorFlow.
+``int`` -> int64, ``string`` -> string. A hashed cross (``cross: [a, b]``) reads the raw
+inputs ``a`` and ``b`` and feeds their tuple to ``keras.layers.HashedCrossing``.
+:func:`check_names` refuses input and layer names that collide. This module imports neither
+Keras nor TensorFlow.
 
 Example:
     >>> from beam_prep.spec import NumericFeature
@@ -87,6 +90,13 @@ def derived_plan(feature: Any, output_dtype: str) -> DerivedPlan:
                        tuple(input_types(tree)), output_dtype, feature.name + DERIVED_SUFFIX)
 
 
+def crossing_layer(feature: Any) -> tuple[str, str, tuple]:
+    """``(class, name, args)`` of a hashed cross: ``keras.layers.HashedCrossing`` in int mode
+    (other output modes add a CategoryEncoding, as for Hashing)."""
+    return ("HashedCrossing", f"{feature.name}_crossing",
+            (("num_bins", feature.num_bins), ("output_mode", "int")))
+
+
 def raw_inputs_of(features: Any) -> tuple[RawInput, ...]:
     """The deduplicated raw inputs of planned features (``FeaturePlan`` s), in first use.
 
@@ -96,7 +106,9 @@ def raw_inputs_of(features: Any) -> tuple[RawInput, ...]:
     out: dict[str, RawInput] = {}
     owner: dict[str, str] = {}
     for fp in features:
-        if fp.derived is None:
+        if fp.crossed:
+            wanted = [RawInput(c, fp.dtype, c) for c in fp.crossed]
+        elif fp.derived is None:
             wanted = [RawInput(fp.name, fp.dtype, fp.column)]
         else:
             types = input_types(fp.derived.tree)
@@ -112,3 +124,25 @@ def raw_inputs_of(features: Any) -> tuple[RawInput, ...]:
             out.setdefault(raw.name, raw)
             owner.setdefault(raw.name, fp.name)
     return tuple(out.values())
+
+
+def check_names(features: Any) -> None:
+    """Refuses two planned features (``FeaturePlan`` s) whose input or layer names collide.
+
+    Raises:
+        SpecError: Naming both owners and the fix.
+    """
+    owner: dict[str, str] = {}
+    for fp in features:
+        names = ([("layer", fp.derived.layer)] if fp.derived is not None else []
+                 if fp.crossed else [("input", fp.name)])
+        names += [("output", o.key) for o in fp.outputs if o.key != fp.name]
+        names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
+        names += [("layer", fp.fill.name)] if fp.fill is not None else []
+        for what, n in names:
+            if n in owner:
+                raise SpecError(
+                    f"Feature {fp.name!r}: its {what} name {n!r} collides with {owner[n]}. "
+                    "Keras needs unique input and layer names. Fix: rename one of the features."
+                )
+            owner[n] = f"the {what} of feature {fp.name!r}"

@@ -62,7 +62,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from beam_prep.codegen.derived_plan import DerivedPlan, RawInput, derived_plan, raw_inputs_of
+from beam_prep.codegen.derived_plan import (
+    DerivedPlan,
+    RawInput,
+    check_names,
+    crossing_layer,
+    derived_plan,
+    raw_inputs_of,
+)
 from beam_prep.codegen.scaling_plan import min_max_layer
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
@@ -171,6 +178,7 @@ class FeaturePlan:
         notes: Why a layer deviates from the statistics (``#`` comments in generated code).
         derived: For a derived feature (``expr``): how its value is computed from raw
             inputs (beam_prep.codegen.derived_plan); None for a plain feature.
+        crossed: The raw inputs of a hashed cross (its value is their tuple).
     """
 
     name: str
@@ -183,6 +191,7 @@ class FeaturePlan:
     fill: LayerPlan | None = None
     notes: tuple[str, ...] = ()
     derived: DerivedPlan | None = None
+    crossed: tuple[str, ...] = ()
 
     def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
         """Every layer applied to the raw input for ``output`` (the fill layer first)."""
@@ -208,6 +217,10 @@ class ModulePlan:
     def has_derived(self) -> bool:
         """Whether any feature is computed by an expression."""
         return any(f.derived is not None for f in self.features)
+
+    def has_computed(self) -> bool:
+        """Whether any feature's value is not simply its own raw input (expr or cross)."""
+        return any(f.derived is not None or f.crossed for f in self.features)
 
     def outputs(self) -> tuple[OutputPlan, ...]:
         """All outputs in feature order."""
@@ -359,8 +372,9 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
 
 
 def _hashed(f: Any) -> FeaturePlan:
-    layers = [LayerPlan("Hashing", f"{f.name}_hashing",
-                        (("num_bins", f.num_bins), ("salt", f.salt)))]
+    hashing = (("num_bins", f.num_bins), ("salt", f.salt))
+    layers = [LayerPlan(*crossing_layer(f)) if f.cross else
+              LayerPlan("Hashing", f"{f.name}_hashing", hashing)]
     if f.output_mode != "int":
         layers.append(LayerPlan("CategoryEncoding", f"{f.name}_encoding",
                                 (("num_tokens", f.num_bins), ("output_mode", f.output_mode))))
@@ -369,7 +383,9 @@ def _hashed(f: Any) -> FeaturePlan:
                f"output_mode={f.output_mode!r}.")
     output = (OutputPlan(f.name, tuple(layers)) if f.output_mode == "int" else
               OutputPlan(f.name, tuple(layers), dtype="float32", width=f.num_bins))
-    return FeaturePlan(f.name, "hashed", dtype, (output,), summary)
+    if f.cross:
+        summary = summary.replace(f", salt={f.salt!r}", f", HashedCrossing of {list(f.cross)}")
+    return FeaturePlan(f.name, "hashed", dtype, (output,), summary, crossed=tuple(f.cross or ()))
 
 
 def _with_fill(fp: FeaturePlan, f: Any) -> FeaturePlan:
@@ -386,22 +402,6 @@ def _with_fill(fp: FeaturePlan, f: Any) -> FeaturePlan:
     fill = LayerPlan(FILL_MISSING_CLASS, f"{f.name}_fill_missing", (("default_value", default),))
     summary = fp.summary + f" Missing ({missing}) is replaced by default_value={default!r}."
     return dataclasses.replace(fp, column=f.source_column, fill=fill, summary=summary)
-
-
-def _check_names(features: tuple[FeaturePlan, ...]) -> None:
-    owner: dict[str, str] = {}
-    for fp in features:
-        names = [("input", fp.name) if fp.derived is None else ("layer", fp.derived.layer)]
-        names += [("output", o.key) for o in fp.outputs if o.key != fp.name]
-        names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
-        names += [("layer", fp.fill.name)] if fp.fill is not None else []
-        for what, n in names:
-            if n in owner:
-                raise SpecError(
-                    f"Feature {fp.name!r}: its {what} name {n!r} collides with {owner[n]}. "
-                    "Keras needs unique input and layer names. Fix: rename one of the features."
-                )
-            owner[n] = f"the {what} of feature {fp.name!r}"
 
 
 def plan_from_artifacts(art: Artifacts) -> ModulePlan:
@@ -434,7 +434,7 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
         else:
             features.append(_hashed(f))
     planned = tuple(_with_fill(fp, f) for fp, f in zip(features, art.spec.features))
-    _check_names(planned)
+    check_names(planned)
     files = []
     for name in art.feature_names:
         for role in sorted(art.manifest["features"][name].get("files", {})):

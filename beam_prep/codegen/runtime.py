@@ -184,8 +184,11 @@ class PreprocessingLayers:
         A derived feature's ``DerivedFeature`` layer runs ``beam_prep.expr.tf.evaluate`` on
         the same typed tree the generated module renders as ``derive_<feature>``.
         """
-        values = {}
+        values: dict[str, Any] = {}
         for fp in self.plan.features:
+            if fp.crossed:
+                values[fp.name] = tuple(inputs[c] for c in fp.crossed)
+                continue
             if fp.derived is None:
                 values[fp.name] = inputs[fp.name]
                 continue

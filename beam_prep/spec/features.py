@@ -349,21 +349,44 @@ class HashedFeature(_FeatureBase):
         salt: Optional integer salt of ``keras.layers.Hashing``.
         dtype: Input dtype, string or integer.
         output_mode: int, one_hot, multi_hot or count.
+        cross: Two input columns hashed together by ``keras.layers.HashedCrossing``
+            (FeatureSpace's ``crosses``; its exact semantics, so its limit of two
+            columns), both of ``dtype``; instead of ``column`` / ``expr``, no ``salt``.
+            An exact vocabulary of a cross is a string feature with ``expr: cross(a, b)``.
 
     Example:
         >>> HashedFeature("user_id", num_bins=1024).salt is None
         True
+        >>> HashedFeature("pair", num_bins=64, cross=("country", "device")).validate()
     """
 
     num_bins: int = 0
     salt: int | None = None
     dtype: HashedDtype = "string"
     output_mode: LookupOutputMode = "int"
+    cross: tuple[str, ...] | None = None
     kind: str = dataclasses.field(default="hashed", init=False)
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_positive_int(self.name, "num_bins", self.num_bins, optional=False)
+        if self.cross is None:
+            return
+        if len(self.cross) != 2 or len(set(self.cross)) != 2 or not all(self.cross):
+            raise _fail(self.name, "cross", list(self.cross),
+                        "a list of two distinct column names (keras.layers.HashedCrossing "
+                        "crosses exactly two inputs; cross more columns with "
+                        "expr: cross(a, b, c) on a string feature)")
+        for field in ("column", "expr", "salt"):
+            if getattr(self, field) is not None:
+                raise _fail(self.name, field, getattr(self, field),
+                            "null when `cross` is set (HashedCrossing reads the crossed "
+                            "columns and has no salt)")
+
+    def input_columns(self) -> dict[str, str]:  # noqa: D102
+        if self.cross is None:
+            return super().input_columns()
+        return {c: "int" if self.dtype == "integer" else "string" for c in self.cross}
 
 
 Feature = Union[StringFeature, IntegerFeature, TextFeature, NumericFeature, HashedFeature]
