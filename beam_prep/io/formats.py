@@ -130,6 +130,9 @@ def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: in
             io.BytesIO(data), parse_options=pa_json.ParseOptions(newlines_in_values=False))
         if table.num_rows != len(lines):
             raise ValueError("row count mismatch")
+        # pyarrow can build an invalid list<null> array (`{"s": [null, null]}`): validate, and
+        # let the line-by-line path decide about such lines.
+        table.validate(full=True)
         wanted = [f for f in table.schema if f.name in columns]
         dates = [f.name for f in wanted if pa.types.is_temporal(f.type)]
         if dates:  # pyarrow infers timestamps from ISO strings: keep the text
