@@ -68,3 +68,13 @@ def test_to_dict_has_no_expr_key_for_plain_features():
     assert StringFeature("a", expr="lower(b)").to_dict()["expr"] == "lower(b)"
     assert Spec.from_dict(Spec((StringFeature("a", expr="lower(b)"),)).to_dict()).features[0] \
         .expr == "lower(b)"
+
+
+def test_example_spec_uses_each_new_field():
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spec = Spec.load(str(root / "examples" / "derived_spec.yaml"))
+    assert {f.name for f in spec.features if f.expr} >= {"unit_price", "city", "country_year"}
+    assert spec.feature("country_x_device").cross == ("country", "device")
+    assert {f.scaling for f in spec.of_kind("numeric")} == {"z_score", "min_max", "none"}
