@@ -28,6 +28,7 @@ from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
 )
+from beam_prep.pipelines.job_report import add_report_flag, write_job_report
 
 from beam_prep.analyzers.pipeline import (
     ARTIFACT_OUTPUT,
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "parallel (Arrow and numpy release the GIL). Results do not depend "
                         "on it. Default 2; 1 turns the pool off (e.g. when every core "
                         "already runs a worker process).")
+    add_report_flag(p)
     p.add_argument("--quiet", action="store_true",
                    help="Do not show progress or print the summary.")
     add_summary_flag(p)
@@ -240,9 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "features": len(manifest["features"])}
         if monitor.snapshot().done:  # workers on a remote runner record nothing locally
             counts["splits"] = monitor.snapshot().done
+        outputs = {"artifacts": args.output, "manifest": manifest_path}
+        report = None if args.no_report else write_job_report("analyze", args.output)
+        if report:
+            outputs["report"] = report
         rec.succeed(
             counts=counts,
-            outputs={"artifacts": args.output, "manifest": manifest_path},
+            outputs=outputs,
             details={"rejected_by_reason": inp.get("rejected_by_reason", {}),
                      "state": str(result.state)})
     if not args.quiet:

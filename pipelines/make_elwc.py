@@ -29,6 +29,7 @@ from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
 )
+from beam_prep.pipelines.job_report import add_report_flag, write_job_report
 
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--force_unlock", action="store_true",
                    help="Break the <output>/_LOCK of a run that died (refused while the "
                         "holder process is alive on this host).")
+    add_report_flag(o)
     o.add_argument("--quiet", action="store_true",
                    help="Do not show progress or print the summary.")
     add_summary_flag(o)
@@ -256,7 +258,7 @@ def _count_pieces(args: argparse.Namespace) -> int | None:
         return None
 
 
-def _record_success(rec: SummaryRecorder, output: str) -> None:
+def _record_success(rec: SummaryRecorder, output: str, report: str | None = None) -> None:
     """Counts and outputs of a finished run, from its stats.json."""
     s = json.loads(filesystem.read_text(filesystem.join(output, STATS_FILENAME)))
     inp, ev = s["input"], s.get("events", {})
@@ -278,6 +280,8 @@ def _record_success(rec: SummaryRecorder, output: str) -> None:
     outputs["stats"] = filesystem.join(output, STATS_FILENAME)
     outputs["feature_spec"] = filesystem.join(output, "feature_spec.json")
     outputs["rejected"] = filesystem.join(output, "rejected") + "/"
+    if report:
+        outputs["report"] = report
     rec.succeed(counts=counts, outputs=outputs,
                 details={"output_files": {k: [filesystem.join(output, n) for n in v]
                                           for k, v in s["output_files"].items()}})
@@ -301,7 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if dry_run:
             rec.dry_run()
             return 0
-        _record_success(rec, args.output)
+        report = None if args.no_report else write_job_report("make-elwc", args.output)
+        _record_success(rec, args.output, report)
     return 0
 
 

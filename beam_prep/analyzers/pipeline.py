@@ -315,7 +315,7 @@ ARTIFACT_OUTPUT = output.OutputPolicy(
     job="analyze", signatures=((layout.MANIFEST,),),
     owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", SHARD_GLOB,
            layout.REJECTED_FILE,  # the single file of outputs written before the shards
-           f"{spill.TMP_DIR}/**", FAILED_REPORT),
+           f"{spill.TMP_DIR}/**", FAILED_REPORT, "report.html"),  # the job's HTML report
     last=layout.MANIFEST)
 """The analyze job's output folder (see :mod:`beam_prep.io.output`): a folder holding
 ``manifest.json`` is a finished artifact directory; only ``manifest.json``, ``vocab/``,

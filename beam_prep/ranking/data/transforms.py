@@ -70,7 +70,8 @@ ELWC_OUTPUT = OutputPolicy(
     job="make-elwc",
     signatures=((STATS_FILENAME, FEATURE_SPEC_FILENAME),),
     owned=(STATS_FILENAME, FEATURE_SPEC_FILENAME, REJECTED_GLOB, "rejected/rejected.jsonl",
-           "*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecord.gz"),
+           "*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecord.gz",
+           "report.html"),  # the job's HTML report (beam_prep.pipelines.job_report)
     last=STATS_FILENAME)
 """The make-elwc output folder (see :mod:`beam_prep.io.output`): finished when it holds
 ``stats.json`` and ``feature_spec.json`` (a run that fails on bad input is never moved into the
