@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "examples", "data", "letor", "lightgbm")  # bundled, MIT (LICENSE beside it)
+# Bundled sample, MIT licence beside it.
+DATA = os.path.join(ROOT, "examples", "data", "letor", "lightgbm")
 CONFIG = os.path.join(ROOT, "examples", "train.yaml")
 LIGHTGBM_LAMBDARANK = 0.757
 RANDOM_ORDER = 0.581

@@ -1,4 +1,4 @@
-"""A small multilingual corpus shared by several tests (kept in the checkout; nothing read from outside).
+"""A small multilingual corpus shared by several tests (in the checkout; nothing read from outside).
 
 The eight lines are Odyssey 19.560-567 (public domain), the corpus the TextVectorization guide
 adapts: polytonic Greek exercises Unicode lowercasing and punctuation stripping.

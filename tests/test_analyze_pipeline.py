@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from beam_prep.pipelines import analyze
 
 from beam_prep import Artifacts
 from beam_prep.errors import ArtifactError, InputError
-from beam_prep.pipelines import analyze
 
 N = 3000
 SPEC = """
@@ -208,7 +208,8 @@ def test_dataflow_translation_dry_run(tmp_path, rows):
     spec.write_text(SPEC)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     proc = subprocess.run(
-        [sys.executable, "-m", "beam_prep.pipelines.analyze", "--spec", str(spec), "--input", str(data),
+        [sys.executable, "-m", "beam_prep.pipelines.analyze", "--spec", str(spec),
+         "--input", str(data),
          "--output", str(tmp_path / "df_out"), "--runner=DataflowRunner",
          "--project=fake-project", "--region=us-central1",
          "--temp_location=gs://fake-bucket/tmp", "--dry_run=True"],

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from beam_prep.pipelines import flex_template
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +68,8 @@ def test_metadata_is_valid_and_up_to_date(job):
             re.compile(regex)
     assert meta == flex_template.metadata(job), (
         f"templates/dataflow/{job}.metadata.json is stale: regenerate it with "
-        f"python -m beam_prep.pipelines.flex_template {job} > templates/dataflow/{job}.metadata.json")
+        f"python -m beam_prep.pipelines.flex_template {job} "
+        f"> templates/dataflow/{job}.metadata.json")
 
 
 def test_schema_rejects_a_parameter_without_help():
@@ -157,7 +157,8 @@ def test_image_install_step_in_a_fresh_venv(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
                     str(tmp_path / "dist"), str(REPO)], check=True, timeout=900)
     wheel = next((tmp_path / "dist").glob("beam_prep-*.whl"))
-    out = subprocess.run(["bash", str(KIT / "install.sh"), str(tmp_path / "venv" / "bin" / "python"),
-                          str(wheel)], capture_output=True, text=True, timeout=3000)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    out = subprocess.run(["bash", str(KIT / "install.sh"), python, str(wheel)],
+                         capture_output=True, text=True, timeout=3000)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     assert "installed" in out.stdout

@@ -30,9 +30,9 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
+from beam_prep.pipelines import analyze  # noqa: E402
 
 from beam_prep import Artifacts  # noqa: E402
-from beam_prep.pipelines import analyze  # noqa: E402
 from tests.parity import datagen  # noqa: E402
 from tests.seed_corpus import GREEK  # noqa: E402
 

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from beam_prep.pipelines import analyze
 
 from beam_prep import Artifacts
-from beam_prep.pipelines import analyze
 from tests.parity import datagen
 
 EPSILON = 0.01

@@ -20,10 +20,10 @@ from google.protobuf import text_format
 from tensorflow.core.util import event_pb2
 from tensorflow_serving.apis import input_pb2
 
+from beam_prep.ranking.data.tfrecord import write_tfrecords
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 from beam_prep.ranking.train.hparams import RankingHparams
 from beam_prep.ranking.train.launcher import RankingLauncher, ValidationRemainderWarning
-from beam_prep.ranking.data.tfrecord import write_tfrecords
 
 SPEC = ElwcFeatureSpec(context=(), example=(FeatureInfo("x", "float", (), 0.0),),
                        label=LabelInfo("relevance", "int64", -1.0))

@@ -36,9 +36,9 @@ from beam_prep.ranking.data.encode import (
     encode_features,
     frame_example,
 )
-from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 from beam_prep.ranking.data.lists import DocBlock, csr_rows, merge_blocks, plan_lists
 from beam_prep.ranking.data.options import ElwcOptions
+from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 
 
 def letor_ids(layout: dict[str, Any], opts: ElwcOptions) -> np.ndarray:
