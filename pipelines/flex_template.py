@@ -108,14 +108,17 @@ def flex_argv(job: str, argv: Sequence[str]) -> list[str]:
 
 def launch(job: str, argv: Sequence[str]) -> int:
     """Runs ``job`` with the launcher's flags; returns the exit code (the entry point's)."""
-    from beam_prep.cli import main as cli_main
+    from beam_prep.errors import BeamPrepError
 
-    command = {"analyze": "analyze", "make_elwc": "make-elwc"}.get(job)
-    if command is None:
+    if job not in JOBS:
         print(f"flex_template: BEAM_PREP_FLEX_JOB must be one of {sorted(JOBS)}. "
               f"Received: {job!r}", file=sys.stderr)
         return 2
-    return cli_main([command, *flex_argv(job, argv)])
+    try:
+        return int(importlib.import_module(JOBS[job][0]).main(flex_argv(job, argv)) or 0)
+    except BeamPrepError as e:
+        print(f"beam-prep {job}: error: {e}", file=sys.stderr)
+        return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -162,3 +162,13 @@ def test_image_install_step_in_a_fresh_venv(tmp_path):
                          capture_output=True, text=True, timeout=3000)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     assert "installed" in out.stdout
+
+
+def test_flex_entry_point_runs_the_job_and_reports_errors(tmp_path, capsys):
+    assert flex_template.launch("nope", []) == 2
+    assert "BEAM_PREP_FLEX_JOB" in capsys.readouterr().err
+    code = flex_template.launch("analyze", [f"--spec={tmp_path / 'missing.yaml'}",
+                                            f"--input={tmp_path / 'd.csv'}",
+                                            f"--output={tmp_path / 'out'}", "--overwrite=false"])
+    assert code == 1
+    assert "missing.yaml" in capsys.readouterr().err
