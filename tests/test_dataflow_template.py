@@ -171,4 +171,4 @@ def test_flex_entry_point_runs_the_job_and_reports_errors(tmp_path, capsys):
                                             f"--input={tmp_path / 'd.csv'}",
                                             f"--output={tmp_path / 'out'}", "--overwrite=false"])
     assert code == 1
-    assert "missing.yaml" in capsys.readouterr().err
+    assert "d.csv" in capsys.readouterr().err  # the first problem found, one line
