@@ -7,9 +7,9 @@ import json
 
 import numpy as np
 import pytest
+from beam_prep.pipelines import analyze
 
 from beam_prep.analyzers.vocab_partition import auto_partitions
-from beam_prep.pipelines import analyze
 
 SPEC = """
 features:
@@ -34,7 +34,7 @@ def data(tmp_path_factory):
     pool = [f"w{i}" for i in range(150)] + ["é", "日本", "ab", "abc", "abcdefghij1", "abcdefghij2"]
     words = [str(w) for w in rng.choice(pool, 2000)]
     lines = ["word,num,title"]
-    for i, w in enumerate(words):
+    for w in words:
         title = " ".join(str(t) for t in rng.choice(pool[:80], 3))
         lines.append(f"{w},{int(rng.integers(0, 90))},{title}")
     (d / "data.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
