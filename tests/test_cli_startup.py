@@ -1,9 +1,8 @@
 """`beam-prep <command> --help` is fast: building the parsers imports no TensorFlow or Keras.
 
 Checked deterministically through ``sys.modules`` in a fresh interpreter (a wall-clock limit
-would depend on the machine's load). ``train``, ``generate`` and ``report`` import no Apache
-Beam either; the Beam jobs (analyze, make-elwc) still do: their parsers live beside the
-pipeline code.
+would depend on the machine's load). No command imports Apache Beam for ``--help`` either: the
+Beam jobs' parsers live in ``beam_prep.pipelines.analyze_args`` / ``make_elwc_args``.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import sys
 
 from beam_prep.cli import COMMANDS
 
-LIGHT = ("train", "generate", "report")
+LIGHT = ("train", "generate", "report", "analyze", "make-elwc")
 
 PROBE = """
 import contextlib, io, json, sys
@@ -48,3 +47,15 @@ def test_help_of_every_command_imports_no_tensorflow_or_keras():
     assert [found[c]["beam"] for c in LIGHT] == [False] * len(LIGHT)
     # No TensorFlow start-up lines either (oneDNN, CUDA, absl).
     assert "oneDNN" not in out.stderr and "cuda" not in out.stderr.lower(), out.stderr
+
+
+def test_beam_free_parsers_agree_with_the_jobs():
+    from beam_prep.pipelines import analyze, analyze_args, make_elwc, make_elwc_args
+
+    from beam_prep.io.readers import FORMATS
+    from beam_prep.ranking.data.transforms import DEFAULT_SPLIT_BYTES
+
+    assert analyze_args.FORMATS == FORMATS
+    assert make_elwc_args.DEFAULT_SPLIT_BYTES == DEFAULT_SPLIT_BYTES
+    assert analyze.build_parser is analyze_args.build_parser
+    assert make_elwc.build_parser is make_elwc_args.build_parser
