@@ -17,23 +17,22 @@ Example:
 
 from __future__ import annotations
 
-from beam_prep.diff.compare import DiffReport, FeatureDiff, Flag, diff_artifacts
-from beam_prep.diff.numeric import NumericDiff, compare_numeric
-from beam_prep.diff.render import render_json, render_table, to_dict
-from beam_prep.diff.thresholds import DiffThresholds
-from beam_prep.diff.vocab import VocabDiff, compare_vocab
+import importlib
+from typing import Any
 
-__all__ = [
-    "DiffReport",
-    "DiffThresholds",
-    "FeatureDiff",
-    "Flag",
-    "NumericDiff",
-    "VocabDiff",
-    "compare_numeric",
-    "compare_vocab",
-    "diff_artifacts",
-    "render_json",
-    "render_table",
-    "to_dict",
-]
+# Names are imported lazily: `beam-prep diff --help` must not load Apache Beam (the comparison
+# reads artifacts through beam_prep.io, which does).
+_EXPORTS = {
+    "DiffReport": "compare", "FeatureDiff": "compare", "Flag": "compare",
+    "diff_artifacts": "compare", "NumericDiff": "numeric", "compare_numeric": "numeric",
+    "render_json": "render", "render_table": "render", "to_dict": "render",
+    "DiffThresholds": "thresholds", "VocabDiff": "vocab", "compare_vocab": "vocab",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'beam_prep.diff' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"beam_prep.diff.{_EXPORTS[name]}"), name)
