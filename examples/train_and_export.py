@@ -151,7 +151,8 @@ def run(artifacts: str, output: str, *, data: str = DEFAULT_DATA,
 
     trainer = build_trainer(pp, embedding_sizes(pp))
     trainer.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    history = trainer.fit(train, epochs=epochs, verbose=0)
+    # The tf.data pipeline shuffles already; shuffle=False keeps Keras from warning it ignores it.
+    history = trainer.fit(train, epochs=epochs, verbose=0, shuffle=False)
 
     inference = pp.build_inference_model(trainer)
     export_dir = os.path.join(output, "export")
