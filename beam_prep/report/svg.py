@@ -37,7 +37,9 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     """
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo] if math.isfinite(lo) else []
-    raw = (hi - lo) / max(n, 1)
+    raw = hi / max(n, 1) - lo / max(n, 1)  # no overflow for spans near the float64 limit
+    if not math.isfinite(raw) or raw <= 0:
+        return [lo, hi]
     mag = 10.0 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step - 1e-9)

@@ -94,7 +94,7 @@ def test_elwc_options_from_dict_round_trip_and_errors():
                               "'jsonl', 'parquet'. Received: input_format='xml'"),
     ({"compression": "zip"}, "`compression` must be one of 'none', 'gzip'. "
                              "Received: compression='zip'"),
-    ({"num_shards": "3"}, "`num_shards` must be an integer. Received: num_shards='3'"),
+    ({"num_shards": "3"}, "`num_shards` must be an integer or null. Received: num_shards='3'"),
     ({"max_list_size": 0}, "`max_list_size` must be a positive integer or None. "
                            "Received: max_list_size=0"),
 ])

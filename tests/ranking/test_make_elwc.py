@@ -73,7 +73,7 @@ LGB_ARGS = ["--input", LIGHTGBM + "rank.train", "--input_format", "lightgbm",
 @pytest.fixture(scope="module")
 def lightgbm_out(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("lgb") / "elwc")
-    assert make_elwc.main([*LGB_ARGS, "--output", out]) == 0
+    assert make_elwc.main([*LGB_ARGS, "--output", out, "--no_report"]) == 0
     return out
 
 
