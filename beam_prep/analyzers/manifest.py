@@ -45,8 +45,10 @@ def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None) ->
 NO_FINITE_VALUE = ("no finite value in the data (all missing, NaN or inf); generated layers: "
                    "identity Normalization, one bucket")
 VARIANCE_OVERFLOW = ("the variance exceeds the float64 range (about 1.8e308), so no "
-                     "Normalization layer can hold it; scale the column down (e.g. divide it "
-                     "by 1e160) or clip its outliers, then re-run the analysis")
+                     "Normalization layer can hold it; set `scaling: none` for this feature "
+                     "in the spec (min_max cannot help: its (max - min)² is at least 4 × the "
+                     "variance), or scale the column down (e.g. divide it by 1e160) or clip "
+                     "its outliers, then re-run the analysis")
 
 
 def null_reasons(moments: num.Moments) -> dict[str, str]:

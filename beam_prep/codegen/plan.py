@@ -326,8 +326,11 @@ def _numeric_moments(name: str, stats: dict[str, Any]) -> tuple[float, float, bo
         raise ArtifactError(
             f"Feature {name!r}: a Normalization layer needs a finite mean and variance, but "
             f"the analysis found a {which} beyond the float64 range (about 1.8e308). Received: "
-            f"mean={mean!r}, variance={variance!r}. Fix: scale the column down (e.g. divide it "
-            "by 1e160) or clip its outliers, then re-run the analysis."
+            f"mean={mean!r}, variance={variance!r}, min={stats.get('min')!r}, "
+            f"max={stats.get('max')!r}. Fix: set `scaling: none` for {name!r} in the spec "
+            "(min_max cannot help: its (max - min)² is at least 4 × the variance), or scale "
+            "the column down (e.g. divide it by 1e160) or clip its outliers, then re-run the "
+            "analysis."
         )
     return float(mean), float(variance), False
 

@@ -38,11 +38,13 @@ def min_max_layer(name: str, stats: dict[str, Any]) -> tuple[str, str, tuple]:
     low, high = stats.get("min"), stats.get("max")
     if int(stats.get("count") or 0) == 0 or low is None or high is None or low >= high:
         return ("Activation", f"{name}_scaling", (("activation", "sigmoid"),))
-    variance = (float(high) - float(low)) ** 2
+    span = float(high) - float(low)
+    variance = span * span  # not ** 2: that raises OverflowError instead of giving inf
     if not math.isfinite(variance):
         raise ArtifactError(
-            f"Feature {name!r}: min_max scaling needs (max - min)² within float64. Received: "
-            f"min={low!r}, max={high!r}. Fix: scale the column down or clip its outliers, "
-            "then re-run the analysis.")
+            f"Feature {name!r}: min_max scaling needs (max - min)² within float64 (about "
+            f"1.8e308). Received: min={low!r}, max={high!r}. Fix: set `scaling: none` for "
+            f"{name!r} in the spec (the raw value, no layer), or scale the column down or "
+            "clip its outliers, then re-run the analysis.")
     return ("Normalization", f"{name}_normalization",
             (("mean", float(low)), ("variance", variance)))
