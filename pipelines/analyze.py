@@ -24,15 +24,18 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze_args import build_parser
-from beam_prep.pipelines.flags import is_dry_run, parse_job_args
+from beam_prep.pipelines.flags import is_dry_run, is_template_run, parse_job_args
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
 )
 from beam_prep.pipelines.job_report import write_job_report
 
+from beam_prep.analyzers.data_warnings import data_warnings
+from beam_prep.analyzers import cache_fn
 from beam_prep.analyzers.pipeline import (
     ARTIFACT_OUTPUT,
+    FAILED_REPORT,
     AnalyzeToArtifacts,
     raise_if_failed,
     summarize,
@@ -42,6 +45,7 @@ from beam_prep.errors import BeamPrepError, InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io.output import OutputRun
+from beam_prep.io.output_finalize import FinalizeOutput
 from beam_prep.io.readers import (
     check_columns,
     expand_patterns,
@@ -87,27 +91,44 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     owners = column_owners(spec)  # a derived feature reads its expression's columns
     check_columns(files, fmt, {c: owners[c] for c in columns}, csv_delimiter=args.csv_delimiter)
 
+    cache_run = cache_fn.new_run_id() if args.cache_dir else None
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
-    # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/ and move
-    # the finished artifacts into place (manifest last); see beam_prep.io.output.
+    # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/; the job's
+    # last step moves the finished artifacts into place (manifest last) and releases the lock,
+    # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.
+    template = is_template_run(beam_args)
     with OutputRun(args.output, ARTIFACT_OUTPUT, overwrite=args.overwrite,
                    force_unlock=args.force_unlock) as out:
         pipeline = beam.Pipeline(options=options)
-        _ = pipeline | "Analyze" >> AnalyzeToArtifacts(
+        manifest = pipeline | "Analyze" >> AnalyzeToArtifacts(
             spec, files, fmt, out.staging, patterns=args.input, batch_size=args.batch_size,
             num_partitions=args.vocab_partitions, max_bad_fraction=args.max_bad_fraction,
             parquet_rows_per_split=args.parquet_rows_per_split,
             csv_delimiter=args.csv_delimiter, spill_rows=args.spill_rows,
             split_threads=args.split_threads, skip_corrupt_tail=args.skip_corrupt_tail,
-            input_split_bytes=args.input_split_bytes)
+            input_split_bytes=args.input_split_bytes, cache_dir=args.cache_dir,
+            cache_run_id=cache_run)
+        _ = manifest | "FinalizeOutput" >> FinalizeOutput(out.finalizer(
+            report=FAILED_REPORT, failure_level=logging.ERROR if template else logging.INFO))
         result = pipeline.run()
+        if template:  # the job runs later, without this process
+            out.hand_over()
+            return result
         result.wait_until_finish()
         if not is_dry_run(beam_args):  # a translation-only run wrote nothing to move
             raise_if_failed(out.staging, args.output)  # too many rejects: nothing moved
-            out.commit()
+            out.commit()  # a no-op: FinalizeOutput committed
+        if cache_run and not is_dry_run(beam_args) and not args.quiet:
+            _print_cache_use(args.cache_dir, cache_run)
     return result
+
+
+def _print_cache_use(cache_dir: str, run_id: str) -> None:
+    record = cache_fn.read_run(cache_dir, run_id) or {"hits": 0, "misses": 0}
+    print(f"analysis cache: {record['hits']} split(s) from {cache_dir}, {record['misses']} "
+          "analysed and stored", file=sys.stderr)
 
 
 def _count_splits(files: Sequence[str], args: argparse.Namespace) -> int | None:
@@ -155,9 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"beam-prep analyze: error: {detail}", file=sys.stderr)
                 rec.fail(detail, error_type=type(e).__name__)
                 return 1
-        if dry_run:
-            rec.dry_run(details={"note": "the pipeline was translated for the runner and not "
-                                         "executed; nothing was written"})
+        if dry_run or is_template_run(beam_args):
+            note = ("the pipeline was written as a template and not run here; its last step "
+                    "moves the artifacts into place" if not dry_run else
+                    "the pipeline was translated for the runner and not executed; nothing was "
+                    "written")
+            rec.dry_run(details={"note": note})
             return 0
         manifest_path = fs.join(args.output, layout.MANIFEST)
         if not fs.exists(manifest_path):
@@ -183,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "state": str(result.state)})
     if not args.quiet:
         print(summarize(manifest))
+    for line in data_warnings(manifest):  # --quiet hides progress, never these
+        print(f"beam-prep analyze: {line}", file=sys.stderr)
     return 0
 
 

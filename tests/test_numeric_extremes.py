@@ -53,7 +53,7 @@ def test_column_without_finite_value_analyzes_and_generates_identity_layers(tmp_
                                         "  - {name: tail, kind: numeric, num_buckets: 2}\n")
     out = str(tmp_path / "artifacts")
     assert _analyze(spec, data, out) == 0
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err  # data warnings go to stderr, --quiet or not
     assert "warning: empty:" in printed and "no finite value" in printed
 
     with open(f"{out}/manifest.json", encoding="utf-8") as f:
@@ -93,7 +93,7 @@ def test_values_near_float64_max_keep_their_mean_and_an_unrepresentable_variance
                                         "  - {name: high, kind: numeric}\n")
     out = str(tmp_path / "artifacts")
     assert _analyze(spec, data, out) == 0
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err
     assert "warning: wide: variance null" in printed
 
     with open(f"{out}/manifest.json", encoding="utf-8") as f:

@@ -101,7 +101,7 @@ def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) ->
 
 
 def numeric_summary(name: str, stats: dict) -> str:
-    """Summary line(s) of a numeric feature: statistics, then one warning per null one.
+    """Summary line of a numeric feature (its warnings: :mod:`beam_prep.analyzers.data_warnings`).
 
     Example:
         >>> print(numeric_summary("x", {"mean": 2.5, "variance": 1.25, "min": 1.0,
@@ -116,14 +116,9 @@ def numeric_summary(name: str, stats: dict) -> str:
         return "null" if stats.get(key) is None else str(stats[key])
 
     b = stats.get("boundaries")
-    lines = [f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
-             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
-             + (f", {len(b)} boundaries" if b else "")]
-    reasons = stats.get("null_reasons") or {}
-    for reason in dict.fromkeys(reasons.values()):
-        keys = ", ".join(k for k, v in reasons.items() if v == reason)
-        lines.append(f"  warning: {name}: {keys} null: {reason}")
-    return "\n".join(lines)
+    return (f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
+            f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
+            + (f", {len(b)} boundaries" if b else ""))
 
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],

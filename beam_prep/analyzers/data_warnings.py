@@ -1,0 +1,65 @@
+"""Warnings about the analysed data, read from a manifest (pure, no Beam, no I/O).
+
+``beam-prep analyze`` prints these lines on stderr after every successful run, ``--quiet``
+or not: ``--quiet`` hides progress and the summary, never what the data itself looks like.
+One line per fact, in spec order:
+
+* rejected rows (count and reasons; the rows are in ``rejected/*.jsonl``);
+* a numeric statistic that is null (no finite value, or a variance beyond float64), with
+  the manifest's reason and fix;
+* NaN values of a numeric feature (left out of the moments and the boundaries);
+* ±inf values of a numeric feature (left out of the moments, kept in the boundaries).
+
+Example:
+    >>> manifest = {"input": {"rows_read": 4, "rows_rejected": 0},
+    ...             "spec": {"features": [{"name": "x", "kind": "numeric"}]},
+    ...             "features": {"x": {"kind": "numeric", "stats": {
+    ...                 "count": 2, "nan_count": 1, "infinite_count": 0, "null_reasons": {}}}}}
+    >>> data_warnings(manifest)
+    ['warning: x: 1 of 3 values NaN (left out of mean, variance, min, max and boundaries)']
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def _numeric_warnings(name: str, stats: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    reasons: dict[str, str] = stats.get("null_reasons") or {}
+    for reason in dict.fromkeys(reasons.values()):
+        keys = ", ".join(k for k, v in reasons.items() if v == reason)
+        lines.append(f"warning: {name}: {keys} null: {reason}")
+    nan, inf = int(stats.get("nan_count") or 0), int(stats.get("infinite_count") or 0)
+    values = int(stats.get("count") or 0) + nan + inf
+    if nan:
+        lines.append(f"warning: {name}: {nan:,} of {values:,} values NaN (left out of mean, "
+                     "variance, min, max and boundaries)")
+    if inf:
+        lines.append(f"warning: {name}: {inf:,} of {values:,} values ±inf (left out of mean, "
+                     "variance, min and max; kept in boundaries)")
+    return lines
+
+
+def data_warnings(manifest: dict[str, Any]) -> list[str]:
+    """The warning lines about the data of one analysis (empty when there is none).
+
+    Args:
+        manifest: A ``manifest.json`` as a dict.
+
+    Returns:
+        One ``warning: ...`` line per fact, rejected rows first, then features in spec order.
+    """
+    lines: list[str] = []
+    inp = manifest.get("input", {})
+    rejected = int(inp.get("rows_rejected") or 0)
+    if rejected:
+        reasons = json.dumps(inp.get("rejected_by_reason", {}), sort_keys=True)
+        lines.append(f"warning: {rejected:,} of {int(inp.get('rows_read') or 0):,} rows "
+                     f"rejected {reasons}; they are listed in rejected/*.jsonl")
+    for feature in manifest.get("spec", {}).get("features", []):
+        entry = manifest.get("features", {}).get(feature["name"], {})
+        if entry.get("kind") == "numeric":
+            lines.extend(_numeric_warnings(feature["name"], entry.get("stats") or {}))
+    return lines
