@@ -6,9 +6,9 @@ over all documents, the list events (split, truncated, sampled, dropped), the po
 feature spec, and the rejected lines counted by reason (one streaming pass over
 ``rejected/rejected.jsonl``, keeping only the counts and three examples).
 
-Not in ``stats.json`` (the page says so): the label distribution per list, the number of
-lists without a relevant label (only ``lists_dropped_no_positive`` when they are dropped),
-and the features present per document (LETOR features are written densely).
+Per list and per document (:mod:`beam_prep.report.elwc_lists`): relevant documents per list
+and the lists with none, the largest label per list, and the share of documents carrying each
+example feature. ``stats.json`` files from before these fields show "not recorded".
 
 Example:
     >>> html = render_elwc("elwc/")        # doctest: +SKIP
@@ -23,6 +23,7 @@ from typing import Any
 
 from beam_prep.io import filesystem as fs
 from beam_prep.report import svg
+from beam_prep.report.elwc_lists import per_list_labels, presence
 from beam_prep.report.page import (
     card,
     document,
@@ -103,11 +104,14 @@ def _rejected(root: str, rel: str | None) -> tuple[collections.Counter[str], lis
     return reasons, examples
 
 
-def _features(root: str) -> str:
+def _feature_spec(root: str) -> dict[str, Any] | None:
     path = fs.join(root, FEATURE_SPEC_FILE)
-    if not fs.exists(path):
+    return json.loads(fs.read_text(path)) if fs.exists(path) else None
+
+
+def _features(spec: dict[str, Any] | None) -> str:
+    if spec is None:
         return note(f"No {FEATURE_SPEC_FILE} (it is written only by a successful run).")
-    spec = json.loads(fs.read_text(path))
     label = spec.get("label", {})
     rows = [("label", text(f"{label.get('name')} ({label.get('dtype')}, padding "
                            f"{label.get('padding')})")),
@@ -176,13 +180,14 @@ def render_elwc(root: str) -> str:
     rows = [(f"label {k}", f"{fmt_int(v)} ({fmt_pct(_share(int(v), total))})") for k, v in shown]
     if len(lab) > _MAX_LABELS:
         rows.append(("other labels", fmt_int(sum(int(v) for _, v in lab[_MAX_LABELS:]))))
-    parts.append(card("Labels", '<div class="row"><div>' + kv_table(rows) + "</div><div>" +
+    list_rows, list_charts = per_list_labels(st)
+    parts.append(card("Labels", '<div class="row"><div>' + kv_table(rows + list_rows) +
+                      "</div><div>" +
                       svg.columns([k for k, _ in shown], [int(v) for _, v in shown],
                                   title="label histogram", x_label="label",
                                   y_label="documents") +
-                      note("Label of every written document. Not in stats.json: the label "
-                           "distribution per list and the number of lists with no relevant "
-                           "label (only lists dropped by --drop_no_positive are counted).") +
+                      note("Label of every written document; per list: relevant documents "
+                           "(label > 0) and the largest label.") + "".join(list_charts) +
                       "</div></div>", data_name="__labels__"))
 
     reasons: collections.Counter[str] = collections.Counter()
@@ -197,10 +202,11 @@ def render_elwc(root: str) -> str:
     for ex in examples:
         body += note("example: " + text(json.dumps(ex, ensure_ascii=False), limit=300))
     parts.append(card("Rejected lines", body, data_name="__rejected__"))
-    parts.append(card("Features", _features(root) + note(
-        "Features present per document are not recorded in stats.json (LETOR/LightGBM "
-        "features are written densely: absent ids get the missing value)."),
-        data_name="__features__"))
+    spec = _feature_spec(root)
+    order = [str(f.get("name")) for f in (spec or {}).get("example", [])]
+    is_letor = pol.get("input_format") in ("letor", "lightgbm")
+    parts.append(card("Features", _features(spec) + presence(st, order, is_letor),
+                      data_name="__features__"))
     parts.append(card("Policy", kv_table([(k, text(json.dumps(v))) for k, v in sorted(
         pol.items())]), data_name="__policy__"))
     return document(f"beam-prep ELWC report: {root}", parts)

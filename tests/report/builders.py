@@ -159,14 +159,33 @@ class ElwcRaw:
     lists: list[list[int]]
     rejected: list[str]
     max_list_size: int
+    present: list[list[set[str]]] = field(default_factory=list)
 
 
-def make_elwc_dir(root: str) -> ElwcRaw:
-    """Writes stats.json, feature_spec.json and rejected/rejected.jsonl."""
+def _per_list_fields(lists: list[list[int]], present: list[list[set[str]]]) -> dict[str, Any]:
+    """The per-list / per-document stats.json fields, counted here with plain Python."""
+    relevant = collections.Counter(str(sum(v > 0 for v in x)) for x in lists)
+    top = collections.Counter(str(max(x)) for x in lists)
+    names = [f"f{i}" for i in range(1, 11)]
+    carried = {n: sum(n in doc for docs in present for doc in docs) for n in names}
+    return {"relevant_per_list_histogram": dict(relevant),
+            "max_label_per_list_histogram": dict(top),
+            "example_features_present": carried, "context_features_present": {}}
+
+
+def make_elwc_dir(root: str, *, per_list: bool = True) -> ElwcRaw:
+    """Writes stats.json, feature_spec.json and rejected/rejected.jsonl.
+
+    ``per_list=False`` writes a stats.json of before the per-list fields (no
+    ``relevant_per_list_histogram`` …, no ``policy.input_format``)."""
     rng = random.Random(3)
     cap = 120
     lists = [[rng.choice([0, 0, 1, 2, 3]) for _ in range(min(rng.randint(1, 150), cap))]
              for _ in range(300)]
+    lists[5] = [0, 0, 0]  # some lists without a relevant label
+    lists[9] = [0]
+    odds = {f"f{i}": 1.0 if i <= 3 else (0.0 if i == 10 else i / 10) for i in range(1, 11)}
+    present = [[{n for n, p in odds.items() if rng.random() < p} for _ in x] for x in lists]
     rejected = ["negative_label"] * 4 + ['<b>bad</b> & "x"'] * 2
     sizes = collections.Counter(str(len(x)) for x in lists)
     labels = collections.Counter(str(v) for x in lists for v in x)
@@ -182,6 +201,9 @@ def make_elwc_dir(root: str) -> ElwcRaw:
                         "drop_no_positive": False, "splits": [["train", 1.0]], "num_shards": 1},
              "output_files": {"train": ["train-00000-of-00001.tfrecord"]},
              "rejected_file": "rejected/rejected.jsonl"}
+    if per_list:
+        stats.update(_per_list_fields(lists, present))
+        stats["policy"]["input_format"] = "letor"
     os.makedirs(os.path.join(root, "rejected"), exist_ok=True)
     with open(os.path.join(root, "stats.json"), "w") as f:
         json.dump(stats, f)
@@ -196,4 +218,4 @@ def make_elwc_dir(root: str) -> ElwcRaw:
             "label": {"name": "relevance", "dtype": "float", "padding": -1.0}}
     with open(os.path.join(root, "feature_spec.json"), "w") as f:
         json.dump(spec, f)
-    return ElwcRaw(lists=lists, rejected=rejected, max_list_size=cap)
+    return ElwcRaw(lists=lists, rejected=rejected, max_list_size=cap, present=present)

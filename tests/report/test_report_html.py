@@ -172,7 +172,61 @@ def test_elwc_page_numbers_match_raw_lists(elwc):
         assert number(rej[f"rejected: {reason}"]) == c
     assert "<b>bad</b>" not in html
     assert f"max_list_size={raw.max_list_size} (truncate)" in "".join(page.texts)
-    assert "Not in stats.json" in html
+    assert "not recorded" not in html.lower()
+
+
+def test_elwc_per_list_labels_match_raw_lists(elwc):
+    _, raw, html = elwc
+    labels = Page(html).sections["__labels__"]
+    n = len(raw.lists)
+    none = sum(not any(v > 0 for v in x) for x in raw.lists)
+    assert none >= 2
+    assert labels["lists with no relevant label"] == f"{none:,} ({100 * none / n:.2f}%)"
+    relevant = sum(v > 0 for x in raw.lists for v in x)
+    assert number(labels["relevant documents (label > 0)"]) == relevant
+    assert number(labels["relevant documents per list (mean)"]) == pytest.approx(
+        relevant / n, rel=1e-3)
+    for top, c in collections.Counter(max(x) for x in raw.lists).items():
+        assert labels[f"lists with largest label {top}"] == f"{c:,} ({100 * c / n:.2f}%)"
+    part = html[html.index('data-name="__labels__"'):html.index('data-name="__rejected__"')]
+    assert 'aria-label="relevant documents per list"' in part
+    assert 'aria-label="largest label per list"' in part
+    # relevant counts 0..max in at most 60 equal bins, heights from the raw lists
+    rel = [sum(v > 0 for v in x) for x in raw.lists]
+    width = math.ceil((max(rel) + 1) / 60)
+    assert width == 2  # (max 60..119 here)
+    for lo in range(0, max(rel) + 1, width):
+        c = sum(lo <= r < lo + width for r in rel)
+        assert f"<title>{lo}–{lo + width - 1}: {c:,}</title>" in part
+
+
+def test_elwc_feature_presence_matches_raw_documents(elwc):
+    _, raw, html = elwc
+    feats = Page(html).sections["__features__"]
+    docs = [d for x in raw.present for d in x]
+    share = {f"f{i}": sum(f"f{i}" in d for d in docs) / len(docs) for i in range(1, 11)}
+    assert number(feats["documents"]) == len(docs)
+    assert number(feats["on every document"]) == sum(s == 1.0 for s in share.values()) == 3
+    assert number(feats["on no document"]) == 1
+    assert number(feats["on fewer than half of the documents"]) == sum(
+        s < 0.5 for s in share.values())
+    for name, s in sorted(share.items(), key=lambda kv: (kv[1], kv[0]))[:7]:
+        c = round(s * len(docs))
+        assert feats[f"least present: {name}"] == f"{c:,} ({100 * s:.2f}%)"
+    assert "feature id is on the input line" in html
+
+
+def test_old_stats_json_says_not_recorded(tmp_path):
+    root = str(tmp_path)
+    raw = make_elwc_dir(root, per_list=False)
+    html = render_report(root)
+    page = Page(html)
+    _self_contained(html, page)
+    assert page.sections["__labels__"]["lists with no relevant label"] == "not recorded"
+    relevant = sum(v > 0 for x in raw.lists for v in x)
+    assert number(page.sections["__labels__"]["relevant documents (label > 0)"]) == relevant
+    assert "Features present per document: Not recorded" in "".join(
+        page.section_text["__features__"])
 
 
 def test_list_size_bars_are_binned_and_sum_to_lists(elwc):

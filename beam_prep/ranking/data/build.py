@@ -36,6 +36,12 @@ from beam_prep.ranking.data.encode import (
     encode_features,
     frame_example,
 )
+from beam_prep.ranking.data.list_stats import (
+    column_presence,
+    label_key,
+    per_list_stats,
+    sparse_presence,
+)
 from beam_prep.ranking.data.lists import DocBlock, csr_rows, merge_blocks, plan_lists
 from beam_prep.ranking.data.options import ElwcOptions
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
@@ -77,10 +83,6 @@ def _column_info(col: str, kind: list[Any], opts: ElwcOptions) -> FeatureInfo:
         return FeatureInfo(col, dtype, (None,), None)
     default = {"float": float(opts.missing_value), "int64": 0, "string": ""}[dtype]
     return FeatureInfo(col, dtype, (), default)
-
-
-def _label_key(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
 class ListBuilder:
@@ -167,15 +169,35 @@ class ListBuilder:
         values, counts = np.unique(labels[kept], return_counts=True)
         label_hist: collections.Counter[str] = collections.Counter()
         for v, c in zip(values.tolist(), counts.tolist()):
-            label_hist[_label_key(v)] += c
-        sizes = collections.Counter(str(len(p)) for _, parts in plans for p in parts)
+            label_hist[label_key(v)] += c
+        list_sizes = np.array([len(p) for _, parts in plans for p in parts], np.int64)
+        sizes = collections.Counter(str(n) for n in list_sizes.tolist())
         docs = len(kept)
         stats = {"queries": len(names), "lists": len(out), "documents": docs,
                  "list_size_histogram": dict(sizes),
                  "label_histogram": dict(label_hist),
+                 **per_list_stats(labels[kept], list_sizes),
+                 **self._presence(block, order, kept,
+                                  [int(order[bounds[q]]) for q, parts in plans for _ in parts]),
                  "splits": {split: {"lists": len(out), "documents": docs}},
                  "events": dict(events)}
         return out, stats
+
+    def _presence(self, block: DocBlock, order: np.ndarray, kept: np.ndarray,
+                  list_first_rows: list[int]) -> dict[str, dict[str, int]]:
+        """``example_features_present`` (per written document) and ``context_features_present``
+        (per written list, from the row of its query's first document); see
+        :mod:`beam_prep.ranking.data.list_stats`."""
+        rows = order[kept]
+        if self._dense is not None:
+            indptr, ids, _ = block.sparse  # type: ignore[misc]
+            example = sparse_presence(indptr, ids, rows, self._column_of,
+                                      [f.name for f in self.spec.example],
+                                      batch_documents=self.batch_documents)
+            return {"example_features_present": example}
+        return {"example_features_present": column_presence(block.columns or {}, rows.tolist()),
+                "context_features_present": column_presence(block.context or {},
+                                                            list_first_rows)}
 
     def _column_of(self, ids: np.ndarray) -> np.ndarray:
         """Column of each LETOR feature id in the dense matrix (ids are all in ``self._ids``)."""

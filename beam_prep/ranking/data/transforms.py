@@ -50,6 +50,7 @@ from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
 from beam_prep.io.output import OutputPolicy
 from beam_prep.ranking.data.build import ListBuilder, feature_spec_from_layout
+from beam_prep.ranking.data.list_stats import LIST_STATS_FIELDS
 from beam_prep.ranking.data.lists import CountsCombineFn
 from beam_prep.ranking.data.options import ElwcOptions
 from beam_prep.ranking.data.rejected import (
@@ -321,9 +322,12 @@ class _WriteReport(beam.DoFn):
             "splits": stats.get("splits", {}),
             "list_size_histogram": stats.get("list_size_histogram", {}),
             "label_histogram": stats.get("label_histogram", {}),
+            # per-list and per-document statistics (beam_prep.ranking.data.list_stats)
+            **{k: stats.get(k, {}) for k in LIST_STATS_FIELDS},
             "events": stats.get("events", {}),
-            "policy": {"max_list_size": o.max_list_size, "list_policy": o.list_policy,
-                       "min_list_size": o.min_list_size, "drop_no_positive": o.drop_no_positive,
+            "policy": {"input_format": o.input_format, "max_list_size": o.max_list_size,
+                       "list_policy": o.list_policy, "min_list_size": o.min_list_size,
+                       "drop_no_positive": o.drop_no_positive,
                        "splits": [list(s) for s in o.splits], "num_shards": o.num_shards},
             "output_files": files, "rejected_files": rejected_files,
         }
