@@ -75,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "one file, one work item). Gzip files, TFRecord files and CSV files "
                         "with a newline inside a quoted field are read whole.")
     p.add_argument("--csv_delimiter", default=",", help="CSV field delimiter (default ',').")
+    p.add_argument("--cache_dir", default=None,
+                   help="Analysis cache folder (local or gs://): each input split's counts, "
+                        "moments and sketches are stored there, keyed by the file's content "
+                        "identity and the spec fields that change them; the next run reads "
+                        "only the splits not cached (e.g. the new day of a rolling window). "
+                        "Artifacts are byte-identical to a run without it. Prune with "
+                        "`beam-prep cache prune` (docs/artifacts.md: Analysis cache).")
     p.add_argument("--spill_rows", type=int, default=8192,
                    help="A split's vocabulary table of at least this many rows is passed "
                         "between steps as Arrow files under <output>/_tmp (removed at the "

@@ -6,8 +6,12 @@ Graph (every step labelled)::
                             │          ─ PrunePartitions ─ GroupByFeature ─ WriteVocabularies ─┐
                             ├─ numeric ─ MergeNumericGroups ─ MergeNumericAll ─────────────────┤
                             ├─ meta ─ SumCounts ──────────────────────────────────────────────┤
-                            └─ rejected ─ WriteRejected (sorted chunks → shards) ─────────────┤
+                            ├─ rejected ─ WriteRejected (sorted chunks → shards) ─────────────┤
+                            └─ cache ─ RecordCacheUse (only with cache_dir) ──────────────────┤
                                                                WriteManifest (side inputs) ◄──┘
+
+With ``cache_dir``, AnalyzeSplits is :class:`~beam_prep.analyzers.cache_fn.CachedAnalyzeSplitFn`:
+a split whose result is in the cache is replayed from it instead of read (same outputs).
 
 All vocabularies share one keyed combine; all numeric features share one canonical merge.
 The manifest is written by a DoFn that consumes every other output as a side input, so it
@@ -30,10 +34,11 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_prep.analyzers import cache_fn, spill, split_fn
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers import spill, split_fn
 from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
+from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.manifest import build_manifest, numeric_summary
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.vocab_partition import auto_partitions
@@ -229,6 +234,14 @@ class AnalyzeToArtifacts(beam.PTransform):
             (recorded in the manifest's ``input.skipped_tails``) instead of an InputError.
         input_split_bytes: Uncompressed CSV/JSONL files larger than this are read as
             record-aligned byte ranges of about this size (0 = one file, one split).
+        cache_dir: Analysis cache folder (None = no cache): split results found there are
+            replayed instead of read, new ones are stored (see
+            :mod:`~beam_prep.analyzers.cache_fn`); the artifacts, manifest included, are
+            the same bytes as without it. Hits and misses go to
+            ``<cache_dir>/runs/<cache_run_id>.json``
+            (:func:`~beam_prep.analyzers.cache_fn.read_run`).
+        cache_run_id: Names this run's record in the cache (None = a new
+            :func:`~beam_prep.analyzers.cache_fn.new_run_id`).
 
     Returns:
         A PCollection with the manifest dict (one element).
@@ -240,8 +253,11 @@ class AnalyzeToArtifacts(beam.PTransform):
                  parquet_rows_per_split: int = 1 << 20, csv_delimiter: str = ",",
                  spill_rows: int = spill.DEFAULT_SPILL_ROWS, split_threads: int = 1,
                  skip_corrupt_tail: bool = False,
-                 input_split_bytes: int = DEFAULT_SPLIT_BYTES) -> None:
+                 input_split_bytes: int = DEFAULT_SPLIT_BYTES,
+                 cache_dir: str | None = None, cache_run_id: str | None = None) -> None:
         super().__init__()
+        self._cache_dir = cache_dir
+        self.cache_run_id = cache_run_id or cache_fn.new_run_id()
         self._split_bytes = input_split_bytes
         self._skip_corrupt_tail = skip_corrupt_tail
         self._spec = spec
@@ -274,13 +290,20 @@ class AnalyzeToArtifacts(beam.PTransform):
                   | "ListSplits" >> beam.ParDo(
                       _ListSplits(self._fmt, self._rows_per_split, self._split_bytes))
                   | "SpreadSplits" >> beam.Reshuffle())
-        outputs = splits | "AnalyzeSplits" >> beam.ParDo(
-            split_fn.AnalyzeSplitFn(spec_dict, batch_size=self._batch_size,
-                                    num_partitions=self._partitions,
-                                    csv_delimiter=self._delimiter, temp_dir=temp,
-                                    spill_rows=self._spill_rows, threads=self._threads,
-                                    skip_corrupt_tail=self._skip_corrupt_tail)
-        ).with_outputs(split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, main="vocab")
+        analyze: beam.DoFn = split_fn.AnalyzeSplitFn(
+            spec_dict, batch_size=self._batch_size, num_partitions=self._partitions,
+            csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
+            threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
+        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED]
+        if self._cache_dir is not None:
+            reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
+                                    self._skip_corrupt_tail)
+            analyze = cache_fn.CachedAnalyzeSplitFn(
+                analyze, spec_dict, self._cache_dir, reader,
+                num_partitions=self._partitions, temp_dir=temp, spill_rows=self._spill_rows)
+            tags.append(cache_fn.CACHE)
+        outputs = splits | "AnalyzeSplits" >> beam.ParDo(analyze).with_outputs(
+            *tags, main="vocab")
 
         seeds = p | "EveryVocabulary" >> beam.Create(
             [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features])
@@ -301,6 +324,9 @@ class AnalyzeToArtifacts(beam.PTransform):
         rejected = outputs.rejected | "WriteRejected" >> WriteRejected(self._out, temp)
         input_info = {"patterns": self._patterns, "format": self._fmt,
                       "files": len(self._files)}
+        if self._cache_dir is not None:
+            _ = outputs[cache_fn.CACHE] | "RecordCacheUse" >> cache_fn.RecordCacheUse(
+                self._cache_dir, self.cache_run_id)
         return (p
                 | "ManifestTrigger" >> beam.Create([None])
                 | "WriteManifest" >> beam.ParDo(

@@ -1,0 +1,242 @@
+"""The split analysis behind the analysis cache: replay a stored result, or compute and store it.
+
+:class:`CachedAnalyzeSplitFn` wraps :class:`~beam_prep.analyzers.split_fn.AnalyzeSplitFn`
+and has the same outputs, plus ``cache`` (``("hit" | "miss", key)`` per split). On a hit
+it emits what the wrapped DoFn emitted when the entry was written: the same count tables
+(re-partitioned for this run's partition count, and spilled under ``_tmp`` when large, as
+a fresh run would), numeric partials keyed by the split id (the canonical merge order
+depends only on split ids), counts and rejected rows. The downstream combines are exact
+or merge in that canonical order, so the artifacts are byte-identical to a run without the
+cache. :class:`RecordCacheUse` sums hits and misses and writes the run's record of the
+keys it used (``<cache_dir>/runs/<run id>.json``), read by ``beam-prep cache prune``.
+
+Example:
+    >>> inner = split_fn.AnalyzeSplitFn(spec.to_dict(), batch_size=65536,
+    ...                                 num_partitions=16)          # doctest: +SKIP
+    >>> fn = CachedAnalyzeSplitFn(inner, spec.to_dict(), "cache/",
+    ...                           ReaderSettings("csv", 65536))     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apache_beam as beam
+
+from beam_prep import progress
+from beam_prep.analyzers import cache_store as store
+from beam_prep.analyzers import spill, split_fn
+from beam_prep.analyzers.cache_key import (
+    ReaderSettings,
+    analysis_key,
+    content_identity,
+    entry_key,
+    split_identity,
+)
+from beam_prep.analyzers.vocab_partition import split_by_partition
+from beam_prep.io import filesystem as fs
+from beam_prep.io.readers import Split
+from beam_prep.spec import Spec
+
+CACHE = "cache"
+_LOG = logging.getLogger("beam_prep.analyze")
+
+
+def new_run_id() -> str:
+    """``<UTC time to the microsecond>-<random>``: names a run's record; sorts by start time.
+
+    Example:
+        >>> len(new_run_id())
+        31
+    """
+    now = time.time_ns() // 1000
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 1_000_000))
+    return f"{stamp}{now % 1_000_000:06d}Z-{uuid.uuid4().hex[:8]}"
+
+
+class CachedAnalyzeSplitFn(beam.DoFn):
+    """:class:`~beam_prep.analyzers.split_fn.AnalyzeSplitFn` with a cache of split results.
+
+    Args:
+        inner: The split analysis (its settings must match ``spec_dict`` and ``reader``).
+        spec_dict: ``Spec.to_dict()``.
+        cache_dir: The cache folder (any Beam filesystem).
+        reader: The reader options the results depend on.
+        num_partitions: Hash partitions per vocabulary in this run.
+        temp_dir: Spill folder of this run (None = never spill).
+        spill_rows: Spill threshold of this run.
+    """
+
+    def __init__(self, inner: split_fn.AnalyzeSplitFn, spec_dict: dict, cache_dir: str,
+                 reader: ReaderSettings, *, num_partitions: int = 1,
+                 temp_dir: str | None = None,
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS) -> None:
+        self._inner = inner
+        self._spec_dict = spec_dict
+        self._cache = cache_dir
+        self._reader = reader
+        self._partitions = num_partitions
+        self._temp = temp_dir
+        self._spill_rows = spill_rows
+        self._rows = beam.metrics.Metrics.counter("beam_prep", "rows_read")
+        self._bad = beam.metrics.Metrics.counter("beam_prep", "rows_rejected")
+
+    def setup(self) -> None:
+        self._inner.setup()
+        spec = Spec.from_dict(self._spec_dict)
+        self._analysis, self._per_feature = analysis_key(spec, self._reader)
+        self._vocab_names = [f.name for f in spec.of_kind("string", "integer", "text")]
+
+    def teardown(self) -> None:
+        self._inner.teardown()
+
+    def process(self, split: Split) -> Iterator[Any]:
+        try:
+            content = content_identity(split.path)
+        except Exception as e:  # noqa: BLE001 - the read reports a real problem
+            _LOG.warning("analysis cache: cannot identify %s (%s); analysed without cache",
+                         split.path, e)
+            yield from self._inner.process(split)
+            return
+        key = entry_key(split, content, self._analysis)
+        try:
+            index = store.load_index(self._cache, key)
+        except Exception as e:  # noqa: BLE001 - an unreachable cache is a miss
+            _LOG.warning("analysis cache: cannot read entry %s (%s)", key, e)
+            index = None
+        if index is not None:
+            yield from self._replay(split, store.entry_dir(self._cache, key), index)
+            yield beam.pvalue.TaggedOutput(CACHE, ("hit", key))
+            return
+        result, outputs = self._compute(split)
+        info = {"split": split_identity(split), "content": content,
+                "analysis_key": self._analysis, "feature_keys": self._per_feature}
+        try:
+            store.write_entry(self._cache, key, result, info)
+        except Exception as e:  # noqa: BLE001 - a read-only cache still gives results
+            _LOG.warning("analysis cache: cannot write entry %s (%s)", key, e)
+        yield from outputs
+        yield beam.pvalue.TaggedOutput(CACHE, ("miss", key))
+
+    def _compute(self, split: Split) -> tuple[store.SplitResult, list[Any]]:
+        """Runs the wrapped DoFn; returns its outputs as a result and as the list to emit."""
+        vocab: dict[str, list] = {name: [] for name in self._vocab_names}
+        numeric = None
+        meta: dict = {}
+        rejected: list[tuple[str, str]] = []
+        outputs = list(self._inner.process(split))
+        for out in outputs:
+            tag = getattr(out, "tag", None)
+            value = out.value if tag is not None else out
+            if tag is None:
+                (name, _), table = value
+                vocab.setdefault(name, []).append(table)
+            elif tag == split_fn.NUMERIC:
+                numeric = value[1][1]
+            elif tag == split_fn.META:
+                meta = value
+            elif tag == split_fn.REJECTED:
+                rejected.append(value)
+        return store.SplitResult(vocab, numeric, meta, rejected), outputs
+
+    def _replay(self, split: Split, folder: str, index: dict) -> Iterator[Any]:
+        stem = spill.stable_id(split.split_id)
+        n = 0
+        for name, relname in index["vocab"].items():
+            for table in store.vocab_tables(folder, relname):
+                for part, t in split_by_partition(table, self._partitions):
+                    item: Any = t
+                    if self._temp is not None and t.num_rows >= self._spill_rows:
+                        item = spill.spill(
+                            t, f"{self._temp}/counts/{name}/p{part:03d}/{stem}-c{n:05d}.arrow")
+                        n += 1
+                    yield (name, part), item
+        if index["numeric"]:
+            partials = store.load_numeric(folder)
+            yield beam.pvalue.TaggedOutput(
+                split_fn.NUMERIC,
+                (split_fn.numeric_group(split.split_id), (split.split_id, partials)))
+        for row in store.load_rejected(folder):
+            yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
+        meta = store.load_meta(folder)
+        self._rows.inc(meta["rows_read"])
+        self._bad.inc(meta["rows_rejected"])
+        yield beam.pvalue.TaggedOutput(split_fn.META, meta)
+        progress.record_unit(split.split_id, rows=meta["rows_read"],
+                             rejected=meta["rows_rejected"])
+        _LOG.info("analysis cache: %s from entry %s", split.split_id, index["key"])
+
+
+class CacheUseFn(beam.CombineFn):
+    """Counts hits and misses and collects the keys used (the empty input: zeros).
+
+    Example:
+        >>> fn = CacheUseFn()
+        >>> acc = fn.add_input(fn.create_accumulator(), ("hit", "k1"))
+        >>> fn.extract_output(fn.merge_accumulators([acc, fn.add_input(
+        ...     fn.create_accumulator(), ("miss", "k2"))]))
+        {'hits': 1, 'misses': 1, 'keys': ['k1', 'k2']}
+    """
+
+    def create_accumulator(self) -> tuple[int, int, set]:
+        return 0, 0, set()
+
+    def add_input(self, acc: tuple[int, int, set], item: tuple[str, str]):
+        hits, misses, keys = acc
+        keys.add(item[1])
+        return hits + (item[0] == "hit"), misses + (item[0] == "miss"), keys
+
+    def merge_accumulators(self, accs: Iterable[tuple[int, int, set]]):
+        hits, misses, keys = 0, 0, set()
+        for h, m, k in accs:
+            hits, misses = hits + h, misses + m
+            keys |= k
+        return hits, misses, keys
+
+    def extract_output(self, acc: tuple[int, int, set]) -> dict:
+        return {"hits": acc[0], "misses": acc[1], "keys": sorted(acc[2])}
+
+
+def run_record_path(cache_dir: str, run_id: str) -> str:
+    """``<cache_dir>/runs/<run_id>.json``."""
+    return fs.join(cache_dir, store.RUNS_DIR, f"{run_id}.json")
+
+
+def record_run(use: dict, cache_dir: str, run_id: str) -> dict:
+    """Writes the run's record (``{"run", "hits", "misses", "keys"}``); returns it."""
+    record = {"run": run_id, "hits": use["hits"], "misses": use["misses"],
+              "keys": use["keys"]}
+    store.write_atomic(run_record_path(cache_dir, run_id),
+                       json.dumps(record, indent=1).encode("utf-8"))
+    return record
+
+
+def read_run(cache_dir: str, run_id: str) -> dict | None:
+    """A run's record (``{"run", "hits", "misses", "keys"}``), None when it has none."""
+    path = run_record_path(cache_dir, run_id)
+    return json.loads(fs.read_bytes(path)) if fs.exists(path) else None
+
+
+class RecordCacheUse(beam.PTransform):
+    """``("hit" | "miss", key)`` elements → the run's record, written to the cache (the
+    keys the run used, for pruning, and its hits and misses).
+
+    Args:
+        cache_dir: The cache folder.
+        run_id: Names the run's record (:func:`new_run_id`, chosen when the pipeline is
+            built so a retried step rewrites the same file).
+    """
+
+    def __init__(self, cache_dir: str, run_id: str) -> None:
+        super().__init__()
+        self._cache, self._run = cache_dir, run_id
+
+    def expand(self, uses: beam.PCollection) -> beam.PCollection:
+        return (uses
+                | "CountCacheUse" >> beam.CombineGlobally(CacheUseFn())
+                | "WriteCacheRun" >> beam.Map(record_run, self._cache, self._run))

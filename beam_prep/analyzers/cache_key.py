@@ -1,0 +1,168 @@
+"""Keys of the analysis cache: what a cached split result depends on, and nothing else.
+
+An entry of the cache (:mod:`beam_prep.analyzers.cache_store`) holds exactly what
+:class:`~beam_prep.analyzers.split_fn.AnalyzeSplitFn` emits for one input split. Its key is
+the sha256 of:
+
+* :data:`CACHE_FORMAT_VERSION`;
+* the split's identity: path, format, Parquet row groups, first row, byte range;
+* the file's *content identity* (:func:`content_identity`): local files: size, mtime and
+  ctime in nanoseconds and inode (``os.utime`` can fake an mtime, never a ctime);
+  object stores: size, update time and the store's checksum (GCS: the object's crc32c),
+  all read through Beam ``FileSystems``;
+* the *analysis key* (:func:`analysis_key`): the spec fields that change what is
+  accumulated (per feature: :func:`feature_key`), the columns read with their types (a row
+  is rejected when any of them fails to convert, which changes every feature's counts),
+  the reader options that change results (format, batch size, CSV delimiter,
+  ``skip_corrupt_tail``) and the versions of the libraries that count and sketch.
+
+Settings applied after the merge (:data:`POST_MERGE_FIELDS`: ``top_k``, ``min_count``,
+``max_tokens``, ``num_buckets`` when the sketch's epsilon stays the same, output modes
+other than ``tf_idf``, scaling, OOV and mask settings) are not part of the key: changing
+them reuses every entry. The partition count is not either: entries hold unpartitioned tables.
+
+Example:
+    >>> from beam_prep.spec import Spec, StringFeature
+    >>> a = Spec((StringFeature("city", top_k=10),))
+    >>> b = Spec((StringFeature("city", top_k=99),))
+    >>> settings = ReaderSettings("csv", batch_size=1024)
+    >>> analysis_key(a, settings)[0] == analysis_key(b, settings)[0]
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Any
+
+from beam_prep.analyzers.split_fn import required_columns
+from beam_prep.io.readers import Split
+from beam_prep.spec import Feature, Spec
+
+#: Bumped whenever the entry layout or the meaning of a key part changes.
+CACHE_FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ReaderSettings:
+    """The reader options a split's analysis result depends on.
+
+    Attributes:
+        format: Input format.
+        batch_size: Rows per Arrow batch (numeric moments and sketches are merged per
+            batch, so their floating-point bits depend on it).
+        csv_delimiter: CSV field delimiter.
+        skip_corrupt_tail: TFRecord corrupt-tail handling.
+    """
+
+    format: str
+    batch_size: int
+    csv_delimiter: str = ","
+    skip_corrupt_tail: bool = False
+
+
+def _digest(obj: Any) -> str:
+    body = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+#: Feature fields applied after the merge: a change of one of them reuses every entry.
+POST_MERGE_FIELDS = frozenset({
+    "top_k", "min_count", "num_oov_indices", "mask_token", "output_mode", "max_tokens",
+    "output_sequence_length", "num_buckets", "epsilon", "scaling", "max_values"})
+
+
+def feature_key(f: Feature) -> dict[str, Any]:
+    """The fields of one feature that change its accumulation (plain JSON data).
+
+    Every field of the feature except :data:`POST_MERGE_FIELDS` (so a field added to the
+    spec later invalidates entries until it is listed there), plus what two of those
+    fields do change: whether a text feature counts document frequencies
+    (``output_mode: tf_idf``) and a numeric feature's sketch epsilon (``num_buckets``
+    sets it when ``epsilon`` is not given; no sketch without ``num_buckets``).
+
+    Example:
+        >>> from beam_prep.spec import NumericFeature
+        >>> feature_key(NumericFeature("x", num_buckets=10))["epsilon"]
+        0.01
+        >>> feature_key(NumericFeature("x", num_buckets=20))["epsilon"]
+        0.01
+    """
+    out = {k: v for k, v in f.to_dict().items() if k not in POST_MERGE_FIELDS}
+    out["column"] = f.source_column if f.expr is None else None
+    if f.kind == "text":
+        out["document_frequency"] = f.output_mode == "tf_idf"
+    elif f.kind == "numeric":
+        out["epsilon"] = f.resolved_epsilon()
+    return out
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the code that reads, counts and sketches (part of every key)."""
+    import pyarrow
+    import tfx_bsl
+
+    from beam_prep.version import __version__
+
+    return {"beam_prep": __version__, "pyarrow": pyarrow.__version__,
+            "tfx_bsl": tfx_bsl.__version__}
+
+
+def analysis_key(spec: Spec, reader: ReaderSettings) -> tuple[str, dict[str, str]]:
+    """The analysis key of a spec: ``(hex digest, {feature: its own digest})``.
+
+    Hashed features are not analysed and do not count. The per-feature digests are stored
+    in each entry, to show which feature changed when entries stop matching.
+    """
+    features = [f for f in spec.features if f.kind != "hashed"]
+    per_feature = {f.name: _digest(feature_key(f)) for f in features}
+    whole = {"features": [feature_key(f) for f in features],
+             "columns": required_columns(spec),
+             "reader": dataclasses.asdict(reader),
+             "libraries": library_versions()}
+    return _digest(whole), per_feature
+
+
+def split_identity(split: Split) -> dict[str, Any]:
+    """The split as plain data (part of the key and of the entry's index)."""
+    return {"path": split.path, "format": split.format,
+            "row_groups": None if split.row_groups is None else list(split.row_groups),
+            "first_row": split.first_row, "start": split.start, "end": split.end}
+
+
+def content_identity(path: str) -> str:
+    """What says a file's bytes are unchanged, as a string.
+
+    Local files: size, mtime and ctime (ns) and inode. Rewriting a file in place changes its
+    ctime even when its size is kept and its mtime is restored with ``os.utime``. Object
+    stores: size and update time from ``FileSystems.match`` plus ``FileSystems.checksum``
+    (GCS: the object's crc32c, a hash of its content; Beam 2.77 does not expose the object
+    generation through FileSystems).
+    """
+    if "://" not in path:
+        st = os.stat(path)
+        return f"local:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+    from apache_beam.io.filesystems import FileSystems
+
+    meta = FileSystems.match([path])[0].metadata_list
+    if len(meta) != 1:
+        raise FileNotFoundError(f"{path}: {len(meta)} objects match")
+    try:
+        checksum = FileSystems.checksum(path)
+    except Exception:  # noqa: BLE001 - a store without checksums: size + time only
+        checksum = None
+    return f"object:{meta[0].size_in_bytes}:{meta[0].last_updated_in_seconds!r}:{checksum}"
+
+
+def entry_key(split: Split, content: str, analysis: str) -> str:
+    """The cache key of one split's analysis result (hex sha256).
+
+    Example:
+        >>> len(entry_key(Split("a.csv", "csv"), "local:1:2:3:4", "0" * 64))
+        64
+    """
+    return _digest({"version": CACHE_FORMAT_VERSION, "split": split_identity(split),
+                    "content": content, "analysis": analysis})

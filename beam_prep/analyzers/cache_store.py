@@ -1,0 +1,266 @@
+"""The on-disk format of the analysis cache: one folder per split result, no pickle.
+
+Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
+
+    DIR/entries/<key[:2]>/<key>/index.json      written last (atomic), lists the files below
+    DIR/entries/<key[:2]>/<key>/vocab-NNN.arrow one feature's count tables, Arrow IPC stream
+    DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
+    DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
+    DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
+    DIR/entries/<key[:2]>/<key>/rejected.jsonl  [sort key, json line] per rejected row
+    DIR/runs/<utc time>-<id>.json               the keys one run used (for pruning)
+
+``index.json`` holds :data:`FORMAT_NAME`, the cache format version, the key, the split,
+its content identity, the analysis key and per-feature keys, and the sha256 and size of
+every payload file. An entry is used only when its index parses, names this format version
+and key, and every payload file has the recorded size and sha256; otherwise it is a miss
+with a warning and is rewritten. The index is written after the payloads (locally: a
+temporary file renamed into place; on object stores an object write is atomic), so a
+half-written entry is never used.
+
+Floats are stored as ``float.hex`` strings (exact, and ``inf`` is representable); the
+sketch as its own serialized state (``QuantilesSketch.__getstate__``, a protocol buffer).
+
+Example:
+    >>> write_entry("cache", key, result, info)                    # doctest: +SKIP
+    >>> index = load_index("cache", key)                           # doctest: +SKIP
+    >>> meta = load_meta(entry_dir("cache", key))                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import pickle
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_prep.analyzers import numeric as num
+from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
+from beam_prep.analyzers.spill import SpillRef, materialize
+from beam_prep.analyzers.vocab_count import SCHEMA
+from beam_prep.io import filesystem as fs
+
+FORMAT_NAME = "beam_prep.analysis_cache"
+ENTRIES_DIR = "entries"
+RUNS_DIR = "runs"
+INDEX = "index.json"
+
+_LOG = logging.getLogger("beam_prep.analyze")
+_PLAIN = CompressionTypes.UNCOMPRESSED
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitResult:
+    """Everything the split analysis emits for one split.
+
+    Attributes:
+        vocab: Feature → its count tables (in memory or spilled), in emission order.
+        numeric: Feature → partial, or None when the spec has no numeric feature.
+        meta: Row, reject, missing and document counts.
+        rejected: ``(sort key, json line)`` per rejected row.
+    """
+
+    vocab: dict[str, list[pa.Table | SpillRef]]
+    numeric: dict[str, num.NumericPartial] | None
+    meta: dict
+    rejected: list[tuple[str, str]]
+
+
+def entry_dir(cache_dir: str, key: str) -> str:
+    """The folder of one entry."""
+    return fs.join(cache_dir, ENTRIES_DIR, key[:2], key)
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+class _HashingFile:
+    """A write-only file that hashes what goes through it (pyarrow writes into it)."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+        self.sha = hashlib.sha256()
+        self.size = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data)
+        self.sha.update(view)
+        self.size += view.nbytes
+        self._target.write(view.tobytes())
+        return view.nbytes
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _write_tables(path: str, tables: list[pa.Table | SpillRef]) -> dict:
+    """Writes a feature's tables (spilled ones read back one at a time) as one IPC stream."""
+    fs.makedirs(FileSystems.split(path)[0])
+    with FileSystems.create(path, compression_type=_PLAIN) as f:
+        sink = _HashingFile(f)
+        with pa.ipc.new_stream(sink, SCHEMA) as writer:
+            for item in tables:
+                writer.write_table(materialize(item))
+    return {"sha256": sink.sha.hexdigest(), "bytes": sink.size}
+
+
+def _write_file(path: str, data: bytes) -> dict:
+    fs.write_bytes(path, data)
+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Writes a file so that readers see the old state or the whole new file."""
+    if "://" in path:  # an object write is atomic
+        fs.write_bytes(path, data)
+        return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    temp = f"{path}.tmp-{uuid.uuid4().hex}"
+    with open(temp, "wb") as f:
+        f.write(data)
+    os.replace(temp, path)
+
+
+def _moments_json(m: num.Moments) -> dict:
+    return {"count": m.count, "mean": m.mean.hex(), "scaled_m2": m.scaled_m2.hex(),
+            "minimum": m.minimum.hex(), "maximum": m.maximum.hex(), "exponent": m.exponent}
+
+
+def _moments_of(d: dict) -> num.Moments:
+    return num.Moments(int(d["count"]), float.fromhex(d["mean"]),
+                       float.fromhex(d["scaled_m2"]), float.fromhex(d["minimum"]),
+                       float.fromhex(d["maximum"]), int(d["exponent"]))
+
+
+def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> None:
+    """Stores one split's result; the index (with ``info`` and checksums) is written last.
+
+    Args:
+        cache_dir: The cache folder.
+        key: The entry key (:func:`~beam_prep.analyzers.cache_key.entry_key`).
+        result: What the split analysis emitted.
+        info: Plain data recorded in the index (split, content identity, analysis keys).
+    """
+    folder = entry_dir(cache_dir, key)
+    index_path = fs.join(folder, INDEX)
+    if fs.exists(index_path):  # a stale or corrupt entry: never pair its index with new files
+        FileSystems.delete([index_path])
+    files: dict[str, dict] = {}
+    vocab: dict[str, str] = {}
+    for i, (name, tables) in enumerate(result.vocab.items()):
+        vocab[name] = f"vocab-{i:03d}.arrow"
+        files[vocab[name]] = _write_tables(fs.join(folder, vocab[name]), tables)
+    numeric = None
+    if result.numeric is not None:
+        numeric = {}
+        for i, (name, p) in enumerate(result.numeric.items()):
+            sketch = None
+            if p.sketch is not None:
+                sketch = f"sketch-{i:03d}.bin"
+                state = pickle.loads(p.sketch).__getstate__()  # our own in-memory bytes
+                files[sketch] = _write_file(fs.join(folder, sketch), state)
+            numeric[name] = {"moments": _moments_json(p.moments), "missing": p.missing,
+                             "nan": p.nan, "infinite": p.infinite, "sketch": sketch}
+        files["numeric.json"] = _write_file(fs.join(folder, "numeric.json"), _json(numeric))
+    files["meta.json"] = _write_file(fs.join(folder, "meta.json"), _json(result.meta))
+    lines = "".join(json.dumps([k, line], ensure_ascii=False) + "\n"
+                    for k, line in result.rejected)
+    files["rejected.jsonl"] = _write_file(fs.join(folder, "rejected.jsonl"),
+                                          lines.encode("utf-8"))
+    index = {"format": FORMAT_NAME, "format_version": CACHE_FORMAT_VERSION, "key": key,
+             **info, "vocab": vocab, "numeric": numeric is not None, "files": files}
+    write_atomic(index_path, _json(index))
+
+
+def _reject(key: str, why: str) -> None:
+    _LOG.warning("analysis cache: entry %s is not used (%s); the split is analysed again "
+                 "and the entry rewritten.", key, why)
+
+
+def load_index(cache_dir: str, key: str) -> dict | None:
+    """The checked index of an entry, or None (a miss; a damaged entry also warns).
+
+    Every payload file is re-hashed before the entry is trusted.
+    """
+    folder = entry_dir(cache_dir, key)
+    path = fs.join(folder, INDEX)
+    if not fs.exists(path):
+        return None
+    try:
+        index = json.loads(fs.read_bytes(path))
+    except (ValueError, UnicodeDecodeError, OSError) as e:
+        _reject(key, f"unreadable index: {e}")
+        return None
+    if not isinstance(index, dict) or index.get("format") != FORMAT_NAME:
+        _reject(key, "not an analysis cache index")
+        return None
+    if index.get("format_version") != CACHE_FORMAT_VERSION:
+        _reject(key, f"format_version {index.get('format_version')!r}, this version reads "
+                     f"{CACHE_FORMAT_VERSION}")
+        return None
+    if index.get("key") != key or not isinstance(index.get("files"), dict):
+        _reject(key, "the index belongs to another key")
+        return None
+    for rel, want in sorted(index["files"].items()):
+        try:
+            sha, size = fs.sha256_of(fs.join(folder, rel))
+        except Exception as e:  # noqa: BLE001 - missing or unreadable: not usable
+            _reject(key, f"{rel} cannot be read: {type(e).__name__}")
+            return None
+        if (sha, size) != (want.get("sha256"), want.get("bytes")):
+            _reject(key, f"{rel} has sha256 {sha[:12]}… and {size} bytes, the index says "
+                         f"{str(want.get('sha256'))[:12]}… and {want.get('bytes')}")
+            return None
+    return index
+
+
+def vocab_tables(folder: str, relname: str) -> Iterator[pa.Table]:
+    """The stored count tables of one feature, one record batch at a time."""
+    with FileSystems.open(fs.join(folder, relname), compression_type=_PLAIN) as f:
+        reader = pa.ipc.open_stream(f)
+        for batch in reader:
+            yield pa.Table.from_batches([batch], schema=SCHEMA)
+
+
+def load_numeric(folder: str) -> dict[str, num.NumericPartial]:
+    """The numeric partials of an entry (sketches rebuilt from their own state)."""
+    from tfx_bsl.sketches import QuantilesSketch
+
+    out: dict[str, num.NumericPartial] = {}
+    for name, d in json.loads(fs.read_bytes(fs.join(folder, "numeric.json"))).items():
+        sketch = None
+        if d["sketch"] is not None:
+            s = QuantilesSketch.__new__(QuantilesSketch)
+            s.__setstate__(fs.read_bytes(fs.join(folder, d["sketch"])))
+            sketch = pickle.dumps(s)  # the pipeline's in-memory form, as AnalyzeSplitFn's
+        out[name] = num.NumericPartial(_moments_of(d["moments"]), int(d["missing"]),
+                                       int(d["nan"]), int(d["infinite"]), sketch)
+    return out
+
+
+def load_meta(folder: str) -> dict:
+    """The counts of an entry."""
+    return json.loads(fs.read_bytes(fs.join(folder, "meta.json")))
+
+
+def load_rejected(folder: str) -> Iterator[tuple[str, str]]:
+    """The rejected rows of an entry, as ``(sort key, json line)``."""
+    body = fs.read_bytes(fs.join(folder, "rejected.jsonl")).decode("utf-8")
+    for line in body.split("\n"):  # not splitlines(): JSON leaves U+2028 unescaped
+        if line:
+            key, text = json.loads(line)
+            yield key, text
