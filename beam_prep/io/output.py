@@ -15,10 +15,19 @@ A job's output folder is handled in the same way by ``analyze`` and ``make-elwc`
    the new ``last`` file at the very end, and removes the staging folder. A failed run leaves
    the old output untouched and its staging folder (which error messages may point at) in
    place; the next run removes it.
+4. **Finalisation in the pipeline.** :meth:`OutputRun.finalizer` gives a small picklable
+   :class:`Finalizer` that does steps 3 and 1's release on a worker, as the job's last step
+   (:class:`beam_prep.io.output_finalize.FinalizeOutput`), so an output is committed and
+   unlocked even when no driver waits for the job (a Flex Template launcher, a
+   ``--template_location`` run). A commit first writes a journal (``_COMMIT.json`` in the
+   staging folder) naming the new files, so a retried or interrupted commit finishes the same
+   moves and never deletes a file it already moved; run twice, it is a no-op. The driver's
+   :meth:`OutputRun.commit` is then a no-op too; a launcher that does not wait calls
+   :meth:`OutputRun.hand_over` so that leaving the context keeps the lock and the staging
+   folder for the pipeline.
 
-On object stores a "folder" is only a key prefix: ``FileSystems.exists("gs://b/out")`` is
-False even when ``gs://b/out/manifest.json`` exists. Every folder operation here (listing,
-emptiness, deletion) therefore lists the prefix ``<out>/**`` instead of asking for the folder.
+On object stores a "folder" is only a key prefix: every folder operation (listing, emptiness,
+deletion; :mod:`beam_prep.io.folders`) lists the prefix ``<out>/**``.
 
 Example:
     >>> import tempfile
@@ -37,106 +46,37 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
-import os
 import re
-import shutil
 import uuid
-
-from apache_beam.io.filesystems import FileSystems
+from typing import Literal
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
+from beam_prep.io.folders import (  # noqa: F401 (re-exported)
+    delete_files,
+    delete_tree,
+    is_empty,
+    is_object_store,
+    list_entries,
+    list_files,
+    move_files,
+)
 from beam_prep.io.output_lock import (  # noqa: F401 (re-exported)
     LOCK_NAME,
     LockHolder,
     acquire_lock,
     read_lock,
+    release_host_guard,
     release_lock,
 )
 
 STAGING_PREFIX = "_staging-"
-_DELETE_BATCH = 100
+COMMIT_JOURNAL = "_COMMIT.json"
+"""Written into the staging folder when a commit starts: the relative paths it moves."""
+FinalizeOutcome = Literal["committed", "failed", "refused", "nothing_staged"]
 _LOG = logging.getLogger(__name__)
-
-
-def is_object_store(path: str) -> bool:
-    """True for ``scheme://`` paths (gs://, s3:// ...), where folders are key prefixes."""
-    return "://" in path
-
-
-def _prefix(folder: str) -> str:
-    return folder.rstrip("/") + "/"
-
-
-def list_files(folder: str) -> list[str]:
-    """Sorted paths, relative to ``folder`` and ``/``-separated, of every file below it.
-
-    Object stores: every object whose key starts with ``<folder>/``. A missing folder gives
-    an empty list.
-    """
-    if is_object_store(folder):
-        prefix = _prefix(folder)
-        found = FileSystems.match([prefix + "**"])[0].metadata_list
-        return sorted(m.path[len(prefix):] for m in found if m.path.startswith(prefix))
-    out = []
-    for root, _, files in os.walk(folder):
-        rel = os.path.relpath(root, folder)
-        for name in files:
-            out.append(name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}")
-    return sorted(out)
-
-
-def list_entries(folder: str) -> list[str]:
-    """Like :func:`list_files`, plus local empty subfolders (as ``name/``)."""
-    entries = list_files(folder)
-    if not is_object_store(folder) and os.path.isdir(folder):
-        for root, dirs, files in os.walk(folder):
-            if root != folder and not dirs and not files:
-                entries.append(os.path.relpath(root, folder).replace(os.sep, "/") + "/")
-    return sorted(entries)
-
-
-def is_empty(folder: str) -> bool:
-    """True if ``folder`` is missing or holds nothing (on object stores: no key below it)."""
-    if is_object_store(folder):
-        return not list_files(folder)
-    return not os.path.isdir(folder) or not os.listdir(folder)
-
-
-def delete_files(folder: str, relpaths: list[str]) -> None:
-    """Deletes the given files below ``folder`` (missing ones are ignored)."""
-    paths = [fs.join(folder, p) for p in relpaths]
-    if not is_object_store(folder):
-        for p in paths:
-            if os.path.lexists(p):
-                os.remove(p)
-        return
-    for i in range(0, len(paths), _DELETE_BATCH):
-        FileSystems.delete(paths[i:i + _DELETE_BATCH])
-
-
-def delete_tree(folder: str) -> None:
-    """Deletes ``folder`` and everything below it; object stores: every key of its prefix."""
-    if is_object_store(folder):
-        delete_files(folder, list_files(folder))
-    elif os.path.isdir(folder):
-        shutil.rmtree(folder)
-
-
-def move_files(src_folder: str, dst_folder: str, relpaths: list[str]) -> None:
-    """Moves files, replacing existing ones (local: atomic renames; object stores: batched
-    copy+delete)."""
-    if is_object_store(src_folder):
-        for i in range(0, len(relpaths), _DELETE_BATCH):
-            part = relpaths[i:i + _DELETE_BATCH]
-            FileSystems.rename([fs.join(src_folder, p) for p in part],
-                               [fs.join(dst_folder, p) for p in part])
-        return
-    for rel in relpaths:
-        dst = fs.join(dst_folder, rel)
-        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
-        os.replace(fs.join(src_folder, rel), dst)
 
 
 def is_bookkeeping(relpath: str) -> bool:
@@ -216,12 +156,159 @@ def check_folder(folder: str, policy: OutputPolicy, *, overwrite: bool) -> bool:
         f"--overwrite. Choose an empty or new {policy.flag}, or empty this folder yourself.")
 
 
+def _read_journal(staging: str) -> list[str] | None:
+    """The files named by the staging folder's commit journal; None if unreadable."""
+    try:
+        files = json.loads(fs.read_text(fs.join(staging, COMMIT_JOURNAL)))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # written partially: no file was moved yet, so start over
+    return [str(f) for f in files]
+
+
+def commit_staging(folder: str, staging: str, policy: OutputPolicy) -> bool:
+    """Moves a staged output into ``folder``; safe to repeat after a crash at any point.
+
+    The first call writes :data:`COMMIT_JOURNAL` (the staged files), then deletes the old
+    ``last`` file and the old owned files the new output does not replace, moves the new
+    files and the new ``last`` file at the end, and removes the staging folder. A repeated
+    call reads the journal, so it keeps the files already moved and moves only the rest; once
+    the staging folder is gone it does nothing. Files the job does not own are never touched.
+
+    Returns:
+        True if the staged output was complete (now in place, or already), False if it was
+        incomplete: then nothing is moved and the staging folder is deleted.
+    """
+    listed = list_files(staging)
+    if not listed:
+        return True  # already committed (a repeated call)
+    present = [p for p in listed if p != COMMIT_JOURNAL]
+    new = _read_journal(staging) if COMMIT_JOURNAL in listed else None
+    if new is None:
+        if not policy.finished(present):
+            _LOG.warning("%s wrote no complete %s output; nothing was moved into %s",
+                         staging, policy.job, folder)
+            delete_tree(staging)
+            return False
+        new = present
+        fs.write_bytes(fs.join(staging, COMMIT_JOURNAL),
+                       json.dumps({"files": new}, sort_keys=True).encode("utf-8"))
+    last = policy.last
+    if last in present or last not in new:  # else every file was moved by an earlier call
+        keep = set(new)
+        old = [p for p in list_files(folder) if not is_bookkeeping(p) and policy.owns(p)]
+        if last in old and last in present:
+            delete_files(folder, [last])
+        delete_files(folder, [p for p in old if p not in keep and p != last])
+        move_files(staging, folder, [p for p in present if p != last])
+        move_files(staging, folder, [last] if last in present else [])
+    delete_tree(staging)
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Finalizer:
+    """The end of one run, done where the job's last step runs (a worker, or the driver).
+
+    Picklable (plain fields): the jobs hand it to
+    :class:`beam_prep.io.output_finalize.FinalizeOutput`. :meth:`finalize` commits a complete
+    staged output and releases the lock; an incomplete one (a failed input check) stays in
+    staging for its report and rejected rows, the folder is left as it was, the lock is
+    released and the reason logged: nothing raises, since a runner would retry a raising step.
+
+    Attributes:
+        folder: The output folder.
+        policy: What the job writes.
+        run_id: Id of the run (its lock holder and staging folder name).
+        overwrite: The run's ``--overwrite``; the folder is checked again before the commit.
+        report: Relative path of the staged JSON file whose ``"error"`` explains a failed run
+            (e.g. ``"_failed.json"``), used in the log message.
+        failure_level: Log level of a failed run's message: ``logging.ERROR`` when no driver
+            waits for the job; the jobs pass ``logging.INFO`` when the driver raises the error
+            itself, so that the command line shows it once.
+
+    Example:
+        >>> import tempfile
+        >>> policy = OutputPolicy(job="demo", signatures=(("done.txt",),),
+        ...                       owned=("done.txt",), last="done.txt")
+        >>> out = tempfile.mkdtemp()
+        >>> with OutputRun(out, policy) as run:
+        ...     fs.write_bytes(fs.join(run.staging, "done.txt"), b"ok")
+        ...     fin = run.finalizer()
+        ...     fin.finalize(), fin.finalize(), read_lock(out)
+        ('committed', 'nothing_staged', None)
+    """
+
+    folder: str
+    policy: OutputPolicy
+    run_id: str
+    overwrite: bool = False
+    report: str | None = None
+    failure_level: int = logging.ERROR
+
+    @property
+    def staging(self) -> str:
+        """The run's staging folder."""
+        return fs.join(self.folder, STAGING_PREFIX + self.run_id)
+
+    def finalize(self) -> FinalizeOutcome:
+        """Commits or keeps the staged output, releases the lock; returns what happened.
+
+        ``"committed"``: the output is in place. ``"failed"``: the run wrote no complete
+        output, which stays in staging. ``"refused"``: the lock is no longer this run's (broken
+        with ``--force_unlock``, or a classic template launched a second time) or the folder
+        changed into one the run may not replace: nothing moved, the staging folder stays.
+        ``"nothing_staged"``: an earlier call already finished (a retried step), or the run
+        staged nothing.
+        """
+        listed = list_files(self.staging)
+        job, run = self.policy.job, self.run_id
+        if not listed:
+            _LOG.info("%s run %s: nothing staged in %s (already committed, or nothing "
+                      "written)", job, run, self.staging)
+            release_lock(self.folder, self.run_id)
+            return "nothing_staged"
+        if COMMIT_JOURNAL not in listed:  # not started yet: check as a new run would
+            if not self.policy.finished(listed):
+                _LOG.log(self.failure_level, "%s run %s failed: %s %s was left as it was; this "
+                         "run's report and rejected rows stay in %s until the next run.",
+                         job, run, self._reason(listed), self.folder, self.staging)
+                release_lock(self.folder, self.run_id)
+                return "failed"
+            holder = read_lock(self.folder)
+            if holder is None or holder.run_id != self.run_id:
+                _LOG.error("%s run %s finished but no longer holds the lock of %s (%s); its "
+                           "output was not moved and stays in %s.", job, run, self.folder,
+                           holder.describe() if holder else "unlocked", self.staging)
+                return "refused"
+            try:
+                check_folder(self.folder, self.policy, overwrite=self.overwrite)
+            except ArtifactError as e:
+                _LOG.error("%s run %s: output not moved, it stays in %s: %s", job, run,
+                           self.staging, e)
+                release_lock(self.folder, self.run_id)
+                return "refused"
+        commit_staging(self.folder, self.staging, self.policy)
+        release_lock(self.folder, self.run_id)
+        return "committed"
+
+    def _reason(self, listed: list[str]) -> str:
+        if self.report and self.report in listed:
+            try:
+                error = json.loads(fs.read_text(fs.join(self.staging, self.report))).get("error")
+            except (OSError, ValueError, AttributeError):
+                error = None
+            if error:
+                return str(error)
+        return f"it wrote no complete output (no {self.policy.last})."
+
+
 class OutputRun:
     """Context manager owning one job's output folder for one run.
 
     Entering takes the lock, checks the folder (see :func:`check_folder`) and removes stale
     staging folders of earlier runs; :attr:`staging` is where the pipeline writes;
-    :meth:`commit` moves the staged output into place; leaving releases the lock.
+    :meth:`commit` (or the pipeline's last step, see :meth:`finalizer`) moves the staged output
+    into place; leaving releases the lock, unless :meth:`hand_over` passed it to the pipeline.
 
     Args:
         folder: The output folder (local path or object-store URL).
@@ -240,6 +327,7 @@ class OutputRun:
         self.run_id = run_id or uuid.uuid4().hex[:16]
         self.staging = fs.join(self.folder, STAGING_PREFIX + self.run_id)
         self._locked = False
+        self._handed_over = False
 
     def __enter__(self) -> OutputRun:
         acquire_lock(self.folder, self.run_id, force_unlock=self.force_unlock,
@@ -258,6 +346,12 @@ class OutputRun:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None and self._handed_over:
+            _LOG.info("%s run %s: the job's last step moves its output from %s into place "
+                      "and releases the lock", self.policy.job, self.run_id, self.staging)
+            release_host_guard(self.folder, self.run_id)
+            self._locked = False
+            return
         if exc_type is not None and not is_empty(self.staging):
             _LOG.warning("%s run %s failed; its partial output stays in %s (removed by the "
                          "next run)", self.policy.job, self.run_id, self.staging)
@@ -270,26 +364,30 @@ class OutputRun:
             release_lock(self.folder, self.run_id)
             self._locked = False
 
+    def finalizer(self, *, report: str | None = None,
+                  failure_level: int = logging.ERROR) -> Finalizer:
+        """The picklable end of this run, for the pipeline's last step (see :class:`Finalizer`)."""
+        return Finalizer(self.folder, self.policy, self.run_id, overwrite=self.overwrite,
+                         report=report, failure_level=failure_level)
+
+    def hand_over(self) -> None:
+        """Leaves the lock and the staging folder to the pipeline's finalizer.
+
+        For a launcher that exits once the job is submitted (a ``--template_location`` run):
+        leaving the context then neither deletes the staging folder nor releases ``_LOCK``.
+        An exception inside the context still cleans up as usual (the job was not submitted).
+        """
+        self._handed_over = True
+
     def commit(self) -> bool:
         """Moves the staged output into the folder; False (nothing moved) if it is incomplete.
 
-        Order: delete the old ``last`` file, then the old owned files the new output does not
-        replace; move the new files, the new ``last`` file at the end; remove the staging
-        folder. Files the job does not own are never touched.
+        What :meth:`Finalizer.finalize` does (see :func:`commit_staging` for the order of the
+        moves), lock release included; a no-op returning True when the pipeline's finalizer
+        already committed (the staging folder is gone and the lock no longer this run's).
         """
-        staged = list_files(self.staging)
-        if not self.policy.finished(staged):
-            _LOG.warning("%s run %s wrote no complete output; nothing was moved into %s",
-                         self.policy.job, self.run_id, self.folder)
-            delete_tree(self.staging)
-            return False
-        old = [p for p in list_files(self.folder)
-               if not is_bookkeeping(p) and self.policy.owns(p)]
-        last = self.policy.last
-        if last in old:
-            delete_files(self.folder, [last])
-        delete_files(self.folder, [p for p in old if p not in staged and p != last])
-        move_files(self.staging, self.folder, [p for p in staged if p != last])
-        move_files(self.staging, self.folder, [last] if last in staged else [])
-        delete_tree(self.staging)
-        return True
+        if is_empty(self.staging):
+            holder = read_lock(self.folder)
+            if holder is None or holder.run_id != self.run_id:
+                return True  # committed by the pipeline's FinalizeOutput step
+        return self.finalizer().finalize() == "committed"

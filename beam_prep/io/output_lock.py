@@ -197,11 +197,26 @@ def acquire_lock(folder: str, run_id: str, *, force_unlock: bool = False,
 
 
 def release_lock(folder: str, run_id: str) -> None:
-    """Releases ``folder``'s lock if ``run_id`` holds it (a broken lock is left alone)."""
+    """Releases ``folder``'s lock if ``run_id`` holds it (a broken lock is left alone).
+
+    Safe to call again, and from another process or machine than the one that took the lock
+    (a pipeline's finalizer on a worker): only the run id is compared.
+    """
     path = fs.join(folder, LOCK_NAME)
     holder = _read_holder(path)
     if holder is not None and holder.run_id == run_id:
         _remove(path)
+    release_host_guard(folder, run_id)
+
+
+def release_host_guard(folder: str, run_id: str) -> None:
+    """Object stores: removes this host's guard file of ``folder`` if ``run_id`` holds it.
+
+    The guard only orders the runs launched from one host while they take ``_LOCK``; a run that
+    hands its ``_LOCK`` over to the pipeline (see :meth:`beam_prep.io.output.OutputRun.hand_over`)
+    drops the guard when its launcher exits, so a later launch from this host finds ``_LOCK``
+    itself. No-op on local folders and when another run holds the guard.
+    """
     if _is_object_store(folder):
         guard = _host_guard_path(folder)
         g = _read_holder(guard)
