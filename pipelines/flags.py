@@ -117,3 +117,16 @@ def is_dry_run(beam_args: Sequence[str]) -> bool:
     """
     return bool(PipelineOptions(list(beam_args)).get_all_options().get("dry_run"))
 
+
+def is_template_run(beam_args: Sequence[str]) -> bool:
+    """True when ``--template_location`` makes ``run()`` write a template and return at once.
+
+    The job then runs later, without this process: its last step commits the output (see
+    :mod:`beam_prep.io.output_finalize`).
+
+    Example:
+        >>> is_template_run(["--template_location=gs://b/t.json"]), is_template_run([])
+        (True, False)
+    """
+    return bool(PipelineOptions(list(beam_args)).get_all_options().get("template_location"))
+

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from beam_prep.pipelines.flags import is_dry_run, parse_job_args
+from beam_prep.pipelines.flags import is_dry_run, is_template_run, parse_job_args
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
@@ -35,6 +36,7 @@ from beam_prep.pipelines.make_elwc_args import build_parser
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
 from beam_prep.io.output import OutputRun
+from beam_prep.io.output_finalize import FinalizeOutput
 from beam_prep.progress import ProgressMonitor
 from beam_prep.ranking.data.options import (
     ElwcOptions,
@@ -103,28 +105,37 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
-    # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/ and move
-    # the finished files into place (stats.json last); see beam_prep.io.output. A run that fails
-    # on bad input is not moved: the previous output stays whole, and the failed run's
-    # stats.json and rejected/ stay in its staging folder, which the error names.
+    # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/; the job's
+    # last step moves the finished files into place (stats.json last) and releases the lock,
+    # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.
+    # A run that fails on bad input is not moved: the previous output stays whole, and the
+    # failed run's stats.json and rejected/ stay in its staging folder, which the error names.
+    template = is_template_run(beam_args)
     with OutputRun(args.output, ELWC_OUTPUT, overwrite=args.overwrite,
                    force_unlock=args.force_unlock) as out:
         pipeline = beam.Pipeline(options=options)
-        _ = pipeline | "ConvertToELWC" >> ConvertToELWC(files, opts,
-                                                       split_bytes=args.input_split_bytes) \
+        stats = pipeline | "ConvertToELWC" >> ConvertToELWC(
+            files, opts, split_bytes=args.input_split_bytes) \
             | "WriteELWC" >> WriteELWC(out.staging, opts)
+        _ = stats | "FinalizeOutput" >> FinalizeOutput(out.finalizer(
+            report=STATS_FILENAME, failure_level=logging.ERROR if template else logging.INFO))
         result = pipeline.run()
+        if template:  # the job runs later, without this process
+            out.hand_over()
+            return result
         result.wait_until_finish()
         if is_dry_run(beam_args):  # translation only: nothing ran, nothing to move
             return result
         stats_path = filesystem.join(out.staging, STATS_FILENAME)
-        stats = json.loads(filesystem.read_text(stats_path)) if filesystem.exists(
-            stats_path) else {"status": "failed", "error": "the job wrote no stats.json"}
-        if stats.get("status") != "ok":
-            raise InputError(f"{stats.get('error') or 'make-elwc failed'} The failed run's "
-                             f"stats.json and rejected lines are in {out.staging}; "
-                             f"{args.output} was left as it was.")
-        out.commit()
+        if filesystem.exists(stats_path):  # still staged: FinalizeOutput did not commit it
+            report = json.loads(filesystem.read_text(stats_path))
+            if report.get("status") != "ok":
+                raise InputError(f"{report.get('error') or 'make-elwc failed'} The failed "
+                                 f"run's stats.json and rejected lines are in {out.staging}; "
+                                 f"{args.output} was left as it was.")
+        if not out.commit():  # a no-op after FinalizeOutput
+            raise InputError(f"make-elwc wrote no complete output; {args.output} was left "
+                             "as it was.")
     return result
 
 
@@ -206,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ProgressMonitor("beam-prep make-elwc", unit="pieces", rows_name="lines",
                              total=_count_pieces(args) if show else None, enabled=show):
             run(argv)
-        if dry_run:
+        if dry_run or is_template_run(beam_args):  # a template: its last step commits
             rec.dry_run()
             return 0
         report = None if args.no_report else write_job_report("make-elwc", args.output)
