@@ -25,7 +25,8 @@ class DerivedFeature(keras.layers.Layer):
 
     ``function`` is a plain named function over a dict of input tensors (TensorFlow ops
     only); ``columns`` are the raw inputs it reads. Numeric results (float64) are cast to
-    ``output_dtype``; strings pass through.
+    ``output_dtype``; strings pass through. With ``list_output`` (``split``) the ragged result
+    becomes ``(batch, None)`` padded with ``""``, the form of a list raw input.
 
     Example:
         >>> layer = DerivedFeature(derive_r, ["a", "b"], "float32")  # doctest: +SKIP
@@ -33,19 +34,26 @@ class DerivedFeature(keras.layers.Layer):
     """
 
     def __init__(
-        self, function: Callable[..., Any], columns: list[str], output_dtype: str, **kwargs: Any
+        self, function: Callable[..., Any], columns: list[str], output_dtype: str, *,
+        list_output: bool = False, **kwargs: Any
     ) -> None:
         kwargs.setdefault("trainable", False)
         super().__init__(autocast=False, **kwargs)
         self.function = function
         self.columns = tuple(columns)
         self.output_dtype = output_dtype
+        self.list_output = list_output
 
     def call(self, inputs: dict[str, Any]) -> Any:
         value = self.function({name: inputs[name] for name in self.columns})
+        if isinstance(value, tf.RaggedTensor):
+            value = value.merge_dims(1, -1).to_tensor(default_value="")
         if value.dtype != tf.as_dtype(self.output_dtype):
             value = tf.cast(value, self.output_dtype)
         return value
 
     def compute_output_spec(self, inputs: dict[str, Any]) -> Any:
-        return keras.KerasTensor(inputs[self.columns[0]].shape, dtype=self.output_dtype)
+        shape = inputs[self.columns[0]].shape
+        if self.list_output:
+            shape = (shape[0], None)
+        return keras.KerasTensor(shape, dtype=self.output_dtype)

@@ -11,7 +11,9 @@ in a ``DerivedFeature`` layer ``<feature>_expr``, then cast to the feature's lay
 before the feature's layers.
 
 Raw input dtypes of expression columns: ``float`` -> float32 (as every numeric raw input),
-``int`` -> int64, ``string`` -> string. A hashed cross (``cross: [a, b]``) reads the raw
+``int`` -> int64, ``string`` -> string. A list-valued expression (``split``) reads scalar
+columns and gives a ``(batch, None)`` string value padded with ``""``, the form a list raw
+input has (beam_prep.codegen.list_plan). A hashed cross (``cross: [a, b]``) reads the raw
 inputs ``a`` and ``b`` and feeds their tuple to ``keras.layers.HashedCrossing``.
 :func:`check_names` refuses input and layer names that collide. This module imports neither
 Keras nor TensorFlow.
@@ -48,6 +50,7 @@ class DerivedPlan:
         columns: The raw inputs it reads (expression input columns, first-use order).
         output_dtype: The dtype the feature's layers take (the result is cast to it).
         layer: Name of the ``DerivedFeature`` layer, ``<feature>_expr``.
+        list_output: The value is a list per row: ``(batch, None)`` padded with ``""``.
     """
 
     expr: str
@@ -56,38 +59,37 @@ class DerivedPlan:
     columns: tuple[str, ...]
     output_dtype: str
     layer: str
+    list_output: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class RawInput:
-    """One raw input of the preprocessor, shape ``(batch, 1)``.
+    """One raw input of the preprocessor, shape ``(batch, 1)`` or, for a list, ``(batch, None)``.
 
     Attributes:
         name: Input name (a feature's name, or an expression input column's).
         dtype: ``string``, ``int64`` or ``float32``.
         column: Data column ``raw_columns`` reads it from.
+        is_list: A list column (``shape: list``): ``(batch, None)``, padded with the missing
+            value of ``dtype`` (``""`` or ``MISSING_INTEGER``).
     """
 
     name: str
     dtype: str
     column: str
+    is_list: bool = False
 
 
 def derived_plan(feature: Any, output_dtype: str) -> DerivedPlan:
     """The derived plan of a feature with ``expr`` (its layers take ``output_dtype``).
 
-    Raises:
-        SpecError: A list-valued expression (``split``): list inputs of the layers are not
-            supported yet.
+    A list-valued expression (``split``) gives a ``(batch, None)`` value padded with ``""``
+    (:attr:`DerivedPlan.list_output`), the form of a list raw input.
     """
     tree = feature.expression()
-    if tree.type == "list_string":
-        raise SpecError(
-            f"Feature {feature.name!r}: `expr` {feature.expr!r} gives a list per row; the "
-            "analysis counts its values, but the generated layers take one value per row. "
-            "Fix: use a scalar expression for a layer feature (list features come later).")
     return DerivedPlan(feature.expr, tree, f"derive_{feature.name}",
-                       tuple(input_types(tree)), output_dtype, feature.name + DERIVED_SUFFIX)
+                       tuple(input_types(tree)), output_dtype, feature.name + DERIVED_SUFFIX,
+                       tree.type == "list_string")
 
 
 def crossing_layer(feature: Any) -> tuple[str, str, tuple]:
@@ -109,7 +111,7 @@ def raw_inputs_of(features: Any) -> tuple[RawInput, ...]:
         if fp.crossed:
             wanted = [RawInput(c, fp.dtype, c) for c in fp.crossed]
         elif fp.derived is None:
-            wanted = [RawInput(fp.name, fp.dtype, fp.column)]
+            wanted = [RawInput(fp.name, fp.dtype, fp.column, fp.list_input)]
         else:
             types = input_types(fp.derived.tree)
             wanted = [RawInput(c, RAW_DTYPES[types[c]], c) for c in fp.derived.columns]

@@ -30,6 +30,9 @@ Lookups always run in ``int`` mode; other output modes add a CategoryEncoding wi
 but float32, as Keras declares it symbolically). A mask token with a non-int mode is
 refused.
 
+List features (``shape: list`` or ``expr: split(...)``; beam_prep.codegen.list_plan): raw
+input ``(b, None)``, lookup index 0 = padding, a ``ListEncoding`` layer ``<name>_list``.
+
 Stages: every output is computed in the ``data`` stage (``tf.data``) except Normalization,
 which is in the ``model`` stage: the TPU split of the Keras preprocessing guide.
 
@@ -70,7 +73,7 @@ from beam_prep.codegen.derived_plan import (
     derived_plan,
     raw_inputs_of,
 )
-from beam_prep.codegen.scaling_plan import min_max_layer
+from beam_prep.codegen.scaling_plan import min_max_layer, normalization_moments
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
 
@@ -137,6 +140,7 @@ class OutputPlan:
         stage: ``data`` (tf.data) or ``model`` (allowed inside a TPU model).
         dtype: Dtype of the encoded tensor (what the layers really return).
         width: Size of its last axis; shape is ``(batch, width)``; None = varies.
+        ragged: A ``tf.RaggedTensor`` (a list feature's int output without max_values).
     """
 
     key: str
@@ -144,6 +148,7 @@ class OutputPlan:
     stage: Stage = "data"
     dtype: str = "int64"
     width: int | None = 1
+    ragged: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +184,7 @@ class FeaturePlan:
         derived: For a derived feature (``expr``): how its value is computed from raw
             inputs (beam_prep.codegen.derived_plan); None for a plain feature.
         crossed: The raw inputs of a hashed cross (its value is their tuple).
+        list_input: Its raw input is a list column, ``(batch, None)`` (codegen.list_plan).
     """
 
     name: str
@@ -192,6 +198,7 @@ class FeaturePlan:
     notes: tuple[str, ...] = ()
     derived: DerivedPlan | None = None
     crossed: tuple[str, ...] = ()
+    list_input: bool = False
 
     def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
         """Every layer applied to the raw input for ``output`` (the fill layer first)."""
@@ -225,6 +232,10 @@ class ModulePlan:
     def outputs(self) -> tuple[OutputPlan, ...]:
         """All outputs in feature order."""
         return tuple(o for f in self.features for o in f.outputs)
+
+    def has_lists(self) -> bool:
+        """Whether any feature takes a list of values per row (codegen.list_plan)."""
+        return any(layer.cls == "ListEncoding" for o in self.outputs() for layer in o.layers)
 
     def has_defaults(self) -> bool:
         """Whether any feature replaces missing inputs by its default_value."""
@@ -315,31 +326,11 @@ def _text(art: Artifacts, f: Any) -> FeaturePlan:
     return FeaturePlan(f.name, "text", "string", (output,), summary, tf_idf)
 
 
-def _numeric_moments(name: str, stats: dict[str, Any]) -> tuple[float, float, bool]:
-    """``(mean, variance, no_data)`` for the Normalization; refuses null moments with data."""
-    mean, variance = stats.get("mean"), stats.get("variance")
-    if int(stats.get("count") or 0) == 0:
-        # No finite value was seen: an identity normalization (documented in the summary).
-        return 0.0, 1.0, True
-    if mean is None or variance is None:
-        which = "variance" if variance is None else "mean"
-        raise ArtifactError(
-            f"Feature {name!r}: a Normalization layer needs a finite mean and variance, but "
-            f"the analysis found a {which} beyond the float64 range (about 1.8e308). Received: "
-            f"mean={mean!r}, variance={variance!r}, min={stats.get('min')!r}, "
-            f"max={stats.get('max')!r}. Fix: set `scaling: none` for {name!r} in the spec "
-            "(min_max cannot help: its (max - min)² is at least 4 × the variance), or scale "
-            "the column down (e.g. divide it by 1e160) or clip its outliers, then re-run the "
-            "analysis."
-        )
-    return float(mean), float(variance), False
-
-
 def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
     stats = art.stats(f.name)
     no_data = int(stats.get("count") or 0) == 0
     if f.scaling == "z_score":
-        mean, variance, no_data = _numeric_moments(f.name, stats)
+        mean, variance, no_data = normalization_moments(f.name, stats)
         norm = LayerPlan("Normalization", f"{f.name}_normalization",
                          (("mean", mean), ("variance", variance)))
         outputs = [OutputPlan(f.name, (norm,), stage="model", dtype="float32")]
@@ -436,7 +427,10 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
             features.append(_numeric(art, f))
         else:
             features.append(_hashed(f))
-    planned = tuple(_with_fill(fp, f) for fp, f in zip(features, art.spec.features))
+    from beam_prep.codegen.list_plan import as_list  # imports this module: no cycle at load
+
+    planned = tuple(as_list(_with_fill(fp, f), f) if f.is_list() else _with_fill(fp, f)
+                    for fp, f in zip(features, art.spec.features))
     check_names(planned)
     files = []
     for name in art.feature_names:

@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
@@ -120,6 +121,11 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[str]:
     return out
 
 
+def _layer_class(layer: LayerPlan) -> str:
+    """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
+    return layer.cls if layer.cls == LIST_LAYER_CLASS else f"keras.layers.{layer.cls}"
+
+
 def _docwrap(text: str, indent: int) -> str:
     """Wraps docstring text at the line limit, continuation lines indented."""
     text = text.replace("\\", "\\\\").replace('"""', "'''")
@@ -140,6 +146,7 @@ def _environment() -> jinja2.Environment:
     env.filters["py"] = py_literal
     env.filters["docwrap"] = _docwrap
     env.globals["layer_args"] = _layer_args
+    env.globals["layer_class"] = _layer_class
     return env
 
 

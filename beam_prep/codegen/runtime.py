@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from beam_prep.codegen.list_plan import LIST_LAYER_CLASS, PADDING
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_TOKEN,
     FILL_MISSING_CLASS,
@@ -76,6 +77,9 @@ class PreprocessingLayers:
         plan: The layer plan shared with the code generator.
         input_dtypes: Raw input name -> dtype (shape ``(batch, 1)``): one per plain
             feature, one per input column of derived features (deduplicated).
+        list_inputs: Raw inputs of list features: ``(batch, None)``, padded with the
+            missing value (beam_prep.codegen.list_plan).
+        ragged_outputs: Encoded keys that are ``tf.RaggedTensor`` (list, int, no max_values).
         input_columns: Raw input name -> data column read by ``raw_columns``.
         outputs: Encoded key -> (raw input name, stage).
         output_specs: Encoded key -> (dtype, shape) of what the layers return.
@@ -95,6 +99,8 @@ class PreprocessingLayers:
         self.input_columns = {r.name: r.column for r in self.plan.raw_inputs}
         self.outputs = {o.key: (f.name, o.stage) for f in self.plan.features for o in f.outputs}
         self.output_specs = {o.key: (o.dtype, (None, o.width)) for o in self.plan.outputs()}
+        self.list_inputs = tuple(r.name for r in self.plan.raw_inputs if r.is_list)
+        self.ragged_outputs = tuple(o.key for o in self.plan.outputs() if o.ragged)
         self.default_values = {f.name: f.fill.args[0][1] for f in self.plan.features
                                if f.fill is not None}
 
@@ -118,6 +124,10 @@ class PreprocessingLayers:
             from beam_prep.codegen.missing import FillMissing
 
             return FillMissing(**kwargs, name=lp.name)
+        if lp.cls == LIST_LAYER_CLASS:
+            from beam_prep.codegen.list_layer import ListEncoding
+
+            return ListEncoding(**kwargs, name=lp.name)
         return getattr(keras.layers, lp.cls)(**kwargs, name=lp.name)
 
     def build_feature_layers(self, name: str) -> dict[str, list[Any]]:
@@ -140,17 +150,19 @@ class PreprocessingLayers:
         return layers
 
     def raw_inputs(self) -> dict[str, Any]:
-        """One ``keras.Input`` per feature, shape ``(batch, 1)``, named like the feature."""
+        """One ``keras.Input`` per raw input, shape ``(batch, 1)`` (lists: ``(batch, None)``)."""
         import keras
 
-        return {name: keras.Input(shape=(1,), dtype=dtype, name=name)
+        return {name: keras.Input(shape=(None,) if name in self.list_inputs else (1,),
+                                  dtype=dtype, name=name)
                 for name, dtype in self.input_dtypes.items()}
 
     def input_signature(self) -> dict[str, Any]:
         """``tf.TensorSpec`` of the raw inputs."""
         import tensorflow as tf
 
-        return {name: tf.TensorSpec(shape=(None, 1), dtype=dtype, name=name)
+        return {name: tf.TensorSpec(shape=(None, None if name in self.list_inputs else 1),
+                                    dtype=dtype, name=name)
                 for name, dtype in self.input_dtypes.items()}
 
     def build_preprocessor(self, *, stage: str = "all") -> Any:
@@ -199,7 +211,7 @@ class PreprocessingLayers:
 
             d = fp.derived
             layer = DerivedFeature(functools.partial(expr_tf.evaluate, d.tree), list(d.columns),
-                                   d.output_dtype, name=d.layer)
+                                   d.output_dtype, list_output=d.list_output, name=d.layer)
             values[fp.name] = layer({c: inputs[c] for c in d.columns})
         return values
 
@@ -207,11 +219,16 @@ class PreprocessingLayers:
         """``keras.Input``s matching the ``data`` stage outputs (inputs of a TPU model)."""
         import keras
 
-        return {key: keras.Input(shape=shape[1:], dtype=dtype, name=key)
+        return {key: keras.Input(shape=shape[1:], dtype=dtype, name=key,
+                                 ragged=key in self.ragged_outputs)
                 for key, (dtype, shape) in self.output_specs.items()}
 
     def raw_columns(self, features: dict[str, Any]) -> dict[str, Any]:
-        """Selects raw inputs from a batch dict as ``(batch, 1)`` tensors (see codegen)."""
+        """Selects raw inputs from a batch dict as ``(batch, 1)`` tensors (see codegen).
+
+        A list input may be a RaggedTensor, a SparseTensor or a dense ``(batch, L)`` tensor
+        padded with the missing value; it becomes ``(batch, None)`` padded that way.
+        """
         import tensorflow as tf
 
         out = {}
@@ -221,7 +238,13 @@ class PreprocessingLayers:
                     f"Feature {name!r} reads column {column!r}, which is not in the batch. "
                     f"Received keys: {sorted(features)}"
                 )
-            value = tf.convert_to_tensor(features[column])
+            value = features[column]
+            if name in self.list_inputs:
+                from beam_prep.codegen.list_layer import padded_list
+
+                dtype_name = self.input_dtypes[name]
+                value = padded_list(value, dtype_name, PADDING[dtype_name])
+            value = tf.convert_to_tensor(value)
             dtype = tf.as_dtype(self.input_dtypes[name])
             if value.dtype != dtype:
                 if value.dtype == tf.string or dtype == tf.string or (
@@ -245,7 +268,8 @@ class PreprocessingLayers:
             encoded = preprocessor(raw)
             batch = next(iter(raw.values())).shape[0]
             for key, value in encoded.items():
-                value.set_shape((batch, self.output_specs[key][1][1]))
+                if key not in self.ragged_outputs:
+                    value.set_shape((batch, self.output_specs[key][1][1]))
             return (encoded, *rest) if rest else encoded
 
         return preprocess

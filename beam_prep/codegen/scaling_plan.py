@@ -11,8 +11,9 @@ min==max                                                choice when min >= max o
 none       no layer                                     the raw float32 value
 =========  ===========================================  ====================================
 
-The z_score layers are planned by ``beam_prep.codegen.plan``; this module gives the two
-others as ``(class, name, args)`` tuples. It imports neither Keras nor TensorFlow.
+The z_score layers are planned by ``beam_prep.codegen.plan`` from
+:func:`normalization_moments`; this module gives the two others as ``(class, name, args)``
+tuples. It imports neither Keras nor TensorFlow.
 
 Example:
     >>> min_max_layer("x", {"count": 3, "min": 1.0, "max": 5.0})
@@ -48,3 +49,23 @@ def min_max_layer(name: str, stats: dict[str, Any]) -> tuple[str, str, tuple]:
             "clip its outliers, then re-run the analysis.")
     return ("Normalization", f"{name}_normalization",
             (("mean", float(low)), ("variance", variance)))
+
+
+def normalization_moments(name: str, stats: dict[str, Any]) -> tuple[float, float, bool]:
+    """``(mean, variance, no_data)`` for the Normalization; refuses null moments with data."""
+    mean, variance = stats.get("mean"), stats.get("variance")
+    if int(stats.get("count") or 0) == 0:
+        # No finite value was seen: an identity normalization (documented in the summary).
+        return 0.0, 1.0, True
+    if mean is None or variance is None:
+        which = "variance" if variance is None else "mean"
+        raise ArtifactError(
+            f"Feature {name!r}: a Normalization layer needs a finite mean and variance, but "
+            f"the analysis found a {which} beyond the float64 range (about 1.8e308). Received: "
+            f"mean={mean!r}, variance={variance!r}, min={stats.get('min')!r}, "
+            f"max={stats.get('max')!r}. Fix: set `scaling: none` for {name!r} in the spec "
+            "(min_max cannot help: its (max - min)² is at least 4 × the variance), or scale "
+            "the column down (e.g. divide it by 1e160) or clip its outliers, then re-run the "
+            "analysis."
+        )
+    return float(mean), float(variance), False

@@ -116,7 +116,8 @@ def derived_expression(feature: str, kind: str, expr: str, dtype: str | None = N
     typed = check(tree, types, feature=feature, expr=expr)
     allowed = RESULT_TYPES[kind]
     if kind == "hashed":
-        allowed = (_root_type(kind, dtype),)
+        root = _root_type(kind, dtype)
+        allowed = (root, "list_string") if root == "string" else (root,)
     if typed.type not in allowed:
         raise SpecError(
             f"Feature {feature!r}: `expr` {expr!r} gives a {typed.type} value, but a {kind} "

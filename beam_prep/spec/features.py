@@ -34,6 +34,7 @@ from typing import Any, Literal, Union, get_args
 
 from beam_prep.config import check_fields, field_error
 from beam_prep.errors import SpecError
+from beam_prep.spec.lists import Shape, check_list_fields, is_list
 
 Kind = Literal["string", "integer", "text", "numeric", "hashed"]
 LookupOutputMode = Literal["int", "one_hot", "multi_hot", "count"]
@@ -55,7 +56,7 @@ SCALING_OPTIONS: tuple[str, ...] = get_args(Scaling)
 # hold their default, so the canonical spec (and every manifest fingerprint) of a spec
 # that does not use them is unchanged.
 _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross": None,
-                                    "max_values": None}
+                                    "max_values": None, "shape": None}
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -84,6 +85,7 @@ def _check_lookup_fields(f: Any) -> None:
     _check_positive_int(f.name, "top_k", f.top_k, optional=True)
     _check_positive_int(f.name, "min_count", f.min_count, optional=False)
     _check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0)
+    check_list_fields(f)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +135,10 @@ class _FeatureBase:
 
         return dict(input_types(tree))
 
+    def is_list(self) -> bool:
+        """Whether the feature takes a list of values per row (beam_prep.spec.lists)."""
+        return is_list(self)
+
     def validate(self) -> None:
         """Raises SpecError if a field has the wrong type or option, or is out of range."""
         if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name):
@@ -173,6 +179,11 @@ class StringFeature(_FeatureBase):
         output_mode: Lookup layer output: int, one_hot, multi_hot or count.
         default_value: Value that replaces a missing (null) cell; null = missing cells are
             skipped by the analysis and counted in ``missing_count``.
+        shape: ``list`` for a list column (Parquet list, multi-value tf.Example feature,
+            JSONL array); null = scalar, or list for ``expr: split(...)``
+            (beam_prep.spec.lists).
+        max_values: A list feature's int output padded/truncated to ``[batch, N]``; null =
+            ragged.
 
     Example:
         >>> StringFeature("country", top_k=100).min_count
@@ -185,6 +196,8 @@ class StringFeature(_FeatureBase):
     mask_token: str | None = None
     output_mode: LookupOutputMode = "int"
     default_value: str | None = None
+    shape: Shape | None = None
+    max_values: int | None = None
     kind: str = dataclasses.field(default="string", init=False)
 
     def validate(self) -> None:  # noqa: D102
@@ -206,6 +219,11 @@ class IntegerFeature(_FeatureBase):
         mask_token: Optional integer mask value.
         output_mode: Lookup layer output: int, one_hot, multi_hot or count.
         default_value: Integer that replaces a missing cell; null = skip and count.
+        shape: ``list`` for a list column (Parquet list, multi-value tf.Example feature,
+            JSONL array); null = scalar, or list for ``expr: split(...)``
+            (beam_prep.spec.lists).
+        max_values: A list feature's int output padded/truncated to ``[batch, N]``; null =
+            ragged.
 
     Example:
         >>> IntegerFeature("item_id", top_k=1000).num_oov_indices
@@ -218,6 +236,8 @@ class IntegerFeature(_FeatureBase):
     mask_token: int | None = None
     output_mode: LookupOutputMode = "int"
     default_value: int | None = None
+    shape: Shape | None = None
+    max_values: int | None = None
     kind: str = dataclasses.field(default="integer", init=False)
 
     def validate(self) -> None:  # noqa: D102
@@ -353,6 +373,11 @@ class HashedFeature(_FeatureBase):
             (FeatureSpace's ``crosses``; its exact semantics, so its limit of two
             columns), both of ``dtype``; instead of ``column`` / ``expr``, no ``salt``.
             An exact vocabulary of a cross is a string feature with ``expr: cross(a, b)``.
+        shape: ``list`` for a list column (Parquet list, multi-value tf.Example feature,
+            JSONL array); null = scalar, or list for ``expr: split(...)``
+            (beam_prep.spec.lists).
+        max_values: A list feature's int output padded/truncated to ``[batch, N]``; null =
+            ragged.
 
     Example:
         >>> HashedFeature("user_id", num_bins=1024).salt is None
@@ -365,11 +390,14 @@ class HashedFeature(_FeatureBase):
     dtype: HashedDtype = "string"
     output_mode: LookupOutputMode = "int"
     cross: tuple[str, ...] | None = None
+    shape: Shape | None = None
+    max_values: int | None = None
     kind: str = dataclasses.field(default="hashed", init=False)
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_positive_int(self.name, "num_bins", self.num_bins, optional=False)
+        check_list_fields(self)
         if self.cross is None:
             return
         if len(self.cross) != 2 or len(set(self.cross)) != 2 or not all(self.cross):
