@@ -247,12 +247,12 @@ def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, sour
 def first_records(f: IO[bytes], source: str, limit: int) -> list[bytes]:
     """The payloads of up to ``limit`` leading records (for schema inspection).
 
-    Records after a corrupt part are not looked for; a file unreadable from its first
-    record raises the :class:`~beam_prep.errors.InputError` of :func:`iter_tfrecord`.
+    Records after a corrupt part are not looked for. A file unreadable from its first
+    record gives ``[]``, not an error: it is a corrupt tail starting at byte offset 0, and
+    the read decides what that means (:func:`iter_tfrecord` raises, or with
+    ``skip_corrupt_tail`` rejects the whole file as one row), like a tail later in a file.
     """
     for chunk in iter_chunks(f, source, chunk_bytes=1 << 22):
-        if not len(chunk.starts) and chunk.tail is not None:
-            raise chunk.tail.error()
         return [bytes(chunk.view[s:s + n]) for s, n in zip(chunk.starts[:limit].tolist(),
                                                             chunk.lengths[:limit].tolist())]
     return []
