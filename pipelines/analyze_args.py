@@ -10,8 +10,7 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-
+from beam_prep.pipelines.job_parser import JobParser
 from beam_prep.pipelines.job_report import add_report_flag
 
 from beam_prep.run_summary import add_summary_flag
@@ -21,9 +20,9 @@ from beam_prep.run_summary import add_summary_flag
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "tfrecord")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> JobParser:
     """The job's own flags (Beam's are passed through)."""
-    p = argparse.ArgumentParser(
+    p = JobParser(
         prog="beam-prep analyze",
         description=(
             "Analyze a dataset with Apache Beam and write an artifact directory: "

@@ -1,8 +1,9 @@
 """Dataflow Flex Template support: parameters from the jobs' own parsers, and the entry point.
 
-The metadata files in ``templates/dataflow/`` are generated from ``build_parser()`` of each job,
-so the template's parameters are exactly the command line's (a test checks the committed files
-against a fresh generation):
+The metadata files in ``templates/dataflow/`` are generated from ``build_parser()`` of each job
+(its :class:`~beam_prep.pipelines.job_parser.JobParser` lists the declared flags), so the
+template's parameters are exactly the command line's (a test checks the committed files against
+a fresh generation):
 
     python -m beam_prep.pipelines.flex_template analyze > templates/dataflow/analyze.metadata.json
 
@@ -25,6 +26,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from beam_prep.pipelines.job_parser import JobParser, is_switch
+
 JOBS = {
     "analyze": ("beam_prep.pipelines.analyze",
                 "beam_prep analyze: vocabularies, moments and quantiles of a dataset, written as "
@@ -40,19 +43,16 @@ _FLOAT = r"^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$"
 _BOOL = r"^(true|false)$"
 
 
-def _parser(job: str) -> argparse.ArgumentParser:
+def parser(job: str) -> JobParser:
+    """The command-line parser of ``job`` (from its Beam-free ``*_args`` module)."""
     if job not in JOBS:
         raise SystemExit(f"flex_template: unknown job {job!r}; choose one of {sorted(JOBS)}")
-    return importlib.import_module(JOBS[job][0]).build_parser()
+    return importlib.import_module(JOBS[job][0] + "_args").build_parser()
 
 
-def _actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions  # noqa: SLF001 - argparse has no public action list
-            if a.option_strings and a.dest not in _LOCAL_ONLY]
-
-
-def _is_switch(action: argparse.Action) -> bool:
-    return isinstance(action, argparse._StoreTrueAction)  # noqa: SLF001
+def template_flags(job: str) -> list[argparse.Action]:
+    """The flags of ``job`` that are template parameters, in declaration order."""
+    return [a for a in parser(job).flags if a.dest not in _LOCAL_ONLY]
 
 
 def _help(action: argparse.Action) -> str:
@@ -69,7 +69,7 @@ def _parameter(action: argparse.Action) -> dict[str, Any]:
         "helpText": _help(action),
         "isOptional": not action.required,
     }
-    if _is_switch(action):
+    if is_switch(action):
         param["regexes"] = [_BOOL]
     elif action.choices:
         param["regexes"] = ["^(" + "|".join(re.escape(str(c)) for c in action.choices) + ")$"]
@@ -85,13 +85,13 @@ def metadata(job: str) -> dict[str, Any]:
     return {
         "name": f"beam_prep_{job}",
         "description": JOBS[job][1],
-        "parameters": [_parameter(a) for a in _actions(_parser(job))],
+        "parameters": [_parameter(a) for a in template_flags(job)],
     }
 
 
 def flex_argv(job: str, argv: Sequence[str]) -> list[str]:
     """The job's command line from launcher flags: ``--switch=true`` -> ``--switch``."""
-    switches = {a.dest for a in _actions(_parser(job)) if _is_switch(a)}
+    switches = {a.dest for a in template_flags(job) if is_switch(a)}
     out: list[str] = []
     for arg in argv:
         name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")

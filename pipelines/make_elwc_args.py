@@ -10,8 +10,7 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-
+from beam_prep.pipelines.job_parser import JobParser
 from beam_prep.pipelines.job_report import add_report_flag
 
 from beam_prep.ranking.data.options import COMPRESSIONS, INPUT_FORMATS, LIST_POLICIES
@@ -22,9 +21,9 @@ from beam_prep.run_summary import add_summary_flag
 DEFAULT_SPLIT_BYTES = 4 << 20
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> JobParser:
     """The job's own flags (Beam's are passed through)."""
-    p = argparse.ArgumentParser(
+    p = JobParser(
         prog="beam-prep make-elwc",
         description="Convert ranking logs into sharded TFRecord files of serialized "
                     "tensorflow.serving.ExampleListWithContext, plus stats.json, "

@@ -9,6 +9,7 @@ and the image's install step works in a fresh virtualenv (slow test).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from beam_prep.pipelines import flex_template
+from beam_prep.pipelines.job_parser import is_switch
 
 REPO = Path(__file__).resolve().parents[1]
 KIT = REPO / "templates" / "dataflow"
@@ -80,13 +82,25 @@ def test_schema_rejects_a_parameter_without_help():
 
 @pytest.mark.parametrize("job", sorted(flex_template.JOBS))
 def test_every_parameter_is_a_flag_of_the_job(job):
-    parser = flex_template._parser(job)
-    known = {a.dest for a in parser._actions}
+    parser = flex_template.parser(job)
+    known = {a.dest for a in parser.flags}
     names = [p["name"] for p in _committed(job)["parameters"]]
     assert len(names) == len(set(names))
     assert set(names) <= known
-    required = {a.dest for a in parser._actions if a.required}
+    required = {a.dest for a in parser.flags if a.required}
     assert {p["name"] for p in _committed(job)["parameters"] if not p["isOptional"]} == required
+
+
+@pytest.mark.parametrize("job", sorted(flex_template.JOBS))
+def test_job_parser_lists_what_argparse_holds(job):
+    """Pins JobParser.flags and is_switch against argparse's own (private) records."""
+    parser = flex_template.parser(job)
+    internal = [a for a in parser._actions if a.option_strings]
+    assert parser.flags == internal
+    assert ([a.dest for a in internal if isinstance(a, argparse._StoreTrueAction)]
+            == [a.dest for a in parser.flags if is_switch(a)])
+    assert {"overwrite", "force_unlock", "quiet"} <= {a.dest for a in parser.flags
+                                                       if is_switch(a)}
 
 
 def test_launcher_switches_become_argparse_flags():
