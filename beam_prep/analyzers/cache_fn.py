@@ -34,12 +34,12 @@ from beam_prep.analyzers import spill, split_fn
 from beam_prep.analyzers.cache_key import (
     ReaderSettings,
     analysis_key,
-    content_identity,
     entry_key,
     split_identity,
 )
 from beam_prep.analyzers.vocab_partition import split_by_partition
 from beam_prep.io import filesystem as fs
+from beam_prep.io.content_id import content_identity
 from beam_prep.io.readers import Split
 from beam_prep.spec import Spec
 
@@ -70,13 +70,18 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         num_partitions: Hash partitions per vocabulary in this run.
         temp_dir: Spill folder of this run (None = never spill).
         spill_rows: Spill threshold of this run.
+        identities: Content identity of the input files, measured once by the launcher
+            (:func:`~beam_prep.io.content_id.content_identities`); a file not in it is
+            identified by the worker.
     """
 
     def __init__(self, inner: split_fn.AnalyzeSplitFn, spec_dict: dict, cache_dir: str,
                  reader: ReaderSettings, *, num_partitions: int = 1,
                  temp_dir: str | None = None,
-                 spill_rows: int = spill.DEFAULT_SPILL_ROWS) -> None:
+                 spill_rows: int = spill.DEFAULT_SPILL_ROWS,
+                 identities: dict[str, str] | None = None) -> None:
         self._inner = inner
+        self._identities = dict(identities or {})
         self._spec_dict = spec_dict
         self._cache = cache_dir
         self._reader = reader
@@ -97,7 +102,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
 
     def process(self, split: Split) -> Iterator[Any]:
         try:
-            content = content_identity(split.path)
+            content = self._identities.get(split.path) or content_identity(split.path)
         except Exception as e:  # noqa: BLE001 - the read reports a real problem
             _LOG.warning("analysis cache: cannot identify %s (%s); analysed without cache",
                          split.path, e)

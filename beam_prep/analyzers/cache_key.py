@@ -6,10 +6,9 @@ the sha256 of:
 
 * :data:`CACHE_FORMAT_VERSION`;
 * the split's identity: path, format, Parquet row groups, first row, byte range;
-* the file's *content identity* (:func:`content_identity`): local files: size, mtime and
-  ctime in nanoseconds and inode (``os.utime`` can fake an mtime, never a ctime);
-  object stores: size, update time and the store's checksum (GCS: the object's crc32c),
-  all read through Beam ``FileSystems``;
+* the file's *content identity* (:func:`beam_prep.io.content_id.content_identity`): local
+  files: size, mtime and ctime in nanoseconds (``os.utime`` can restore an mtime, never a
+  ctime); ``gs://``: size and object generation (a new generation on every write);
 * the *analysis key* (:func:`analysis_key`): the spec fields that change what is
   accumulated (per feature: :func:`feature_key`), the columns read with their types (a row
   is rejected when any of them fails to convert, which changes every feature's counts),
@@ -35,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from typing import Any
 
 from beam_prep.analyzers.split_fn import required_columns
@@ -133,35 +131,11 @@ def split_identity(split: Split) -> dict[str, Any]:
             "first_row": split.first_row, "start": split.start, "end": split.end}
 
 
-def content_identity(path: str) -> str:
-    """What says a file's bytes are unchanged, as a string.
-
-    Local files: size, mtime and ctime (ns) and inode. Rewriting a file in place changes its
-    ctime even when its size is kept and its mtime is restored with ``os.utime``. Object
-    stores: size and update time from ``FileSystems.match`` plus ``FileSystems.checksum``
-    (GCS: the object's crc32c, a hash of its content; Beam 2.77 does not expose the object
-    generation through FileSystems).
-    """
-    if "://" not in path:
-        st = os.stat(path)
-        return f"local:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-    from apache_beam.io.filesystems import FileSystems
-
-    meta = FileSystems.match([path])[0].metadata_list
-    if len(meta) != 1:
-        raise FileNotFoundError(f"{path}: {len(meta)} objects match")
-    try:
-        checksum = FileSystems.checksum(path)
-    except Exception:  # noqa: BLE001 - a store without checksums: size + time only
-        checksum = None
-    return f"object:{meta[0].size_in_bytes}:{meta[0].last_updated_in_seconds!r}:{checksum}"
-
-
 def entry_key(split: Split, content: str, analysis: str) -> str:
     """The cache key of one split's analysis result (hex sha256).
 
     Example:
-        >>> len(entry_key(Split("a.csv", "csv"), "local:1:2:3:4", "0" * 64))
+        >>> len(entry_key(Split("a.csv", "csv"), "local:size=1:mtime_ns=2:ctime_ns=3", "0" * 64))
         64
     """
     return _digest({"version": CACHE_FORMAT_VERSION, "split": split_identity(split),

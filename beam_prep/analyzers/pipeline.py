@@ -47,6 +47,7 @@ from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io import output
 from beam_prep.io.byte_ranges import DEFAULT_SPLIT_BYTES
+from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 
@@ -300,7 +301,8 @@ class AnalyzeToArtifacts(beam.PTransform):
                                     self._skip_corrupt_tail)
             analyze = cache_fn.CachedAnalyzeSplitFn(
                 analyze, spec_dict, self._cache_dir, reader,
-                num_partitions=self._partitions, temp_dir=temp, spill_rows=self._spill_rows)
+                num_partitions=self._partitions, temp_dir=temp, spill_rows=self._spill_rows,
+                identities=content_identities(self._files, pipeline_options=p.options))
             tags.append(cache_fn.CACHE)
         outputs = splits | "AnalyzeSplits" >> beam.ParDo(analyze).with_outputs(
             *tags, main="vocab")

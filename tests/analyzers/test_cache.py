@@ -8,9 +8,11 @@ Hit and miss counts come from the run records the job writes into the cache.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
+import pytest
 from beam_prep.pipelines import analyze
 
 SPEC = """
@@ -81,3 +83,171 @@ def test_cold_and_warm_cache_give_the_bytes_of_a_run_without_cache(tmp_path):
     manifest = json.loads((warm / "manifest.json").read_text())
     assert manifest["input"]["rows_rejected"] == 3  # one per file, replayed from the cache
     assert len(list((cache / "entries").glob("*/*/index.json"))) == 3
+
+
+def test_rolling_window_gives_the_bytes_of_a_full_run(tmp_path):
+    """d1..d5 with the cache, then d2..d6: only d6 is read, the result is a full d2..d6 run."""
+    cache = tmp_path / "cache"
+    run(tmp_path, days(tmp_path / "data", range(1, 6)), str(tmp_path / "first"),
+        "--cache_dir", str(cache))
+    window = days(tmp_path / "data", range(2, 7))
+    rolled = run(tmp_path, window, str(tmp_path / "rolled"), "--cache_dir", str(cache))
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (4, 1)
+    assert_same_bytes(run(tmp_path, window, str(tmp_path / "full")), rolled)
+
+
+# ---- the split DoFn alone: a replayed entry emits what the analysis emits -----------------
+
+def _spec(text: str = SPEC):
+    import yaml
+
+    from beam_prep.spec import Spec
+
+    return Spec.from_dict(yaml.safe_load(text))
+
+
+def _fresh_fn(spec, temp: Path | None = None, spill_rows: int = 8192):
+    from beam_prep.analyzers.split_fn import AnalyzeSplitFn
+
+    return AnalyzeSplitFn(spec.to_dict(), batch_size=50, num_partitions=3,
+                          temp_dir=None if temp is None else str(temp), spill_rows=spill_rows)
+
+
+def _cached_fn(spec, cache: Path, temp: Path | None = None, spill_rows: int = 8192,
+               partitions: int = 3):
+    from beam_prep.analyzers.cache_fn import CachedAnalyzeSplitFn
+    from beam_prep.analyzers.cache_key import ReaderSettings
+
+    fn = CachedAnalyzeSplitFn(_fresh_fn(spec, temp, spill_rows), spec.to_dict(), str(cache),
+                              ReaderSettings("csv", 50), num_partitions=partitions,
+                              temp_dir=None if temp is None else str(temp),
+                              spill_rows=spill_rows)
+    fn.setup()
+    return fn
+
+
+def _summary(outputs) -> dict:
+    """Everything emitted, in a form that does not depend on how tables were cut."""
+    import pickle
+
+    from beam_prep.analyzers.spill import materialize
+
+    vocab: dict = {}
+    out: dict = {"vocab": vocab, "rejected": [], "cache": []}
+    for o in outputs:
+        tag = getattr(o, "tag", None)
+        value = o.value if tag is not None else o
+        if tag is None:
+            (name, part), table = value
+            t = materialize(table)
+            for tok, c, df in zip(*(t.column(k).to_pylist() for k in ("token", "count", "df"))):
+                old = vocab.setdefault(name, {}).get(tok, (0, 0))
+                vocab[name][tok] = (old[0] + c, old[1] + df)
+                out.setdefault("partition_ok", []).append(part < 3)
+        elif tag == "numeric":
+            group, (split_id, partials) = value
+            out["numeric"] = (group, split_id, {
+                k: (p.moments, p.missing, p.nan, p.infinite,
+                    None if p.sketch is None else pickle.loads(p.sketch).__getstate__())
+                for k, p in partials.items()})
+        elif tag == "meta":
+            out["meta"] = value
+        else:
+            out[tag].append(value)
+    out["rejected"].sort()
+    return out
+
+
+def test_replayed_entry_emits_exactly_the_split_results(tmp_path):
+    from beam_prep.io.readers import Split
+
+    spec = _spec()
+    split = Split(str(write_day(tmp_path / "d.csv", 4)), "csv")
+    fresh = _fresh_fn(spec)
+    fresh.setup()
+    expected = _summary(fresh.process(split))
+    expected.pop("cache")
+    miss = _summary(_cached_fn(spec, tmp_path / "cache").process(split))
+    hit = _summary(_cached_fn(spec, tmp_path / "cache").process(split))
+    assert [s for s, _ in miss.pop("cache")] == ["miss"]
+    assert [s for s, _ in hit.pop("cache")] == ["hit"]
+    assert miss == expected
+    assert hit == expected
+    assert expected["meta"]["rows_rejected"] == 1 and len(expected["rejected"]) == 1
+    assert sum(c for c, _ in expected["vocab"]["city"].values()) == 119  # 120 - 1 rejected
+
+
+def test_spilled_tables_are_stored_and_replayed_through_files(tmp_path):
+    """Tables at the spill threshold travel as files: stored from them, re-spilled on replay."""
+    from beam_prep.analyzers.spill import SpillRef
+    from beam_prep.io.readers import Split
+
+    spec = _spec()
+    split = Split(str(write_day(tmp_path / "d.csv", 4)), "csv")
+    fresh = _fresh_fn(spec, tmp_path / "tmp0", spill_rows=2)
+    fresh.setup()
+    expected = _summary(fresh.process(split))
+    expected.pop("cache")
+    miss = _cached_fn(spec, tmp_path / "cache", tmp_path / "tmp1", spill_rows=2)
+    assert _summary(miss.process(split))["vocab"] == expected["vocab"]
+    replay = list(_cached_fn(spec, tmp_path / "cache", tmp_path / "tmp2", spill_rows=2,
+                             partitions=2).process(split))
+    assert any(isinstance(o[1], SpillRef) for o in replay if not hasattr(o, "tag"))
+    assert all(o[0][1] < 2 for o in replay if not hasattr(o, "tag"))  # this run's partitions
+    got = _summary(replay)
+    assert got["vocab"] == expected["vocab"] and got["meta"] == expected["meta"]
+
+
+def _entry(cache: Path) -> Path:
+    (index,) = (cache / "entries").glob("*/*/index.json")
+    return index.parent
+
+
+def _flip_byte(folder: Path) -> None:
+    p = folder / "vocab-000.arrow"
+    data = bytearray(p.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    p.write_bytes(bytes(data))
+
+
+def _truncate(folder: Path) -> None:
+    p = folder / "numeric.json"
+    p.write_bytes(p.read_bytes()[:-5])
+
+
+def _wrong_version(folder: Path) -> None:
+    p = folder / "index.json"
+    p.write_text(p.read_text().replace('"format_version": 1', '"format_version": 99'))
+
+
+def _torn_index(folder: Path) -> None:
+    p = folder / "index.json"
+    p.write_bytes(p.read_bytes()[:40])
+
+
+def _missing_payload(folder: Path) -> None:
+    (folder / "meta.json").unlink()
+
+
+@pytest.mark.parametrize("damage", [_flip_byte, _truncate, _wrong_version, _torn_index,
+                                    _missing_payload])
+def test_a_damaged_entry_is_recomputed_with_a_warning(tmp_path, caplog, damage):
+    from beam_prep.io.readers import Split
+
+    spec = _spec()
+    split = Split(str(write_day(tmp_path / "d.csv", 5)), "csv")
+    fresh = _fresh_fn(spec)
+    fresh.setup()
+    expected = _summary(fresh.process(split))
+    expected.pop("cache")
+    list(_cached_fn(spec, tmp_path / "cache").process(split))
+    damage(_entry(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="beam_prep.analyze"):
+        again = _summary(_cached_fn(spec, tmp_path / "cache").process(split))
+    assert [s for s, _ in again.pop("cache")] == ["miss"]
+    assert again == expected
+    assert "is not used" in caplog.text
+    caplog.clear()
+    healed = _summary(_cached_fn(spec, tmp_path / "cache").process(split))  # rewritten
+    assert [s for s, _ in healed.pop("cache")] == ["hit"] and healed == expected
+    assert "is not used" not in caplog.text
