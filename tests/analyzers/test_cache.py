@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -251,3 +252,108 @@ def test_a_damaged_entry_is_recomputed_with_a_warning(tmp_path, caplog, damage):
     healed = _summary(_cached_fn(spec, tmp_path / "cache").process(split))  # rewritten
     assert [s for s, _ in healed.pop("cache")] == ["hit"] and healed == expected
     assert "is not used" not in caplog.text
+
+
+# ---- what invalidates an entry ------------------------------------------------------------
+
+def _status(fn, split) -> list[str]:
+    return [o.value[0] for o in fn.process(split) if getattr(o, "tag", None) == "cache"]
+
+
+def test_a_file_rewritten_in_place_is_read_again(tmp_path):
+    """Same size, mtime restored with os.utime: the ctime still tells (and the size/mtime)."""
+    from beam_prep.io.readers import Split
+
+    spec = _spec()
+    path = write_day(tmp_path / "d.csv", 1)
+    split = Split(str(path), "csv")
+    cache = tmp_path / "cache"
+    assert _status(_cached_fn(spec, cache), split) == ["miss"]
+    assert _status(_cached_fn(spec, cache), split) == ["hit"]
+    # Same bytes count, other content, mtime put back.
+    before = os.stat(path)
+    text = path.read_text(encoding="utf-8")
+    swapped = text.replace("Paris", "PARIS")
+    assert swapped != text and len(swapped) == len(text)
+    path.write_text(swapped, encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size
+    assert os.stat(path).st_mtime_ns == before.st_mtime_ns
+    got = _summary(_cached_fn(spec, cache).process(split))
+    assert [s for s, _ in got.pop("cache")] == ["miss"]
+    assert "PARIS" in got["vocab"]["city"] and "Paris" not in got["vocab"]["city"]
+    # A longer file (size changes), then only a newer mtime: both read again.
+    path.write_text(swapped + "Oslo,1,2.5,red,u1\n", encoding="utf-8")
+    assert _status(_cached_fn(spec, cache), split) == ["miss"]
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert _status(_cached_fn(spec, cache), split) == ["miss"]
+    assert _status(_cached_fn(spec, cache), split) == ["hit"]
+
+
+def _index_of(cache: Path, key: str) -> dict:
+    return json.loads((cache / "entries" / key[:2] / key / "index.json").read_text())
+
+
+@pytest.mark.parametrize("change, invalidates", [
+    ("top_k: 4", False),                              # the spec as written: a hit
+    ("top_k: 1, min_count: 3", False),                # applied after the merge
+    ("top_k: 4, mask_token: zz, output_mode: multi_hot", False),
+    ("top_k: 4, default_value: Nowhere", True),       # fills missing cells before counting
+    ("top_k: 4, column: user", True),                 # another column
+    ("top_k: 4, expr: 'lower(city)'", True),          # another expression
+])
+def test_only_accumulating_spec_fields_invalidate_entries(tmp_path, change, invalidates):
+    from beam_prep.io.readers import Split
+
+    base = _spec()
+    split = Split(str(write_day(tmp_path / "d.csv", 2)), "csv")
+    cache = tmp_path / "cache"
+    first = [o.value[1] for o in _cached_fn(base, cache).process(split)
+             if getattr(o, "tag", None) == "cache"][0]
+    changed = _spec(SPEC.replace("{name: city, kind: string, top_k: 4}",
+                                 "{name: city, kind: string, " + change + "}"))
+    (status, key), = [o.value for o in _cached_fn(changed, cache).process(split)
+                      if getattr(o, "tag", None) == "cache"]
+    assert status == ("miss" if invalidates else "hit")
+    if invalidates:  # the per-feature keys name the feature that changed, and only it
+        old, new = _index_of(cache, first), _index_of(cache, key)
+        old_keys, new_keys = old["feature_keys"], new["feature_keys"]
+        assert [n for n in old_keys if old_keys[n] != new_keys[n]] == ["city"]
+
+
+@pytest.mark.parametrize("old, new, invalidates", [
+    ("output_mode: tf_idf, ngrams: 2", "output_mode: tf_idf, ngrams: 2, max_tokens: 3", False),
+    ("output_mode: multi_hot, ngrams: 2", "output_mode: int, ngrams: 2, "
+                                           "output_sequence_length: 9", False),
+    ("output_mode: tf_idf, ngrams: 2", "output_mode: count, ngrams: 2", True),  # no df
+    ("output_mode: tf_idf, ngrams: 2", "output_mode: tf_idf", True),
+    ("output_mode: tf_idf, ngrams: 2", "output_mode: tf_idf, ngrams: 2, standardize: lower",
+     True),
+])
+def test_text_tokenisation_invalidates_and_max_tokens_does_not(tmp_path, old, new, invalidates):
+    from beam_prep.io.readers import Split
+
+    split = Split(str(write_day(tmp_path / "d.csv", 3)), "csv")
+    cache = tmp_path / "cache"
+    words = "{name: words, kind: text, column: note, output_mode: tf_idf, ngrams: 2}"
+    assert _status(_cached_fn(_spec(SPEC.replace(words, words.replace(
+        "output_mode: tf_idf, ngrams: 2", old))), cache), split) == ["miss"]
+    status = _status(_cached_fn(_spec(SPEC.replace(words, words.replace(
+        "output_mode: tf_idf, ngrams: 2", new))), cache), split)
+    assert status == ["miss" if invalidates else "hit"]
+
+
+def test_num_buckets_invalidates_only_through_the_sketch_epsilon(tmp_path):
+    from beam_prep.io.readers import Split
+
+    split = Split(str(write_day(tmp_path / "d.csv", 3)), "csv")
+    cache = tmp_path / "cache"
+    price = "{name: price, kind: numeric, num_buckets: 4}"
+    assert _status(_cached_fn(_spec(), cache), split) == ["miss"]
+    for other, status in [("num_buckets: 50", "hit"),       # epsilon min(1/50, 0.01) = 0.01
+                          ("num_buckets: 4, scaling: min_max", "hit"),
+                          ("num_buckets: 200", "miss"),     # epsilon 0.005: another sketch
+                          ("num_buckets: 4, epsilon: 0.001", "miss")]:
+        spec = _spec(SPEC.replace(price, price.replace("num_buckets: 4", other)))
+        assert _status(_cached_fn(spec, cache), split) == [status], other
