@@ -8,6 +8,7 @@ Example:
     $ beam-prep generate --artifacts artifacts/ --output my_model/preprocessing.py
     $ beam-prep make-elwc --input 'logs/*.txt' --input_format letor --output elwc/
     $ beam-prep train --config train.yaml
+    $ beam-prep cache prune --cache_dir cache/ --keep_runs 7
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "Write a self-contained HTML report of an artifact or ELWC directory."),
     "diff": ("beam_prep.diff.cli", "main",
              "Compare two artifact directories and flag drift (exit 3 with --fail_on_drift)."),
+    "cache": ("beam_prep.analyzers.cache_cli", "main",
+              "Manage the analysis cache of analyze --cache_dir (cache prune --keep_runs N)."),
 }
 
 

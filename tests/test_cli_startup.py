@@ -13,7 +13,7 @@ import sys
 
 from beam_prep.cli import COMMANDS
 
-LIGHT = ("train", "generate", "report", "analyze", "make-elwc", "diff")
+LIGHT = ("train", "generate", "report", "analyze", "make-elwc", "diff", "cache")
 
 PROBE = """
 import contextlib, io, json, sys
