@@ -196,7 +196,7 @@ def test_signatures_and_specs(analyzed):
     assert twin.input_signature()["ids"].shape.as_list() == [None, None]
 
 
-@pytest.mark.parametrize("stage", ["all", "data"])
+@pytest.mark.parametrize("stage", ["data", pytest.param("all", marks=pytest.mark.slow)])
 def test_tf_data_ragged_batches_and_tf_example(analyzed, stage):
     path, generated = analyzed
     expected = _expected(path)
@@ -231,6 +231,7 @@ def test_tf_data_ragged_batches_and_tf_example(analyzed, stage):
     assert {k: _plain(out[k]) for k in expected} == expected
 
 
+@pytest.mark.slow  # ~50 s on a loaded 2-core machine: traces and writes a SavedModel
 def test_export_delete_artifacts_and_serve(analyzed, tmp_path):
     path, generated = analyzed
     copy = str(tmp_path / "artifacts")
