@@ -98,7 +98,7 @@ def build_parser() -> JobParser:
     o.add_argument("--num_shards", type=int, default=None,
                    help="TFRecord files per split (and rejected-line files); a shard is built "
                         "in memory by one worker. Default: one per 128 MiB of input "
-                        "(compressed files counted 4x), between 1 and 1024.")
+                        "(gzip/zstd files counted 5x, bz2/xz 9x), between 1 and 1024.")
     o.add_argument("--compression", choices=COMPRESSIONS, default="none",
                    help="none or gzip (files end in .tfrecord.gz). Default: none.")
     o.add_argument("--overwrite", action="store_true",

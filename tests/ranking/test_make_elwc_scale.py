@@ -42,7 +42,7 @@ def _sparse(path, size):
         f.truncate(size)
 
 
-def test_auto_shards_of_large_synthetic_inputs_count_compressed_files_four_times(tmp_path):
+def test_auto_shards_of_large_synthetic_inputs_count_gzip_files_five_times(tmp_path):
     _sparse(tmp_path / "a.txt", 300 * MIB)
     _sparse(tmp_path / "b.txt", 200 * MIB)
     _sparse(tmp_path / "c.txt.gz", 100 * MIB)
@@ -52,8 +52,8 @@ def test_auto_shards_of_large_synthetic_inputs_count_compressed_files_four_times
     files = list_input_files(patterns, opts)
     assert [rel for _, _, rel in files] == ["a.txt", "b.txt", "c.txt.gz"]
     total = estimated_input_bytes(patterns, [p for _, p, _ in files])
-    assert total == (300 + 200 + 4 * 100) * MIB
-    assert resolve_num_shards(opts, patterns, files).num_shards == 8  # ceil(900 / 128)
+    assert total == (300 + 200 + 5 * 100) * MIB  # gzip: 5x (measured 4.7x on LETOR)
+    assert resolve_num_shards(opts, patterns, files).num_shards == 8  # ceil(1000 / 128)
     # deterministic: the same input gives the same count; an explicit count is kept
     assert resolve_num_shards(opts, patterns, files) == resolve_num_shards(opts, patterns, files)
     assert resolve_num_shards(ElwcOptions(num_shards=3), patterns, files).num_shards == 3
