@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze_args import build_parser
-from beam_prep.pipelines.flags import is_dry_run, is_template_run, parse_job_args
+from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
@@ -98,7 +98,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/; the job's
     # last step moves the finished artifacts into place (manifest last) and releases the lock,
     # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.
-    template = is_template_run(beam_args)
+    template = template_location(beam_args)
     with OutputRun(args.output, ARTIFACT_OUTPUT, overwrite=args.overwrite,
                    force_unlock=args.force_unlock) as out:
         pipeline = beam.Pipeline(options=options)
@@ -176,12 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"beam-prep analyze: error: {detail}", file=sys.stderr)
                 rec.fail(detail, error_type=type(e).__name__)
                 return 1
-        if dry_run or is_template_run(beam_args):
-            note = ("the pipeline was written as a template and not run here; its last step "
-                    "moves the artifacts into place" if not dry_run else
-                    "the pipeline was translated for the runner and not executed; nothing was "
-                    "written")
-            rec.dry_run(details={"note": note})
+        if dry_run:
+            rec.dry_run(details={"note": "the pipeline was translated for the runner and not "
+                                         "executed; nothing was written"})
+            return 0
+        if template_location(beam_args):  # the job runs later; its last step commits
+            rec.succeed(outputs={"template": template_location(beam_args) or ""},
+                        details={"state": "template written, the job not run here",
+                                 "artifacts": args.output})
             return 0
         manifest_path = fs.join(args.output, layout.MANIFEST)
         if not fs.exists(manifest_path):

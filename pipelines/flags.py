@@ -118,15 +118,14 @@ def is_dry_run(beam_args: Sequence[str]) -> bool:
     return bool(PipelineOptions(list(beam_args)).get_all_options().get("dry_run"))
 
 
-def is_template_run(beam_args: Sequence[str]) -> bool:
-    """True when ``--template_location`` makes ``run()`` write a template and return at once.
+def template_location(beam_args: Sequence[str]) -> str | None:
+    """Beam's ``--template_location``: ``run()`` then writes a template there and returns.
 
-    The job then runs later, without this process: its last step commits the output (see
-    :mod:`beam_prep.io.output_finalize`).
+    The job runs later, without this process: its last step commits the output (see
+    :mod:`beam_prep.io.output_finalize`). None when the flag is absent.
 
     Example:
-        >>> is_template_run(["--template_location=gs://b/t.json"]), is_template_run([])
-        (True, False)
+        >>> template_location(["--template_location=gs://b/t.json"]), template_location([])
+        ('gs://b/t.json', None)
     """
-    return bool(PipelineOptions(list(beam_args)).get_all_options().get("template_location"))
-
+    return PipelineOptions(list(beam_args)).get_all_options().get("template_location") or None

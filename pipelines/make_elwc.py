@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from beam_prep.pipelines.flags import is_dry_run, is_template_run, parse_job_args
+from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
@@ -110,7 +110,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.
     # A run that fails on bad input is not moved: the previous output stays whole, and the
     # failed run's stats.json and rejected/ stay in its staging folder, which the error names.
-    template = is_template_run(beam_args)
+    template = template_location(beam_args)
     with OutputRun(args.output, ELWC_OUTPUT, overwrite=args.overwrite,
                    force_unlock=args.force_unlock) as out:
         pipeline = beam.Pipeline(options=options)
@@ -217,8 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ProgressMonitor("beam-prep make-elwc", unit="pieces", rows_name="lines",
                              total=_count_pieces(args) if show else None, enabled=show):
             run(argv)
-        if dry_run or is_template_run(beam_args):  # a template: its last step commits
+        if dry_run:
             rec.dry_run()
+            return 0
+        if template_location(beam_args):  # the job runs later; its last step commits
+            rec.succeed(outputs={"template": template_location(beam_args) or ""},
+                        details={"state": "template written, the job not run here",
+                                 "output": args.output})
             return 0
         report = None if args.no_report else write_job_report("make-elwc", args.output)
         _record_success(rec, args.output, report)
