@@ -273,3 +273,20 @@ def test_runtime_and_generated_list_code_is_identical(analyzed):
     runtime_fn = ast.parse(inspect.getsource(list_layer.padded_list)).body[0]
     runtime_fn.name = "_padded_list"
     assert ast.dump(defs["_padded_list"]) == ast.dump(runtime_fn)
+
+
+def test_lists_match_keras_lookups_adapted_on_the_same_lists(analyzed):
+    """Keras' own layers, adapted on the ragged training lists, give the same indices."""
+    path, generated = analyzed
+    tags = tf.ragged.constant(_rows(TAGS))
+    out = generated.build_preprocessor(path)(generated.raw_columns(_batch()))
+    masked = keras.layers.StringLookup(mask_token="")
+    masked.adapt(tags)
+    assert masked(tags).to_list() == _plain(out["tags_ragged"])
+    multi = keras.layers.StringLookup(output_mode="multi_hot")
+    multi.adapt(tags)
+    np.testing.assert_array_equal(np.asarray(multi(tags), np.float32),
+                                  np.asarray(out["tags_multi"]))
+    hashing = keras.layers.Hashing(num_bins=8)
+    flat = [[int(hashing(tf.constant([v]))[0]) + 1 for v in r] for r in _rows(TAGS)]
+    assert _plain(out["tag_hash"]) == _pad(flat, 4)
