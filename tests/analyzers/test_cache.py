@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from beam_prep.pipelines import analyze
 
+from tests.io import test_output_gcs
+
 SPEC = """
 features:
   - {name: city, kind: string, top_k: 4}
@@ -25,6 +27,7 @@ features:
   - {name: twice, kind: numeric, expr: "price * 2"}
   - {name: user, kind: hashed, num_bins: 8}
 """
+gcs = test_output_gcs.gcs  # the GCS emulator fixture (module scope)
 CITIES = ["Paris", "Berlin", "Oslo", "Rome", "Lima", "Kyiv", "Quito"]
 WORDS = ["red", "green", "blue", "Fast", "slow", "cat", "dog", "the"]
 
@@ -357,3 +360,52 @@ def test_num_buckets_invalidates_only_through_the_sketch_epsilon(tmp_path):
                           ("num_buckets: 4, epsilon: 0.001", "miss")]:
         spec = _spec(SPEC.replace(price, price.replace("num_buckets: 4", other)))
         assert _status(_cached_fn(spec, cache), split) == [status], other
+
+
+# ---- runners and file systems -------------------------------------------------------------
+
+@pytest.mark.slow  # three pipeline runs, two of them in worker processes (~1 min here)
+def test_two_worker_processes_with_a_cache_give_the_bytes_of_one_process(tmp_path):
+    files = days(tmp_path / "data", [1, 2, 3, 4])
+    cache = tmp_path / "cache"
+    multi = ("--direct_running_mode=multi_processing", "--direct_num_workers=2",
+             "--cache_dir", str(cache), "--spill_rows", "4")
+    plain = run(tmp_path, files, str(tmp_path / "plain"))
+    cold = run(tmp_path, files, str(tmp_path / "cold"), *multi)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (0, 4)
+    warm = run(tmp_path, files, str(tmp_path / "warm"), *multi)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (4, 0)
+    assert_same_bytes(plain, cold)
+    assert_same_bytes(plain, warm)
+
+
+@pytest.mark.slow  # four pipeline runs against the GCS emulator
+def test_cache_and_inputs_on_gcs(gcs, tmp_path):
+    """Cache on gs://, inputs on gs://: hits on the second run, and an object written again
+    (same bytes: a new generation) is read again."""
+    from beam_prep.analyzers.cache_fn import read_run
+    from beam_prep.io import filesystem as fs
+    from beam_prep.io import output
+
+    local = days(tmp_path / "data", [1, 2])
+    remote = []
+    for f in local:
+        remote.append(f"{gcs}/cache-test/data/{f.name}")
+        fs.write_bytes(remote[-1], f.read_bytes())
+    cache = f"{gcs}/cache-test/cache"
+    plain = run(tmp_path, remote, str(tmp_path / "plain"))
+
+    def counts() -> tuple[int, int]:
+        names = [p for p in output.list_files(f"{cache}/runs") if p.endswith(".json")]
+        record = read_run(cache, sorted(names)[-1][:-len(".json")])
+        return record["hits"], record["misses"]
+
+    assert_same_bytes(plain, run(tmp_path, remote, str(tmp_path / "cold"), "--cache_dir", cache))
+    assert counts() == (0, 2)
+    assert any(p.endswith("/index.json") for p in output.list_files(f"{cache}/entries"))
+    assert_same_bytes(plain, run(tmp_path, remote, str(tmp_path / "warm"), "--cache_dir", cache))
+    assert counts() == (2, 0)
+    fs.write_bytes(remote[1], local[1].read_bytes())  # rewritten: same bytes, new generation
+    assert_same_bytes(plain, run(tmp_path, remote, str(tmp_path / "again"), "--cache_dir",
+                                 cache))
+    assert counts() == (1, 1)
