@@ -31,7 +31,28 @@ def library_versions() -> dict[str, str]:
             "pyarrow": pyarrow.__version__, "tfx_bsl": tfx_bsl.__version__}
 
 
-def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None) -> dict:
+def terms_histogram_field(hist: list[int] | None, documents: int) -> list[int] | None:
+    """``terms_per_document_log2`` of a text feature: the summed log2 histogram
+    (:func:`beam_prep.analyzers.text_counts.log2_histogram`: index 0 = documents with no term,
+    index ``b`` = documents with ``2**(b-1) <= terms < 2**b``) without its trailing zeros.
+
+    None (the field is left out) unless it counts every document: a run that reused cache
+    entries written before the histogram existed has no complete histogram.
+
+    Example:
+        >>> terms_histogram_field([1, 0, 2, 0, 0], 3), terms_histogram_field([1, 0], 3)
+        ([1, 0, 2], None)
+    """
+    if hist is None or sum(hist) != documents:
+        return None
+    end = len(hist)
+    while end and not hist[end - 1]:
+        end -= 1
+    return [int(c) for c in hist[:end]]
+
+
+def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None,
+                 terms: list[int] | None = None) -> dict:
     drops = {k: entry["drops"].get(k, {"tokens": 0, "count": 0}) for k in _DROP_KEYS}
     distinct = entry["vocabulary_size"] + sum(d["tokens"] for d in drops.values())
     total = entry["kept_count"] + sum(d["count"] for d in drops.values())
@@ -39,6 +60,9 @@ def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None) ->
              "total_count": total, "missing_count": missing, **drops}
     if kind == "text":
         stats["document_count"] = documents or 0
+        field = terms_histogram_field(terms, documents or 0)
+        if field is not None:
+            stats["terms_per_document_log2"] = field
     return stats
 
 
@@ -136,7 +160,8 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
             features[f.name] = {
                 "kind": f.kind, "files": entry["files"],
                 "stats": _vocab_stats(f.kind, entry, missing,
-                                      meta["documents"].get(f.name)),
+                                      meta["documents"].get(f.name),
+                                      meta.get("terms_per_document", {}).get(f.name)),
             }
         elif f.kind == "numeric":
             features[f.name] = {"kind": f.kind, "files": {},

@@ -138,6 +138,10 @@ def _sum_meta(metas: Iterable[dict]) -> dict:
                 out[key][k] = out[key].get(k, 0) + v
         if m.get("skipped_tails"):  # TFRecord remainders skipped (--skip_corrupt_tail)
             out.setdefault("skipped_tails", []).extend(m["skipped_tails"])
+        # log2 buckets (text_counts.log2_histogram); absent in cache entries of older versions
+        for k, hist in m.get("terms_per_document", {}).items():
+            acc = out.setdefault("terms_per_document", {}).setdefault(k, [0] * len(hist))
+            acc[:] = [a + b for a, b in zip(acc, hist)]
     return out
 
 

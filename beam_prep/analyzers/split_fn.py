@@ -6,7 +6,8 @@ here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outpu
 
 * main        ``((feature, partition), vocabulary table)`` for every vocabulary feature
 * ``numeric`` ``(group, (split_id, {feature: NumericPartial}))`` for all numeric features
-* ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents}``
+* ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents,
+  terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
 
 Example:
@@ -33,6 +34,7 @@ from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
+from beam_prep.analyzers.text_counts import TERMS_BUCKETS
 from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
@@ -257,25 +259,26 @@ class AnalyzeSplitFn(beam.DoFn):
                    for f in spec.of_kind("numeric")}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
-                "documents": {f.name: 0 for f in spec.of_kind("text")}}
+                "documents": {f.name: 0 for f in spec.of_kind("text")},
+                "terms_per_document": {f.name: [0] * TERMS_BUCKETS for f in spec.of_kind("text")}}
 
-        def add_feature(args: tuple[Feature, pa.Array]) -> tuple[int, int]:
-            """Adds one feature's column; returns (missing cells, documents)."""
+        def add_feature(args: tuple[Feature, pa.Array]) -> tuple[int, int, list[int] | None]:
+            """Adds one feature's column; returns (missing cells, documents, terms histogram)."""
             f, raw = args
             n_missing = int(colmod.missing_mask(raw).sum())
             filled = _fill_missing(raw, getattr(f, "default_value", None))
-            documents = 0
+            documents, terms = 0, None
             if f.kind == "numeric":
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
                 numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
             elif f.kind == "text":
-                tables, documents = self._count_text(f, filled)
+                tables, documents, terms = self._count_text(f, filled)
                 for table in tables:
                     vocab[f.name].add_table(table)
             else:
                 # Counting skips nulls: no need to copy the column without them.
                 vocab[f.name].add_values(colmod.leaf_values_with_nulls(filled))
-            return n_missing, documents
+            return n_missing, documents, terms
 
         results = read_split(split, self._columns, batch_size=self._batch_size,
                              csv_delimiter=self._csv_delimiter,
@@ -295,10 +298,12 @@ class AnalyzeSplitFn(beam.DoFn):
             batch = result.batch
             added = self._map(add_feature, [(f, feature_column(f, batch))
                                             for f in self._features])
-            for f, (n_missing, documents) in zip(self._features, added):
+            for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
                 if f.kind == "text":
                     meta["documents"][f.name] += documents
+                    hist = meta["terms_per_document"][f.name]
+                    hist[:] = [a + b for a, b in zip(hist, terms)]
 
         def finish(state: SplitVocabulary) -> list[tuple[tuple[str, int], Any]]:
             return state.result()
@@ -316,8 +321,9 @@ class AnalyzeSplitFn(beam.DoFn):
                   meta["rows_read"], meta["rows_rejected"], time.monotonic() - started)
 
     @staticmethod
-    def _count_text(f: Feature, arr: pa.Array) -> tuple[list[pa.Table], int]:
-        """Token count tables of a text column and its number of documents (non-null cells).
+    def _count_text(f: Feature, arr: pa.Array) -> tuple[list[pa.Table], int, list[int]]:
+        """Token count tables of a text column, its number of documents (non-null cells) and
+        the log2 histogram of terms per document.
 
         Counted :data:`TEXT_CHUNK_BYTES` of text at a time, so the n-gram arrays stay small
         whatever the batch size; document counts add up because a document is in one chunk.
@@ -332,7 +338,9 @@ class AnalyzeSplitFn(beam.DoFn):
         flat = flat.filter(present)
         with_df = f.output_mode == "tf_idf"
         tables = []
+        terms = np.zeros(TERMS_BUCKETS, np.int64)
         for chunk in text_chunks(flat, TEXT_CHUNK_BYTES):
-            tokens, counts, dfs = text_counts.token_statistics(chunk, f, documents=with_df)
-            tables.append(voc.table_from_counts(tokens, counts, dfs))
-        return tables, documents
+            st = text_counts.text_statistics(chunk, f, documents=with_df)
+            tables.append(voc.table_from_counts(st.tokens, st.counts, st.document_counts))
+            terms += st.terms_histogram
+        return tables, documents, terms.tolist()

@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +42,73 @@ def token_counts(texts: pa.Array, feature: TextFeature) -> tuple[pa.Array, pa.Ar
     return tokens, pa.array(counts, type=pa.int64())
 
 
+#: Buckets of the terms-per-document histogram (:func:`log2_histogram`).
+TERMS_BUCKETS = 33
+
+
+def terms_per_document(grams: text.Grams) -> np.ndarray:
+    """Terms (tokens and n-grams, as counted in ``total_count``) of every row, int64.
+
+    A row of ``n`` split tokens has ``max(n - w + 1, 0)`` n-grams of each width ``w``.
+
+    Example:
+        >>> terms_per_document(text.grams(pa.array(["a b c", "", "d"]),
+        ...                               TextFeature("t", ngrams=2))).tolist()
+        [5, 0, 1]
+    """
+    lengths = np.diff(grams.offsets)
+    out = np.zeros(len(lengths), np.int64)
+    for w in grams.widths:
+        out += np.maximum(lengths - (w - 1), 0)
+    return out
+
+
+def log2_histogram(values: np.ndarray) -> np.ndarray:
+    """Counts of non-negative integers in fixed log2 buckets, int64 of length ``TERMS_BUCKETS``.
+
+    Bucket 0 holds 0; bucket ``b`` (1..31) holds ``[2**(b-1), 2**b)``; bucket 32 holds
+    everything from ``2**31``. Fixed buckets make histograms of shards add up exactly.
+
+    Example:
+        >>> log2_histogram(np.array([0, 1, 2, 3, 4, 7, 8]))[:5].tolist()
+        [1, 1, 2, 2, 1]
+    """
+    _, exponent = np.frexp(np.asarray(values, dtype=np.float64))  # v = m * 2**e, m in [0.5, 1)
+    return np.bincount(np.minimum(exponent, TERMS_BUCKETS - 1),
+                       minlength=TERMS_BUCKETS).astype(np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class TextStatistics:
+    """What the analysis keeps of one batch of a text feature.
+
+    Attributes:
+        tokens: Distinct terms of the batch (order unspecified).
+        counts: int64 occurrences of each term.
+        document_counts: int64 rows containing each term (None when not asked for).
+        terms_histogram: :func:`log2_histogram` of the terms per row (``TERMS_BUCKETS``).
+    """
+
+    tokens: pa.Array
+    counts: np.ndarray
+    document_counts: np.ndarray | None
+    terms_histogram: np.ndarray
+
+
+def text_statistics(texts: pa.Array, feature: TextFeature, *,
+                    documents: bool = True) -> TextStatistics:
+    """:func:`token_statistics` plus the histogram of terms per row, from one tokenisation.
+
+    Example:
+        >>> st = text_statistics(pa.array(["a b a", "", "c"]), TextFeature("t"))
+        >>> st.terms_histogram[:3].tolist()  # 0 terms, 1 term, 2-3 terms
+        [1, 1, 1]
+    """
+    grams = text.grams(texts, feature)
+    hist = log2_histogram(terms_per_document(grams))
+    return TextStatistics(*_count(grams, documents), terms_histogram=hist)
+
+
 def token_statistics(texts: pa.Array, feature: TextFeature, *,
                      documents: bool = True) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
     """Distinct tokens of a batch, their counts and (optionally) their document counts.
@@ -62,7 +131,11 @@ def token_statistics(texts: pa.Array, feature: TextFeature, *,
         >>> sorted(zip(toks.to_pylist(), counts.tolist(), df.tolist()))
         [('a', 3, 2), ('b', 1, 1)]
     """
-    grams = text.grams(texts, feature)
+    return _count(text.grams(texts, feature), documents)
+
+
+def _count(grams: text.Grams, documents: bool
+           ) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
     values = grams.values()
     if len(values) == 0:
         empty = np.zeros(0, np.int64)
