@@ -334,6 +334,7 @@ class OutputRun:
                      flag=self.policy.flag)
         self._locked = True
         try:
+            self._finish_interrupted_commits()
             check_folder(self.folder, self.policy, overwrite=self.overwrite)
             for rel in list_entries(self.folder):
                 top = rel.split("/", 1)[0]
@@ -358,6 +359,21 @@ class OutputRun:
         else:  # failed with nothing staged, or ended without commit (e.g. a dry run)
             delete_tree(self.staging)
         self._release()
+
+    def _finish_interrupted_commits(self) -> None:
+        """Rolls forward a commit an earlier run started (its journal is still staged).
+
+        Such a run died while moving a complete output (e.g. its job was cancelled during the
+        last step): some new files are in place, its ``last`` file is not. Finishing the moves
+        turns the folder back into a finished output, which ``overwrite`` then governs.
+        """
+        tops = {rel.split("/", 1)[0] for rel in list_files(self.folder)}
+        for top in sorted(t for t in tops if t.startswith(STAGING_PREFIX)):
+            staged = fs.join(self.folder, top)
+            if fs.exists(fs.join(staged, COMMIT_JOURNAL)):
+                _LOG.warning("finishing the interrupted commit of %s into %s", staged,
+                             self.folder)
+                commit_staging(self.folder, staged, self.policy)
 
     def _release(self) -> None:
         if self._locked:

@@ -2,6 +2,8 @@
 
 The launcher passes the template parameters as ``--name=value`` flags; ``BEAM_PREP_FLEX_JOB``
 (set per image target) says which job they are for. See beam_prep.pipelines.flex_template.
+The job's last step moves its output into place and releases the output lock on a worker, so
+the launcher may exit once the job is submitted (docs/dataflow.md: How the output is finalised).
 """
 
 import os

@@ -154,3 +154,27 @@ def test_finalize_output_runs_after_the_last_output_in_a_pipeline(tmp_path):
         assert output.read_lock(str(tmp_path)) is None
         assert run.commit()
     assert _tree(tmp_path) == {"notes.md": b"user", **NEW}
+
+
+def test_next_run_finishes_a_commit_whose_job_was_cancelled_midway(tmp_path, monkeypatch):
+    _put(tmp_path, OLD)
+    real_move = output.move_files
+
+    def crash_before_last(src, dst, rels):
+        if "stats.json" in rels:
+            raise OSError("job cancelled")
+        real_move(src, dst, rels)
+
+    run = OutputRun(str(tmp_path), POLICY, overwrite=True, run_id="r1").__enter__()
+    _put(run.staging, NEW)
+    monkeypatch.setattr(output, "move_files", crash_before_last)
+    with pytest.raises(OSError):
+        run.finalizer().finalize()
+    monkeypatch.setattr(output, "move_files", real_move)
+    output.release_lock(str(tmp_path), "r1")  # what --force_unlock does for a dead job
+    # No stats.json: not a finished output, which a new run would refuse even with
+    # --overwrite; the next run first finishes the moves from the staged journal.
+    with pytest.raises(output.ArtifactError, match="holds a finished demo output"):
+        with OutputRun(str(tmp_path), POLICY, run_id="r2"):
+            pass
+    assert _tree(tmp_path) == {"notes.md": b"user", **NEW}
