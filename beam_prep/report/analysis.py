@@ -9,8 +9,10 @@ What each card shows and where it comes from (``docs/artifacts.md``):
   vocabulary, so the curve stops at the cut (marked in red with ``top_k``/``min_count`` or
   ``max_tokens``); the dropped tokens' number and total count are known from the manifest and
   drawn as a dotted segment to 100 %. Implied OOV rate = ``1 - sum(counts) / total_count``.
-  Text adds terms per document (``total_count / document_count``: only the mean is
-  recorded) and document frequencies of the top tokens when the sidecar has them (tf_idf).
+  Text adds terms per document: the mean (``total_count / document_count``) and, from the
+  manifest's ``terms_per_document_log2`` (absent in older manifests: "not recorded"), the
+  histogram in log2 buckets (0, 1, 2–3, 4–7, …) and its median bucket; and the document
+  frequencies of the top tokens when the sidecar has them (tf_idf).
 * numeric: the manifest has no histogram, only min, max, mean, variance and the quantile
   boundaries. The picture drawn is the one they imply: ``num_buckets`` buckets between
   min, the boundaries and max, each holding about ``count / num_buckets`` finite values
@@ -44,6 +46,7 @@ from beam_prep.report.sidecar import SidecarSummary, summarize_sidecar
 TOP_N = 25
 _MAX_LISTED = 20
 _FLOAT_MAX = 1.7976931348623157e308
+_LAST_TERMS_BUCKET = 32
 
 
 def _share(part: float, whole: float) -> float | None:
@@ -158,9 +161,52 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
     elif kind == "text":
         charts.append(note("Document frequencies are recorded only with output_mode tf_idf."))
     if kind == "text":
-        charts.append(note("Only the mean number of terms per document is recorded (no "
-                           "per-document distribution)."))
+        more_rows, chart = terms_per_document(st.get("terms_per_document_log2"),
+                                              int(st.get("document_count") or 0))
+        rows += more_rows
+        charts.insert(0, chart)
     return f'<div class="row"><div>{kv_table(rows)}</div><div>{"".join(charts)}</div></div>'
+
+
+def log2_bucket_label(b: int) -> str:
+    """The terms covered by bucket ``b`` of ``terms_per_document_log2``.
+
+    Example:
+        >>> [log2_bucket_label(b) for b in range(5)]
+        ['0', '1', '2–3', '4–7', '8–15']
+    """
+    if b <= 1:
+        return str(b)
+    if b >= _LAST_TERMS_BUCKET:  # open-ended (text_counts.TERMS_BUCKETS - 1)
+        return f"≥{2 ** (b - 1):,}"
+    return f"{2 ** (b - 1):,}–{2 ** b - 1:,}"
+
+
+def terms_per_document(hist: list[int] | None, documents: int) -> tuple[list[tuple[str, str]],
+                                                                         str]:
+    """Rows and chart of the terms-per-document histogram (log2 buckets) of a text feature."""
+    if hist is None:
+        return [("terms per document (distribution)", "not recorded")], note(
+            "Terms per document: not recorded in this manifest (written by an older "
+            "beam-prep, or by a run that reused older cache entries); re-run the analysis "
+            "to see the distribution.")
+    median = None
+    seen = 0
+    for b, c in enumerate(hist):
+        seen += c
+        if documents and 2 * seen >= documents:
+            median = b
+            break
+    rows = [("documents with no term", f"{fmt_int(hist[0] if hist else 0)} "
+                                       f"({fmt_pct(_share(hist[0] if hist else 0, documents))})"),
+            ("terms per document (median)", "—" if median is None
+             else text(log2_bucket_label(median)))]
+    labels = [log2_bucket_label(b) for b in range(len(hist))]
+    chart = ("<div><h4>Terms per document (tokens and n-grams)</h4>" +
+             svg.columns(labels, hist, title="terms per document",
+                         x_label="terms in the document (log2 buckets)",
+                         y_label="documents") + "</div>")
+    return rows, chart
 
 
 def _finite(x: Any) -> float | None:

@@ -70,9 +70,10 @@ def _drops(**kw: tuple[int, int]) -> dict[str, Any]:
     return out
 
 
-def make_analysis_dir(root: str, *, big_vocab: int = 0) -> RawData:
+def make_analysis_dir(root: str, *, big_vocab: int = 0, terms: bool = True) -> RawData:
     """Writes a complete artifact directory; ``big_vocab`` > 0 adds a feature with that
-    many tokens (counts 1 each after a few frequent ones)."""
+    many tokens (counts 1 each after a few frequent ones); ``terms=False`` leaves out
+    ``terms_per_document_log2`` (a manifest of before that field)."""
     rng = random.Random(7)
     raw = RawData()
     reps = [41, 37, 31, 29, 23, 19, 17, 13, 11, 7, 5]
@@ -115,6 +116,10 @@ def make_analysis_dir(root: str, *, big_vocab: int = 0) -> RawData:
                        "stats": {"vocabulary_size": len(review), "distinct_values": len(review),
                                  "total_count": sum(tf.values()), "missing_count": 3,
                                  "document_count": len(raw.docs), **_drops()}}
+    if terms:  # documents by bit_length of their term count (log2 buckets)
+        by_bits = collections.Counter(len(d).bit_length() for d in raw.docs)
+        feats["review"]["stats"]["terms_per_document_log2"] = [
+            by_bits.get(b, 0) for b in range(max(by_bits) + 1)]
     p = sorted(raw.price)
     bounds = [p[len(p) * k // 4] for k in (1, 2, 3)]
     feats["price"] = {"kind": "numeric", "files": {}, "stats": {

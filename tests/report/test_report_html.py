@@ -68,7 +68,7 @@ def test_analysis_page_structure_and_every_feature(analysis):
     _self_contained(html, page)
     assert set(page.sections) == {"__run__", "city", "store", "review", "price", "age", "empty",
                                   "uid"}
-    assert page.tags.count("svg") == 2 + 2 + 3 + 1 + 1  # city, store, review, price, age
+    assert page.tags.count("svg") == 2 + 2 + 4 + 1 + 1  # city, store, review, price, age
 
 
 def test_analysis_header_numbers(analysis):
@@ -109,6 +109,32 @@ def test_text_numbers_match_raw_data(analysis):
     text = "".join(page.section_text["review"])
     assert f"{df:,} docs ({100 * df / len(raw.docs):.2f}%)" in text
     assert shown(best) in text
+
+
+def test_text_terms_per_document_match_raw_docs(analysis):
+    _, raw, html = analysis
+    sec = Page(html).sections["review"]
+    lengths = sorted(len(d) for d in raw.docs)
+    assert sec["documents with no term"] == "0 (0.00%)"
+    median = lengths[(len(lengths) + 1) // 2 - 1]
+    lo = 1 << (median.bit_length() - 1)
+    assert sec["terms per document (median)"] == (f"{lo}–{2 * lo - 1}" if lo > 1 else "1")
+    part = html[html.index('data-name="review"'):html.index('data-name="price"')]
+    assert 'aria-label="terms per document"' in part
+    for label, lo, hi in (("0", 0, 0), ("1", 1, 1), ("2–3", 2, 3), ("4–7", 4, 7)):
+        c = sum(lo <= n <= hi for n in lengths)
+        assert f"<title>{label}: {c:,}</title>" in part, label
+    assert "<title>8–15:" not in part  # no document has 8 terms or more
+
+
+def test_text_terms_per_document_not_recorded_in_older_manifests(tmp_path):
+    root = str(tmp_path)
+    make_analysis_dir(root, terms=False)
+    html = render_report(root)
+    sec = Page(html).sections["review"]
+    assert sec["terms per document (distribution)"] == "not recorded"
+    assert "Terms per document: not recorded" in html
+    assert 'aria-label="terms per document"' not in html
 
 
 def test_numeric_numbers_match_raw_data(analysis):
