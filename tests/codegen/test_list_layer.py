@@ -97,3 +97,17 @@ def test_split_in_the_layer_equals_the_arrow_analysis(texts, sep):
     padded = layer({"s": tf.constant([[t or ""] for t in texts])}).numpy().tolist()
     got = [[v.decode() for v in row if v != b""] for row in padded]
     assert got == [row or [] for row in counted.to_pylist()]
+
+
+def test_empty_integer_vocabulary_of_a_list_maps_values_to_oov(tmp_path):
+    """The empty-vocabulary sentinel (-2**63) is the list mask: another one is used."""
+    from beam_prep.codegen.runtime import layers_from_artifacts
+    from tests.codegen.artifact_fixtures import write_artifacts
+
+    spec = {"features": [{"name": "ids", "kind": "integer", "shape": "list", "max_values": 3,
+                          "min_count": 100}]}
+    path = write_artifacts(str(tmp_path), spec, {"ids": [5, 7]})
+    pp = layers_from_artifacts(path)
+    out = pp.build_preprocessor()(pp.raw_columns({"ids": tf.ragged.constant([[5, 7], []],
+                                                                            tf.int64)}))
+    assert out["ids"].numpy().tolist() == [[1, 1, 0], [0, 0, 0]]
