@@ -409,3 +409,53 @@ def test_cache_and_inputs_on_gcs(gcs, tmp_path):
     assert_same_bytes(plain, run(tmp_path, remote, str(tmp_path / "again"), "--cache_dir",
                                  cache))
     assert counts() == (1, 1)
+
+
+def _parquet_splits(tmp_path: Path) -> list:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    from beam_prep.io.readers import list_splits
+
+    table = pcsv.read_csv(write_day(tmp_path / "d.csv", 6, rows=300),
+                          convert_options=pcsv.ConvertOptions(
+                              column_types={"price": "string", "note": "string"}))
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=70)
+    return list_splits(str(tmp_path / "d.parquet"), "parquet", parquet_rows_per_split=100)
+
+
+def _byte_range_splits(tmp_path: Path) -> list:
+    from beam_prep.io.readers import list_splits
+
+    return list_splits(str(write_day(tmp_path / "d.csv", 6, rows=300)), "csv",
+                       split_bytes=4000)
+
+
+@pytest.mark.parametrize("make_splits", [_parquet_splits, _byte_range_splits])
+def test_row_group_and_byte_range_splits_are_cached_one_by_one(tmp_path, make_splits):
+    from beam_prep.analyzers.cache_fn import CachedAnalyzeSplitFn
+    from beam_prep.analyzers.cache_key import ReaderSettings
+
+    spec = _spec()
+    splits = make_splits(tmp_path)
+    assert len(splits) >= 3
+    fmt = splits[0].format
+    fresh = _fresh_fn(spec)
+    fresh.setup()
+
+    def cached():
+        fn = CachedAnalyzeSplitFn(_fresh_fn(spec), spec.to_dict(), str(tmp_path / "cache"),
+                                  ReaderSettings(fmt, 50), num_partitions=3)
+        fn.setup()
+        return fn
+
+    keys = set()
+    for split in splits:
+        expected = _summary(fresh.process(split))
+        expected.pop("cache")
+        for status in ("miss", "hit"):
+            got = _summary(cached().process(split))
+            (seen, key), = got.pop("cache")
+            assert seen == status and got == expected, (split, status)
+            keys.add(key)
+    assert len(keys) == len(splits)
