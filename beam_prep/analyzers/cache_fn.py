@@ -35,15 +35,18 @@ from beam_prep.analyzers.cache_key import (
     ReaderSettings,
     analysis_key,
     entry_key,
+    plan_key,
     split_identity,
 )
 from beam_prep.analyzers.vocab_partition import split_by_partition
 from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
-from beam_prep.io.readers import Split
+from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 
 CACHE = "cache"
+#: Formats whose split plan reads the whole file (record-aligned byte ranges): cached too.
+PLANNED_FORMATS = ("csv", "jsonl")
 _LOG = logging.getLogger("beam_prep.analyze")
 
 
@@ -175,6 +178,45 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         progress.record_unit(split.split_id, rows=meta["rows_read"],
                              rejected=meta["rows_rejected"])
         _LOG.info("analysis cache: %s from entry %s", split.split_id, index["key"])
+
+
+class CachedListSplits(beam.DoFn):
+    """Lists the splits of a file; the byte-range plans of CSV/JSONL files (one pass over the
+    file) are kept in the cache under ``plans/``, keyed by path, content identity and split
+    size. Emits the splits, and ``("plan", key)`` on the ``cache`` output.
+
+    Args:
+        fmt: Input format.
+        parquet_rows_per_split: Rows per Parquet split.
+        split_bytes: Byte-range size of CSV/JSONL files (0 = whole files).
+        cache_dir: The cache folder.
+        identities: Content identities measured by the launcher (else measured here).
+    """
+
+    def __init__(self, fmt: str, parquet_rows_per_split: int, split_bytes: int,
+                 cache_dir: str, identities: dict[str, str] | None = None) -> None:
+        self._fmt = fmt
+        self._rows = parquet_rows_per_split
+        self._bytes = split_bytes
+        self._cache = cache_dir
+        self._identities = dict(identities or {})
+
+    def process(self, path: str) -> Iterator[Any]:
+        if self._fmt not in PLANNED_FORMATS or self._bytes <= 0:
+            yield from list_splits(path, self._fmt, parquet_rows_per_split=self._rows,
+                                   split_bytes=self._bytes)
+            return
+        content = self._identities.get(path) or content_identity(path)
+        key = plan_key(path, self._fmt, content, self._bytes)
+        splits = store.load_plan(self._cache, key, path, self._fmt)
+        if splits is None:
+            splits = list_splits(path, self._fmt, split_bytes=self._bytes)
+            try:
+                store.write_plan(self._cache, key, splits)
+            except Exception as e:  # noqa: BLE001 - a read-only cache still gives results
+                _LOG.warning("analysis cache: cannot write plan %s (%s)", key, e)
+        yield from splits
+        yield beam.pvalue.TaggedOutput(CACHE, ("plan", key))
 
 
 class CacheUseFn(beam.CombineFn):

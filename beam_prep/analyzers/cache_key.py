@@ -41,7 +41,7 @@ from beam_prep.io.readers import Split
 from beam_prep.spec import Feature, Spec
 
 #: Bumped whenever the entry layout or the meaning of a key part changes.
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2  # 2: numeric moments as exact sums (total, total_sq)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +129,17 @@ def split_identity(split: Split) -> dict[str, Any]:
     return {"path": split.path, "format": split.format,
             "row_groups": None if split.row_groups is None else list(split.row_groups),
             "first_row": split.first_row, "start": split.start, "end": split.end}
+
+
+def plan_key(path: str, fmt: str, content: str, split_bytes: int) -> str:
+    """The cache key of a file's split plan (hex sha256).
+
+    Example:
+        >>> len(plan_key("a.csv", "csv", "local:size=1:mtime_ns=2:ctime_ns=3", 1 << 26))
+        64
+    """
+    return _digest({"version": CACHE_FORMAT_VERSION, "plan": path, "format": fmt,
+                    "content": content, "split_bytes": split_bytes})
 
 
 def entry_key(split: Split, content: str, analysis: str) -> str:

@@ -1,9 +1,10 @@
 """Pruning the analysis cache: keep the entries the last N runs used, delete the rest.
 
 Every ``beam-prep analyze --cache_dir DIR`` run writes ``DIR/runs/<run id>.json`` with the
-keys of the entries it used (hits and new entries); run ids sort by start time. Pruning
-keeps the newest ``keep_runs`` records, deletes every entry none of them names, and deletes
-the older records. Works on local folders and object stores (through Beam FileSystems).
+keys of the entries and split plans it used (hits and new ones); run ids sort by start
+time. Pruning keeps the newest ``keep_runs`` records, deletes every entry and plan none of
+them names, and deletes the older records. Works on local folders and object stores
+(through Beam FileSystems).
 
 Do not prune while an analysis with the same cache runs: its new entries are recorded only
 when it finishes, and an entry deleted while the job replays it fails that job.
@@ -42,6 +43,13 @@ class PruneReport:
     entries_removed: int
 
 
+def _plan_files(cache_dir: str) -> dict[str, str]:
+    """Key → relpath (under ``plans/``) of every stored split plan."""
+    return {rel.rsplit("/", 1)[-1][:-len(".json")]: rel
+            for rel in output.list_files(fs.join(cache_dir, store.PLANS_DIR))
+            if rel.endswith(".json")}
+
+
 def _entry_keys(cache_dir: str) -> set[str]:
     """Keys of every entry folder (complete or not) under ``entries/``."""
     keys = set()
@@ -71,7 +79,8 @@ def prune(cache_dir: str, *, keep_runs: int, dry_run: bool = False) -> PruneRepo
     records = sorted(r for r in output.list_files(runs_dir) if r.endswith(".json")
                      and "/" not in r)
     keys = _entry_keys(cache_dir)
-    if not records and not keys:
+    plans = _plan_files(cache_dir)
+    if not records and not keys and not plans:
         raise InputError(f"{cache_dir} holds no analysis cache (no {store.RUNS_DIR}/ and no "
                          f"{store.ENTRIES_DIR}/). Pass the --cache_dir of your analyses.")
     kept, removed = records[-keep_runs:], records[:-keep_runs]
@@ -89,5 +98,7 @@ def prune(cache_dir: str, *, keep_runs: int, dry_run: bool = False) -> PruneRepo
     if not dry_run:
         for key in stale:
             output.delete_tree(store.entry_dir(cache_dir, key))
+        output.delete_files(fs.join(cache_dir, store.PLANS_DIR),
+                            sorted(rel for key, rel in plans.items() if key not in used))
         output.delete_files(runs_dir, removed)
     return PruneReport(tuple(kept), tuple(removed), len(keys) - len(stale), len(stale))

@@ -8,6 +8,7 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
     DIR/entries/<key[:2]>/<key>/rejected.jsonl  [sort key, json line] per rejected row
+    DIR/plans/<key[:2]>/<key>.json              the byte-range splits of one CSV/JSONL file
     DIR/runs/<utc time>-<id>.json               the keys one run used (for pruning)
 
 ``index.json`` holds :data:`FORMAT_NAME`, the cache format version, the key, the split,
@@ -48,9 +49,11 @@ from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
 from beam_prep.analyzers.spill import SpillRef, materialize
 from beam_prep.analyzers.vocab_count import SCHEMA
 from beam_prep.io import filesystem as fs
+from beam_prep.io.readers import Split
 
 FORMAT_NAME = "beam_prep.analysis_cache"
 ENTRIES_DIR = "entries"
+PLANS_DIR = "plans"
 RUNS_DIR = "runs"
 INDEX = "index.json"
 
@@ -136,14 +139,14 @@ def write_atomic(path: str, data: bytes) -> None:
 
 
 def _moments_json(m: num.Moments) -> dict:
-    return {"count": m.count, "mean": m.mean.hex(), "scaled_m2": m.scaled_m2.hex(),
-            "minimum": m.minimum.hex(), "maximum": m.maximum.hex(), "exponent": m.exponent}
+    # the exact sums are integers of up to ~4,300 bits: hex strings, exact and compact
+    return {"count": m.count, "total": hex(m.total), "total_sq": hex(m.total_sq),
+            "minimum": m.minimum.hex(), "maximum": m.maximum.hex()}
 
 
 def _moments_of(d: dict) -> num.Moments:
-    return num.Moments(int(d["count"]), float.fromhex(d["mean"]),
-                       float.fromhex(d["scaled_m2"]), float.fromhex(d["minimum"]),
-                       float.fromhex(d["maximum"]), int(d["exponent"]))
+    return num.Moments(int(d["count"]), int(d["total"], 16), int(d["total_sq"], 16),
+                       float.fromhex(d["minimum"]), float.fromhex(d["maximum"]))
 
 
 def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> None:
@@ -226,6 +229,37 @@ def load_index(cache_dir: str, key: str) -> dict | None:
                          f"{str(want.get('sha256'))[:12]}… and {want.get('bytes')}")
             return None
     return index
+
+
+def plan_path(cache_dir: str, key: str) -> str:
+    """The file of one split plan."""
+    return fs.join(cache_dir, PLANS_DIR, key[:2], f"{key}.json")
+
+
+def write_plan(cache_dir: str, key: str, splits: list[Split]) -> None:
+    """Stores the splits of one file (one JSON object, written atomically)."""
+    body = {"format": FORMAT_NAME, "format_version": CACHE_FORMAT_VERSION, "key": key,
+            "splits": [[s.first_row, s.start, s.end] for s in splits]}
+    write_atomic(plan_path(cache_dir, key), _json(body))
+
+
+def load_plan(cache_dir: str, key: str, path: str, fmt: str) -> list[Split] | None:
+    """The stored splits of a file, or None (a miss; a damaged plan also warns)."""
+    target = plan_path(cache_dir, key)
+    if not fs.exists(target):
+        return None
+    try:
+        body = json.loads(fs.read_bytes(target))
+        if (body["format"], body["format_version"], body["key"]) != (
+                FORMAT_NAME, CACHE_FORMAT_VERSION, key):
+            raise ValueError("another format, version or key")
+        splits = [Split(path, fmt, None, int(first), int(start),
+                        None if end is None else int(end))
+                  for first, start, end in body["splits"]]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        _reject(key, f"damaged split plan: {e}")
+        return None
+    return splits or None
 
 
 def vocab_tables(folder: str, relname: str) -> Iterator[pa.Table]:

@@ -290,11 +290,17 @@ class AnalyzeToArtifacts(beam.PTransform):
                            TEXT_RESERVED_TOKENS if f.kind == "text" else ())
                   for f in vocab_features}
         p = pbegin.pipeline
-        splits = (pbegin
+        identities = (content_identities(self._files, pipeline_options=p.options)
+                      if self._cache_dir is not None else {})
+        lister: beam.DoFn = _ListSplits(self._fmt, self._rows_per_split, self._split_bytes)
+        if self._cache_dir is not None:  # CSV/JSONL byte-range plans come from the cache
+            lister = cache_fn.CachedListSplits(self._fmt, self._rows_per_split,
+                                               self._split_bytes, self._cache_dir, identities)
+        listed = (pbegin
                   | "InputFiles" >> beam.Create(self._files)
-                  | "ListSplits" >> beam.ParDo(
-                      _ListSplits(self._fmt, self._rows_per_split, self._split_bytes))
-                  | "SpreadSplits" >> beam.Reshuffle())
+                  | "ListSplits" >> beam.ParDo(lister).with_outputs(cache_fn.CACHE,
+                                                                    main="splits"))
+        splits = listed.splits | "SpreadSplits" >> beam.Reshuffle()
         analyze: beam.DoFn = split_fn.AnalyzeSplitFn(
             spec_dict, batch_size=self._batch_size, num_partitions=self._partitions,
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
@@ -306,7 +312,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             analyze = cache_fn.CachedAnalyzeSplitFn(
                 analyze, spec_dict, self._cache_dir, reader,
                 num_partitions=self._partitions, temp_dir=temp, spill_rows=self._spill_rows,
-                identities=content_identities(self._files, pipeline_options=p.options))
+                identities=identities)
             tags.append(cache_fn.CACHE)
         outputs = splits | "AnalyzeSplits" >> beam.ParDo(analyze).with_outputs(
             *tags, main="vocab")
@@ -331,8 +337,10 @@ class AnalyzeToArtifacts(beam.PTransform):
         input_info = {"patterns": self._patterns, "format": self._fmt,
                       "files": len(self._files)}
         if self._cache_dir is not None:
-            _ = outputs[cache_fn.CACHE] | "RecordCacheUse" >> cache_fn.RecordCacheUse(
-                self._cache_dir, self.cache_run_id)
+            _ = ((outputs[cache_fn.CACHE], listed[cache_fn.CACHE])
+                 | "AllCacheUse" >> beam.Flatten()
+                 | "RecordCacheUse" >> cache_fn.RecordCacheUse(self._cache_dir,
+                                                               self.cache_run_id))
         return (p
                 | "ManifestTrigger" >> beam.Create([None])
                 | "WriteManifest" >> beam.ParDo(

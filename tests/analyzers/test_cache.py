@@ -77,16 +77,20 @@ def last_run(cache: Path) -> dict:
 def test_cold_and_warm_cache_give_the_bytes_of_a_run_without_cache(tmp_path):
     files = days(tmp_path / "data", [1, 2, 3])
     cache = tmp_path / "cache"
-    plain = run(tmp_path, files, str(tmp_path / "plain"))
-    cold = run(tmp_path, files, str(tmp_path / "cold"), "--cache_dir", str(cache))
-    assert last_run(cache)["hits"] == 0 and last_run(cache)["misses"] == 3
+    ranges = ("--input_split_bytes", "2500")  # two record-aligned byte ranges per file
+    plain = run(tmp_path, files, str(tmp_path / "plain"), *ranges)
+    cold = run(tmp_path, files, str(tmp_path / "cold"), "--cache_dir", str(cache), *ranges)
+    assert last_run(cache)["hits"] == 0 and last_run(cache)["misses"] == 6
     assert_same_bytes(plain, cold)
-    warm = run(tmp_path, files, str(tmp_path / "warm"), "--cache_dir", str(cache))
-    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (3, 0)
+    warm = run(tmp_path, files, str(tmp_path / "warm"), "--cache_dir", str(cache), *ranges)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (6, 0)
     assert_same_bytes(plain, warm)
     manifest = json.loads((warm / "manifest.json").read_text())
     assert manifest["input"]["rows_rejected"] == 3  # one per file, replayed from the cache
-    assert len(list((cache / "entries").glob("*/*/index.json"))) == 3
+    assert manifest["input"]["splits"] == 6
+    assert len(list((cache / "entries").glob("*/*/index.json"))) == 6
+    assert len(list((cache / "plans").glob("*/*.json"))) == 3  # the byte-range plans
+    assert len(last_run(cache)["keys"]) == 9  # 6 entries + 3 plans, for pruning
 
 
 def test_rolling_window_gives_the_bytes_of_a_full_run(tmp_path):
@@ -221,7 +225,7 @@ def _truncate(folder: Path) -> None:
 
 def _wrong_version(folder: Path) -> None:
     p = folder / "index.json"
-    p.write_text(p.read_text().replace('"format_version": 1', '"format_version": 99'))
+    p.write_text(p.read_text().replace('"format_version": 2', '"format_version": 99'))
 
 
 def _torn_index(folder: Path) -> None:
@@ -459,3 +463,33 @@ def test_row_group_and_byte_range_splits_are_cached_one_by_one(tmp_path, make_sp
             assert seen == status and got == expected, (split, status)
             keys.add(key)
     assert len(keys) == len(splits)
+
+
+def test_byte_range_plans_are_read_from_the_cache(tmp_path, monkeypatch):
+    """The planning pass reads a whole CSV file: a cached plan spares it."""
+    from beam_prep.analyzers import cache_fn
+    from beam_prep.io.readers import list_splits
+
+    path = str(write_day(tmp_path / "d.csv", 6, rows=300))
+    expected = list_splits(path, "csv", split_bytes=4000)
+    assert len(expected) >= 3
+
+    def listed():
+        fn = cache_fn.CachedListSplits("csv", 100, 4000, str(tmp_path / "cache"))
+        out = list(fn.process(path))
+        return ([o for o in out if not hasattr(o, "tag")],
+                [o.value for o in out if hasattr(o, "tag")])
+
+    first, use = listed()
+    assert first == expected and use[0][0] == "plan"
+
+    def no_planning(*args, **kwargs):
+        raise AssertionError("the file was planned again")
+
+    monkeypatch.setattr(cache_fn, "list_splits", no_planning)
+    again, use_again = listed()
+    assert again == expected and use_again == use
+    (plan,) = (tmp_path / "cache" / "plans").glob("*/*.json")
+    plan.write_text("{torn")
+    monkeypatch.undo()
+    assert listed()[0] == expected  # a damaged plan is planned again
