@@ -78,3 +78,5 @@ def test_example_spec_uses_each_new_field():
     assert {f.name for f in spec.features if f.expr} >= {"unit_price", "city", "country_year"}
     assert spec.feature("country_x_device").cross == ("country", "device")
     assert {f.scaling for f in spec.of_kind("numeric")} == {"z_score", "min_max", "none"}
+    assert spec.feature("tags").is_list() and spec.feature("tags").max_values == 3
+    assert spec.feature("tags_hashed").is_list()
