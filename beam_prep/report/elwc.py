@@ -182,7 +182,7 @@ def render_elwc(root: str) -> str:
         rows.append(("other labels", fmt_int(sum(int(v) for _, v in lab[_MAX_LABELS:]))))
     list_rows, list_charts = per_list_labels(st)
     parts.append(card("Labels", '<div class="row"><div>' + kv_table(rows + list_rows) +
-                      "</div><div>" +
+                      "</div><div><h4>Label of every document</h4>" +
                       svg.columns([k for k, _ in shown], [int(v) for _, v in shown],
                                   title="label histogram", x_label="label",
                                   y_label="documents") +

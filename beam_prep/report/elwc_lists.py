@@ -89,11 +89,13 @@ def per_list_labels(st: dict[str, Any]) -> tuple[list[tuple[str, str]], list[str
         rows.append(("lists with no relevant label", f"{fmt_int(none)} "
                                                      f"({fmt_pct(_share(none, lists))})"))
         bar_labels, counts = int_bins(rel)
-        charts = [svg.columns(bar_labels, counts, title="relevant documents per list",
+        charts = ["<h4>Relevant documents per list</h4>",
+                  svg.columns(bar_labels, counts, title="relevant documents per list",
                               x_label="relevant documents (label > 0) in the list",
                               y_label="lists")]
         top = st.get("max_label_per_list_histogram") or {}
         ordered = sorted(top.items(), key=lambda kv: float(kv[0]))[:_MAX_BARS]
+        charts.append("<h4>Largest label per list</h4>")
         charts.append(svg.columns([k for k, _ in ordered], [int(v) for _, v in ordered],
                                   title="largest label per list", x_label="largest label "
                                   "of the list", y_label="lists"))
