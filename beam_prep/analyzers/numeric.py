@@ -1,10 +1,14 @@
-"""Numeric statistics: moments merged with Chan et al.'s parallel formula (scaled), and quantiles.
+"""Numeric statistics: exact moments (count, Σx, Σx², min, max) and quantiles.
 
+Moments are exact: :mod:`beam_prep.analyzers.exact_sums` gives ``Σx`` and ``Σx²`` of a batch
+as integers, merging adds integers, and the mean and the population variance are read out
+once, correctly rounded. So they depend only on the set of values, never on how the input was
+split into files, byte ranges (``--input_split_bytes``) or batches, nor on the merge order:
+the manifest's ``mean`` and ``variance`` are the float64 nearest to the exact values.
 Partial results are computed per *split* (a deterministic unit of input, see
-:mod:`beam_prep.io.readers`), then merged in a canonical order (sorted by split id), so
-the floating-point result is the same whatever the runner, the worker count or the order
-in which partial results arrive. Quantiles use tfx-bsl's ``QuantilesSketch`` (TFT's
-sketch), merged in that same canonical order.
+:mod:`beam_prep.io.readers`) and merged in a canonical order (sorted by split id), which the
+quantiles need: they use tfx-bsl's ``QuantilesSketch`` (TFT's sketch), whose merge is not
+order-free.
 
 Example:
     >>> import numpy as np
@@ -24,89 +28,62 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
+from beam_prep.analyzers.exact_sums import SQUARE_SHIFT, SUM_SHIFT, exact_sums, ratio_to_float
+
 MAX_NUM_VALUES = 1 << 32  # the sketch's error bound holds up to this many values (as TFT)
-_NO_SCALE_EXPONENT = 400  # |x| < 2**400: n * x**2 cannot overflow for any n < 2**200
 
 
 @dataclasses.dataclass(frozen=True)
 class Moments:
-    """Count, mean, scaled sum of squared deviations, min and max of finite values.
-
-    Values are summed after scaling by a power of two (``2**-exponent``, with ``exponent``
-    the binary exponent of the largest ``|x|`` seen), so no intermediate overflows: the mean
-    is right for any finite input (``1e308`` included) and the variance whenever it fits in
-    a float64. A power of two scales exactly, so on ordinary data every sum rounds as the
-    unscaled one would (the same bits as a plain Chan merge).
+    """Count, exact sums of values and of squares, min and max of finite values.
 
     Attributes:
         count: Number of finite values.
-        mean: Their mean (0 when count is 0), always within ``[minimum, maximum]``.
-        scaled_m2: Sum of squared deviations from the mean, divided by ``4**exponent``.
+        total: ``Σx`` in units of ``2**-exact_sums.SUM_SHIFT`` (an exact integer).
+        total_sq: ``Σx²`` in units of ``2**-exact_sums.SQUARE_SHIFT`` (an exact integer).
         minimum: Smallest value (+inf when count is 0).
         maximum: Largest value (-inf when count is 0).
-        exponent: Scale of ``scaled_m2`` (0 when count is 0).
     """
 
     count: int = 0
-    mean: float = 0.0
-    scaled_m2: float = 0.0
+    total: int = 0
+    total_sq: int = 0
     minimum: float = math.inf
     maximum: float = -math.inf
-    exponent: int = 0
 
     @classmethod
     def of(cls, values: np.ndarray) -> Moments:
-        """Moments of a float64 array of finite values (two-pass, scaled, in float64)."""
-        n = int(values.size)
-        if n == 0:
+        """Moments of a float64 array of finite values."""
+        if values.size == 0:
             return cls()
-        lo, hi = float(values.min()), float(values.max())
-        exponent = math.frexp(max(-lo, hi))[1]
-        # Within 2**±_NO_SCALE_EXPONENT no sum can overflow: skip the scaled copy (same
-        # result, as scaling by a power of two is exact; saves ~40% of the time).
-        safe = -_NO_SCALE_EXPONENT < exponent < _NO_SCALE_EXPONENT
-        scaled = values if safe else np.ldexp(values, -exponent)
-        mean = float(np.mean(scaled, dtype=np.float64))
-        dev = scaled - mean
-        # Not np.dot: a BLAS call here spins OpenBLAS threads for no gain on one vector.
-        m2 = float(np.add.reduce(dev * dev))
-        if safe:
-            mean, m2 = math.ldexp(mean, -exponent), math.ldexp(m2, -2 * exponent)
-        return cls(n, _unscaled_mean(mean, exponent, lo, hi), m2, lo, hi, exponent)
+        total, total_sq = exact_sums(values)
+        return cls(int(values.size), total, total_sq, float(values.min()), float(values.max()))
 
     def merge(self, other: Moments) -> Moments:
-        """Chan et al. combination of two partial results, on a common scale."""
+        """The moments of both sets of values (exact: any order gives the same result)."""
         if other.count == 0:
             return self
         if self.count == 0:
             return other
-        n = self.count + other.count
-        e = max(self.exponent, other.exponent)
-        mean_a, mean_b = math.ldexp(self.mean, -e), math.ldexp(other.mean, -e)
-        m2_a = math.ldexp(self.scaled_m2, 2 * (self.exponent - e))
-        m2_b = math.ldexp(other.scaled_m2, 2 * (other.exponent - e))
-        delta = mean_b - mean_a
-        mean = mean_a + delta * (other.count / n)
-        m2 = m2_a + m2_b + delta * delta * (self.count * other.count / n)
-        lo, hi = min(self.minimum, other.minimum), max(self.maximum, other.maximum)
-        return Moments(n, _unscaled_mean(mean, e, lo, hi), m2, lo, hi, e)
+        return Moments(self.count + other.count, self.total + other.total,
+                       self.total_sq + other.total_sq, min(self.minimum, other.minimum),
+                       max(self.maximum, other.maximum))
+
+    @property
+    def mean(self) -> float:
+        """``Σx / n`` correctly rounded (0 when empty); always within ``[minimum, maximum]``."""
+        if not self.count:
+            return 0.0
+        return ratio_to_float(self.total, self.count << SUM_SHIFT)
 
     @property
     def variance(self) -> float:
-        """Population variance (0 when empty; ``inf`` when beyond float64)."""
+        """Population variance ``(nΣx² - (Σx)²) / n²`` correctly rounded (0 when empty;
+        ``inf`` when beyond float64)."""
         if not self.count:
             return 0.0
-        try:
-            return math.ldexp(self.scaled_m2 / self.count, 2 * self.exponent)
-        except OverflowError:
-            return math.inf
-
-
-def _unscaled_mean(scaled_mean: float, exponent: int, lo: float, hi: float) -> float:
-    """``scaled_mean * 2**exponent`` kept within ``[lo, hi]`` (rounding can step past them,
-    and past the largest float when ``hi`` is near it)."""
-    lo_s, hi_s = math.ldexp(lo, -exponent), math.ldexp(hi, -exponent)
-    return math.ldexp(min(max(scaled_mean, lo_s), hi_s), exponent)
+        spread = self.count * self.total_sq - self.total * self.total  # >= 0, exact
+        return ratio_to_float(spread, (self.count * self.count) << SQUARE_SHIFT)
 
 
 @dataclasses.dataclass

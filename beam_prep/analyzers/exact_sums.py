@@ -1,0 +1,168 @@
+"""Exact sums of float64 values and of their squares, as Python integers (vectorised).
+
+Every finite float64 is an integer multiple of ``2**-1074``, and its square one of
+``2**-2148``. :func:`exact_sums` returns ``Σx`` and ``Σx²`` in those units with no rounding
+at all, so adding the sums of any partition of a set of values gives the same integers,
+whatever the partition and the order: moments read from them are byte-identical however
+the input was split into files, byte ranges and batches. The one rounding happens when a
+mean or a variance is read out (:func:`ratio_to_float`, correctly rounded).
+
+Three exact paths, chosen per chunk of :data:`CHUNK` values (the choice cannot change the
+result, only the time):
+
+* integers below ``2**23`` (counts, codes, labels): int64 sums of ``x`` and ``x²``;
+* magnitudes within ``[2**-480, 2**500]`` (almost all data): ``x² = p + e`` exactly
+  (Dekker's product with Veltkamp's split), then each of ``x``, ``p``, ``e`` is cut into
+  slices of :data:`SLICE_BITS` bits on a grid set by the chunk's largest magnitude
+  (``(r + σ) - σ``, Rump-Ogita-Oishi's extraction); a slice sums exactly in float64;
+* anything else (near the float64 limits): integer mantissas from :func:`numpy.frexp`,
+  summed in int64 limbs per band of :data:`BAND` exponents.
+
+Measured on this machine (CPU time per 65,536 values, where ``Moments.of`` in float64 took
+0.2-0.5 ms): integers 0.5 ms; normal(37, 11) 2.6 ms; two-decimal prices 2.6 ms; lognormal
+with sigma 5 3.5 ms; values spread over 1e-300..1e300 15 ms (the band path).
+
+Example:
+    >>> import numpy as np
+    >>> from fractions import Fraction
+    >>> total, total_sq = exact_sums(np.array([0.1, 0.2, -0.3]))
+    >>> Fraction(total, 1 << SUM_SHIFT) == Fraction(0.1) + Fraction(0.2) + Fraction(-0.3)
+    True
+    >>> Fraction(total_sq, 1 << SQUARE_SHIFT) == sum(Fraction(v) ** 2 for v in (0.1, 0.2, 0.3))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+SUM_SHIFT = 1074
+"""``Σx`` is returned in units of ``2**-SUM_SHIFT`` (the smallest subnormal)."""
+SQUARE_SHIFT = 2 * SUM_SHIFT
+"""``Σx²`` is returned in units of ``2**-SQUARE_SHIFT``."""
+CHUNK = 1 << 13
+"""Values per pass: temporaries of 64 KiB are reused from the heap (2**16-value passes spent
+most of their time in page faults of fresh arrays), and 2**13 bounds every partial sum."""
+SLICE_BITS = 37
+"""Bits per slice: ``2**37`` times :data:`CHUNK` values stays below ``2**53``, so a float64
+sum of one slice is exact."""
+BAND = 7
+"""Exponents per band on the fallback path: a square limb (< 2**37) shifted by up to 2 * 6
+bits, times :data:`CHUNK` values, stays below 2**63 in int64."""
+_SMALL_INT = float(1 << 23)  # x² < 2**46, 2**13 of them < 2**59: int64 sums are exact
+_FLOAT_PATH = (2.0 ** -480, 2.0 ** 500)  # no overflow of x², no underflow of e in x² = p + e
+_VELTKAMP = float((1 << 27) + 1)
+_MANTISSA_SHIFT = 1126  # frexp mantissas: x = m * 2**(exponent - 53), exponent >= -1073
+_MASK18 = (1 << 18) - 1
+_MASK27 = (1 << 27) - 1
+
+
+def _sliced_sum(r: np.ndarray, top: int) -> int:
+    """Exact ``Σr · 2**SQUARE_SHIFT`` for ``|r| < 2**top``; ``r`` is overwritten."""
+    total = 0
+    q = top - SLICE_BITS
+    while True:
+        sigma = 3.0 * 2.0 ** (q + 51)  # ulp(sigma) = 2**q: (r + sigma) - sigma rounds r to it
+        p = r + sigma
+        p -= sigma
+        r -= p  # exact: the part of r below 2**q
+        s = float(np.sum(p))  # multiples of 2**q below 2**(q + 37 + 13): exact
+        if s:
+            total += int(math.ldexp(s, -q)) << (q + SQUARE_SHIFT)
+        if not r.any():
+            return total
+        q -= SLICE_BITS
+
+
+def _float_path(x: np.ndarray) -> tuple[int, int]:
+    top = math.frexp(float(np.max(np.abs(x))))[1]  # |x| < 2**top
+    total = _sliced_sum(x.copy(), top) >> SUM_SHIFT  # units 2**-2148 -> 2**-1074: exact
+    c = x * _VELTKAMP  # Veltkamp: x = hi + lo, each with at most 26 significant bits
+    hi = c - (c - x)
+    lo = x - hi
+    p = x * x
+    e = hi * hi
+    e -= p
+    cross = hi * lo
+    e += cross
+    e += cross
+    lo *= lo
+    e += lo  # x² = p + e exactly (Dekker)
+    total_sq = _sliced_sum(p, 2 * top) + _sliced_sum(e, 2 * top - 52)
+    return total, total_sq
+
+
+def _band_sums(m: np.ndarray, shift: np.ndarray) -> tuple[int, int]:
+    """Exact ``Σ m·2**shift`` and ``Σ m²·2**(2·shift)`` for ``0 <= shift < BAND``."""
+    hi, lo = m >> 27, m & _MASK27  # m = hi * 2**27 + lo
+    total = (int(np.sum(hi << shift)) << 27) + int(np.sum(lo << shift))
+    # m = a * 2**36 + b * 2**18 + c with |a| <= 2**17, 0 <= b, c < 2**18, so m² is
+    # a²·2**72 + 2ab·2**54 + (2ac + b²)·2**36 + 2bc·2**18 + c², every term below 2**37.
+    a, b, c = m >> 36, (m >> 18) & _MASK18, m & _MASK18
+    s2 = 2 * shift
+    limbs = [int(np.sum(t << s2)) for t in (a * a, 2 * a * b, 2 * a * c + b * b, 2 * b * c,
+                                             c * c)]
+    total_sq = ((limbs[0] << 72) + (limbs[1] << 54) + (limbs[2] << 36) + (limbs[3] << 18)
+                + limbs[4])
+    return total, total_sq
+
+
+def _band_path(x: np.ndarray) -> tuple[int, int]:
+    mantissa, exponent = np.frexp(x)
+    m = np.ldexp(mantissa, 53).astype(np.int64)  # |m| < 2**53
+    group = exponent.astype(np.int64) + (_MANTISSA_SHIFT - 53)  # x = m * 2**(group - 1126)
+    low = int(group.min())
+    offset = group - low
+    band = offset // BAND
+    total = total_sq = 0
+    for k in np.flatnonzero(np.bincount(band)).tolist():
+        chosen = band == k
+        t, s = _band_sums(m[chosen], offset[chosen] - k * BAND)
+        base = low + k * BAND
+        total += t << base
+        total_sq += s << (2 * base)
+    # units 2**-1126 / 2**-2252 -> 2**-1074 / 2**-2148 (every value is a multiple: exact)
+    return total >> 52, total_sq >> 104
+
+
+def _chunk_sums(x: np.ndarray) -> tuple[int, int]:
+    x = x[x != 0]
+    if not x.size:
+        return 0, 0
+    magnitude = np.abs(x)
+    big, small = float(magnitude.max()), float(magnitude.min())
+    if big < _SMALL_INT and np.array_equal(x, np.trunc(x)):
+        n = x.astype(np.int64)
+        return int(n.sum()) << SUM_SHIFT, int((n * n).sum()) << SQUARE_SHIFT
+    if _FLOAT_PATH[0] <= small and big <= _FLOAT_PATH[1]:
+        return _float_path(x)
+    return _band_path(x)
+
+
+def exact_sums(values: np.ndarray) -> tuple[int, int]:
+    """``(Σx · 2**SUM_SHIFT, Σx² · 2**SQUARE_SHIFT)`` exactly, for finite float64 values.
+
+    Args:
+        values: A float64 array without NaN or ±inf.
+
+    Returns:
+        Two Python integers (0, 0 for an empty array).
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    total = total_sq = 0
+    for start in range(0, values.size, CHUNK):
+        t, s = _chunk_sums(values[start:start + CHUNK])
+        total += t
+        total_sq += s
+    return total, total_sq
+
+
+def ratio_to_float(numerator: int, denominator: int) -> float:
+    """``numerator / denominator`` (``denominator > 0``) correctly rounded (CPython's integer
+    true division), ``±inf`` when the quotient is beyond float64."""
+    try:
+        return numerator / denominator
+    except OverflowError:
+        return math.inf if numerator > 0 else -math.inf
