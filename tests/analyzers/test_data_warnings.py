@@ -7,8 +7,9 @@ cell that is not a number (a rejected row).
 
 from __future__ import annotations
 
-from beam_prep.analyzers.data_warnings import data_warnings
 from beam_prep.pipelines import analyze
+
+from beam_prep.analyzers.data_warnings import data_warnings
 
 _SPEC = "features:\n  - {name: x, kind: numeric}\n  - {name: y, kind: numeric}\n"
 _ROWS = ["x,y", "1,1", "nan,2", "inf,3", "2,4", "3,5", "oops,6"]
