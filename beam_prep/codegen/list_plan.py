@@ -48,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from beam_prep.codegen.plan import (
+from beam_prep.codegen.plan_types import (
     EMPTY_VOCABULARY_INTEGER,
     MISSING_INTEGER,
     FeaturePlan,
@@ -111,9 +111,16 @@ def as_list(fp: FeaturePlan, f: Any) -> FeaturePlan:
                                                     ("num_tokens", depth)))
         output = OutputPlan(old.key, (first, encode), dtype="float32", width=depth)
         shape = f"float32 (batch, {depth}), padding not counted"
-    what = ("from `" + f.expr + "`" if fp.derived is not None
+    what = ("from the expression" if fp.derived is not None
             else f"(raw input (batch, None) padded with {padding!r})")
-    summary = (fp.summary + f" A list per row {what}; index 0 = padding, every other index "
-               f"one more than for a scalar; output {shape}.")
+    summary = fp.summary
+    if first.cls == "Hashing":
+        summary += f" Index 0 = padding, values in 1..{f.num_bins}."
+    else:
+        oov = f.num_oov_indices
+        summary = summary.replace(
+            f"mask=None, {oov} OOV slot(s), tokens from index {oov}",
+            f"index 0 = padding, {oov} OOV slot(s) from 1, tokens from index {oov + 1}")
+    summary += f" A list per row {what}; output {shape}."
     return dataclasses.replace(fp, outputs=(output,), summary=summary,
                                list_input=fp.derived is None)

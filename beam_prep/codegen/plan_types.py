@@ -1,0 +1,182 @@
+"""The plan's data types and constants: plain frozen dataclasses, no logic.
+
+Shared by :mod:`beam_prep.codegen.plan` (which builds a :class:`ModulePlan` from artifacts
+and re-exports every name here) and :mod:`beam_prep.codegen.list_plan` (which rewrites a
+feature's plan for list inputs), so neither imports the other's builder. Imports neither
+Keras nor TensorFlow.
+
+Example:
+    >>> LayerPlan("Hashing", "h_hashing", (("num_bins", 8),)).cls
+    'Hashing'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+from beam_prep.codegen.derived_plan import DerivedPlan, RawInput
+
+Stage = Literal["data", "model"]
+
+# The string sentinel of an empty vocabulary (NUL bytes never come out of real text
+# columns) and the integer one (the smallest int64).
+EMPTY_VOCABULARY_TOKEN = "\x00beam_prep:empty_vocabulary\x00"
+EMPTY_VOCABULARY_INTEGER = -(2**63)
+
+# "Missing" at an int64 layer input (the analysis' null); never a real value in practice.
+MISSING_INTEGER = -(2**63)
+FILL_MISSING_CLASS = "FillMissing"
+
+INPUT_DTYPES = {"string": "string", "integer": "int64", "text": "string", "numeric": "float32"}
+BUCKET_SUFFIX = "_bucket"
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularyFile:
+    """A constructor argument that is the path of an artifact file.
+
+    Attributes:
+        relpath: Path relative to the artifact directory, e.g. ``vocab/country.txt``.
+    """
+
+    relpath: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TfIdfState:
+    """Marks the ``vocabulary`` / ``idf_weights`` arguments loaded at build time.
+
+    Attributes:
+        part: ``vocabulary`` or ``idf_weights``.
+    """
+
+    part: Literal["vocabulary", "idf_weights"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerPlan:
+    """One Keras layer.
+
+    Attributes:
+        cls: Class name in ``keras.layers``.
+        name: The layer's explicit name.
+        args: Constructor keyword arguments in order; values are Python literals,
+            :class:`VocabularyFile` or :class:`TfIdfState`.
+    """
+
+    cls: str
+    name: str
+    args: tuple[tuple[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputPlan:
+    """One encoded output: a chain of layers applied to the feature's raw input.
+
+    Attributes:
+        key: Key of the encoded feature in the preprocessor's output dict.
+        layers: Layers applied in order.
+        stage: ``data`` (tf.data) or ``model`` (allowed inside a TPU model).
+        dtype: Dtype of the encoded tensor (what the layers really return).
+        width: Size of its last axis; shape is ``(batch, width)``; None = varies.
+        ragged: A ``tf.RaggedTensor`` (a list feature's int output without max_values).
+    """
+
+    key: str
+    layers: tuple[LayerPlan, ...]
+    stage: Stage = "data"
+    dtype: str = "int64"
+    width: int | None = 1
+    ragged: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class TfIdfPlan:
+    """Where a tf_idf text feature's vocabulary and document frequencies are.
+
+    Attributes:
+        vocabulary: Relative path of the vocabulary file.
+        counts: Relative path of the ``[token, count, df]`` sidecar.
+        document_count: Number of documents of the analysis.
+    """
+
+    vocabulary: str
+    counts: str
+    document_count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class FeaturePlan:
+    """Everything generated for one feature.
+
+    Attributes:
+        name: Feature (and raw input) name.
+        kind: Spec kind.
+        dtype: Raw input dtype (``string``, ``int64`` or ``float32``), shape ``(batch, 1)``.
+        outputs: Encoded outputs.
+        summary: One-line description for docstrings.
+        tf_idf: Set for tf_idf text features.
+        column: Data column the raw input reads (``tf.data`` batches are keyed by column).
+        fill: The ``FillMissing`` layer (arg ``default_value``) applied to the raw input
+            before each output's ``layers``; None when the feature has no default_value.
+        notes: Why a layer deviates from the statistics (``#`` comments in generated code).
+        derived: For a derived feature (``expr``): how its value is computed from raw
+            inputs (beam_prep.codegen.derived_plan); None for a plain feature.
+        crossed: The raw inputs of a hashed cross (its value is their tuple).
+        list_input: Its raw input is a list column, ``(batch, None)`` (codegen.list_plan).
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    outputs: tuple[OutputPlan, ...]
+    summary: str
+    tf_idf: TfIdfPlan | None = None
+    column: str = ""
+    fill: LayerPlan | None = None
+    notes: tuple[str, ...] = ()
+    derived: DerivedPlan | None = None
+    crossed: tuple[str, ...] = ()
+    list_input: bool = False
+
+    def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
+        """Every layer applied to the raw input for ``output`` (the fill layer first)."""
+        return ((self.fill,) if self.fill is not None else ()) + output.layers
+
+
+@dataclasses.dataclass(frozen=True)
+class ModulePlan:
+    """The whole preprocessing plan of one artifact directory.
+
+    Attributes:
+        fingerprint: The manifest fingerprint the plan was made from.
+        features: Per-feature plans in spec order.
+        files: ``(relpath, sha256, bytes)`` of every artifact file the layers read.
+        raw_inputs: The preprocessor's raw inputs (deduplicated; see derived_plan).
+    """
+
+    fingerprint: str
+    features: tuple[FeaturePlan, ...]
+    files: tuple[tuple[str, str, int], ...]
+    raw_inputs: tuple[RawInput, ...] = ()
+
+    def has_derived(self) -> bool:
+        """Whether any feature is computed by an expression."""
+        return any(f.derived is not None for f in self.features)
+
+    def has_computed(self) -> bool:
+        """Whether any feature's value is not simply its own raw input (expr or cross)."""
+        return any(f.derived is not None or f.crossed for f in self.features)
+
+    def outputs(self) -> tuple[OutputPlan, ...]:
+        """All outputs in feature order."""
+        return tuple(o for f in self.features for o in f.outputs)
+
+    def has_lists(self) -> bool:
+        """Whether any feature takes a list of values per row (codegen.list_plan)."""
+        return any(layer.cls == "ListEncoding" for o in self.outputs() for layer in o.layers)
+
+    def has_defaults(self) -> bool:
+        """Whether any feature replaces missing inputs by its default_value."""
+        return any(f.fill is not None for f in self.features)
