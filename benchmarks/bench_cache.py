@@ -29,14 +29,20 @@ depend on the other days; written with ``--row_group_rows`` rows per row group):
 * ``price``: numeric, log-normal, 1% nulls;
 * ``title``: text, 3-8 words from a Zipf(1.3) law over 30,000 words.
 
+``--snapshot REV`` runs the code of a git revision instead of the working tree (``git archive``
+into ``<out>/code-REV``, laid out as the wheel installs it, run with ``python -m
+beam_prep.cli`` on ``PYTHONPATH``): on a checkout that others edit, every run then measures
+the same code.
+
 Example:
-    python benchmarks/bench_cache.py --rows_per_day 300000 --out /tmp/bench_cache
+    python benchmarks/bench_cache.py --rows_per_day 300000 --out /tmp/bench_cache --snapshot HEAD
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import glob
 import json
 import os
 import shutil
@@ -106,14 +112,16 @@ def generate(data: str, days: int, rows: int, vocab: int, seed: int,
     return paths
 
 
-def measure(cmd: list[str], log_path: str) -> dict[str, Any]:
+def measure(cmd: list[str], log_path: str, code: str | None = None) -> dict[str, Any]:
     """Runs ``cmd``; wall, CPU and peak RSS of that child (``os.wait4``) and its sampled tree."""
     import psutil
 
     peak = 0
     start = time.monotonic()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        env = dict(os.environ, PYTHONPATH=code) if code else None
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                cwd=os.path.dirname(log_path))
     parent = psutil.Process(proc.pid)
     done = threading.Event()
 
@@ -179,9 +187,28 @@ def _last_cache_record(cache: str) -> dict[str, Any]:
     return {"cache_hits": record["hits"], "cache_misses": record["misses"]}
 
 
+def snapshot(rev: str, out: str) -> str:
+    """Exports ``rev`` of this repository as an importable tree (wheel layout); returns it."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sha = subprocess.run(["git", "-C", repo, "rev-parse", "--short", rev], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    code = os.path.join(out, f"code-{sha}")
+    if not os.path.isdir(code):
+        os.makedirs(code)
+        archive = subprocess.run(["git", "-C", repo, "archive", sha, "beam_prep", "pipelines",
+                                  "templates"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", code], input=archive, check=True)
+        for folder in ("pipelines", "templates"):  # setup.py's package_dir
+            shutil.move(os.path.join(code, folder), os.path.join(code, "beam_prep", folder))
+        for so in glob.glob(os.path.join(repo, "beam_prep", "io", "*.so")):  # built in place
+            shutil.copy(so, os.path.join(code, "beam_prep", "io"))
+    return code
+
+
 def _analyze_cmd(args: argparse.Namespace, spec: str, inputs: list[str], out: str,
                  cache: str | None) -> list[str]:
-    cmd = [args.beam_prep, "analyze", "--spec", spec, "--output", out, "--overwrite",
+    start = ([sys.executable, "-m", "beam_prep.cli"] if args.code else [args.beam_prep])
+    cmd = [*start, "analyze", "--spec", spec, "--output", out, "--overwrite",
            "--quiet", "--no_report"]
     for path in inputs:
         cmd += ["--input", path]
@@ -204,7 +231,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--beam_prep", default=os.path.join(os.path.dirname(sys.executable),
                                                        "beam-prep"))
     p.add_argument("--extra", default="", help="More flags for every analyze run.")
+    p.add_argument("--snapshot", default="",
+                   help="Git revision to run (default: the installed working tree).")
     args = p.parse_args(argv)
+    args.code = snapshot(args.snapshot, args.out) if args.snapshot else None
 
     t0 = time.monotonic()
     paths = generate(os.path.join(args.out, "data"), args.days, args.rows_per_day, args.vocab,
@@ -225,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
         inputs, run_cache = plan[run]
         out = os.path.join(args.out, f"run_{run}")
         cmd = _analyze_cmd(args, spec, inputs, out, run_cache)
-        results[run] = measure(cmd, os.path.join(args.out, f"run_{run}.log"))
+        results[run] = measure(cmd, os.path.join(args.out, f"run_{run}.log"), args.code)
         if run_cache:
             results[run].update(_last_cache_record(run_cache))
         print(run, json.dumps(results[run]), flush=True)
@@ -235,7 +265,11 @@ def main(argv: list[str] | None = None) -> None:
             checks[f"{right}=={left}"] = same_artifacts(
                 os.path.join(args.out, f"run_{left}"), os.path.join(args.out, f"run_{right}"),
                 args.cache_field) or "identical"
-    summary: dict[str, Any] = {"days": args.days, "rows_per_day": args.rows_per_day,
+    if "c" in results and results["c"].get("cache_hits") != len(window) - 1:
+        checks["c_hits"] = (f"expected {len(window) - 1} cached splits (one per day), got "
+                            f"{results['c'].get('cache_hits')} hits")
+    summary: dict[str, Any] = {"code": args.code or "working tree", "days": args.days,
+                               "rows_per_day": args.rows_per_day,
                                "data_mib": round(data_mb), "runs": results, "checks": checks}
     if "c" in results and "d" in results:
         summary["ratio_c_over_d"] = {
