@@ -290,3 +290,28 @@ def test_lists_match_keras_lookups_adapted_on_the_same_lists(analyzed):
     hashing = keras.layers.Hashing(num_bins=8)
     flat = [[int(hashing(tf.constant([v]))[0]) + 1 for v in r] for r in _rows(TAGS)]
     assert _plain(out["tag_hash"]) == _pad(flat, 4)
+
+
+@pytest.mark.slow  # a second analysis run (~60 s on a loaded 2-core machine)
+def test_jsonl_arrays_end_to_end(tmp_path):
+    """A JSONL array is a list column too: analyze -> runtime layers -> oracle outputs."""
+    import json
+
+    rows = [{"tags": ["b", "a"], "n": [3, 4, 3]}, {"tags": [], "n": None}, {"n": [5]},
+            {"tags": ["a", None, "c"], "n": []}]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "spec.yaml").write_text(
+        "features:\n  - {name: tags, kind: string, shape: list, max_values: 2}\n"
+        "  - {name: n, kind: integer, shape: list, output_mode: count}\n")
+    out = str(tmp_path / "artifacts")
+    analyze.run(["--spec", str(tmp_path / "spec.yaml"), "--input",
+                 str(tmp_path / "data.jsonl"), "--output", out])
+    # a: 2 rows; b, c: 1 each, tie broken by reverse byte order. 3: 2; 5, 4 by decimal text.
+    assert _vocab(out, "tags") == ["a", "c", "b"]
+    assert _vocab(out, "n", int) == [3, 5, 4]
+    tags, ns = _rows([r.get("tags") for r in rows]), _rows([r.get("n") for r in rows])
+    pp = layers_from_artifacts(out)
+    got = pp.build_preprocessor()(pp.raw_columns({
+        "tags": tf.ragged.constant(tags, tf.string), "n": tf.ragged.constant(ns, tf.int64)}))
+    assert _plain(got["tags"]) == [[4, 2], [0, 0], [0, 0], [2, 3]]
+    assert _plain(got["n"]) == [[0.0, 2.0, 0.0, 1.0], [0.0] * 4, [0.0, 0.0, 1.0, 0.0], [0.0] * 4]
