@@ -196,7 +196,7 @@ def commit_staging(folder: str, staging: str, policy: OutputPolicy) -> bool:
     if last in present or last not in new:  # else every file was moved by an earlier call
         keep = set(new)
         old = [p for p in list_files(folder) if not is_bookkeeping(p) and policy.owns(p)]
-        if last in old and last in present:
+        if last in old:  # the old output stops being a finished one first
             delete_files(folder, [last])
         delete_files(folder, [p for p in old if p not in keep and p != last])
         move_files(staging, folder, [p for p in present if p != last])
