@@ -111,3 +111,26 @@ def test_empty_integer_vocabulary_of_a_list_maps_values_to_oov(tmp_path):
     out = pp.build_preprocessor()(pp.raw_columns({"ids": tf.ragged.constant([[5, 7], []],
                                                                             tf.int64)}))
     assert out["ids"].numpy().tolist() == [[1, 1, 0], [0, 0, 0]]
+
+
+@pytest.mark.parametrize("dtype, salt, rows", [
+    ("integer", None, [[5, 7, 5], [], [-3]]),
+    ("string", 7, [["x", "y"], ["z"], []]),
+])
+def test_hashed_lists_are_the_scalar_bin_plus_one(tmp_path, dtype, salt, rows):
+    from beam_prep.codegen.runtime import layers_from_artifacts
+    from tests.codegen.artifact_fixtures import write_artifacts
+
+    base = {"kind": "hashed", "num_bins": 5, "dtype": dtype, "salt": salt, "shape": "list"}
+    spec = {"features": [{"name": "h", **base, "max_values": 2},
+                         {"name": "h_count", "column": "h", **base, "output_mode": "count"}]}
+    pp = layers_from_artifacts(write_artifacts(str(tmp_path), spec, {}))
+    value_dtype = tf.int64 if dtype == "integer" else tf.string
+    out = pp.build_preprocessor()(pp.raw_columns({"h": tf.ragged.constant(rows, value_dtype),
+                                                  "h_count": tf.ragged.constant(rows,
+                                                                                value_dtype)}))
+    scalar = keras.layers.Hashing(num_bins=5, salt=salt)
+    bins = [[int(scalar(tf.constant([[v]], value_dtype))[0, 0]) + 1 for v in r] for r in rows]
+    assert out["h"].numpy().tolist() == [(b[:2] + [0, 0])[:2] for b in bins]
+    assert out["h_count"].numpy().tolist() == [
+        [float(b.count(i)) for i in range(1, 6)] for b in bins]
