@@ -62,6 +62,8 @@ DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunne
 
 
 def _validate_args(args: argparse.Namespace) -> None:
+    if args.cache_dir:
+        cache_fn.check_cache_dir(args.cache_dir, args.output)
     if args.input_split_bytes < 0:
         raise InputError(f"--input_split_bytes must be 0 (no split) or positive. Received: "
                          f"{args.input_split_bytes}")

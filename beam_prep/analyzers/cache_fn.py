@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -39,6 +40,7 @@ from beam_prep.analyzers.cache_key import (
     split_identity,
 )
 from beam_prep.analyzers.vocab_partition import split_by_partition
+from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
 from beam_prep.io.readers import Split, list_splits
@@ -255,12 +257,43 @@ def run_record_path(cache_dir: str, run_id: str) -> str:
 
 
 def record_run(use: dict, cache_dir: str, run_id: str) -> dict:
-    """Writes the run's record (``{"run", "hits", "misses", "keys"}``); returns it."""
+    """Writes the run's record (``{"run", "hits", "misses", "keys"}``); returns it.
+
+    A cache that cannot be written (read-only for this job) only warns: the artifacts do
+    not depend on the record; a prune then keeps nothing for this run.
+    """
     record = {"run": run_id, "hits": use["hits"], "misses": use["misses"],
               "keys": use["keys"]}
-    store.write_atomic(run_record_path(cache_dir, run_id),
-                       json.dumps(record, indent=1).encode("utf-8"))
+    try:
+        store.write_atomic(run_record_path(cache_dir, run_id),
+                           json.dumps(record, indent=1).encode("utf-8"))
+    except Exception as e:  # noqa: BLE001 - a read-only cache still gives results
+        _LOG.warning("analysis cache: cannot write the run record %s (%s)",
+                     run_record_path(cache_dir, run_id), e)
     return record
+
+
+def check_cache_dir(cache_dir: str, output_dir: str) -> None:
+    """Refuses a cache folder equal to or inside the artifact folder (the output policy
+    owns that folder and would refuse to commit over foreign files).
+
+    Example:
+        >>> check_cache_dir("cache", "artifacts")
+        >>> try:
+        ...     check_cache_dir("artifacts/cache", "artifacts")
+        ... except InputError as e:
+        ...     print(str(e)[:60])
+        --cache_dir must not be the --output folder or inside it. Re
+    """
+    def norm(path: str) -> str:
+        return path.rstrip("/") if "://" in path else os.path.realpath(path)
+
+    cache, out = norm(cache_dir), norm(output_dir)
+    if cache == out or cache.startswith(out.rstrip("/") + "/"):
+        raise InputError(
+            f"--cache_dir must not be the --output folder or inside it. Received: cache_dir="
+            f"{cache_dir!r}, output={output_dir!r}. Use a folder beside the artifacts, e.g. "
+            f"{output_dir.rstrip('/')}-cache.")
 
 
 def read_run(cache_dir: str, run_id: str) -> dict | None:

@@ -3,8 +3,10 @@
 Every ``beam-prep analyze --cache_dir DIR`` run writes ``DIR/runs/<run id>.json`` with the
 keys of the entries and split plans it used (hits and new ones); run ids sort by start
 time. Pruning keeps the newest ``keep_runs`` records, deletes every entry and plan none of
-them names, and deletes the older records. Works on local folders and object stores
-(through Beam FileSystems).
+them names, and deletes the older records. Only names the cache writes are touched
+(``entries/<key[:2]>/<sha256>/``, ``plans/<key[:2]>/<sha256>.json``,
+``runs/<time>-<id>.json``): other files in the folder are left alone. Works on local
+folders and object stores (through Beam FileSystems).
 
 Do not prune while an analysis with the same cache runs: its new entries are recorded only
 when it finishes, and an entry deleted while the job replays it fails that job.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 from beam_prep.analyzers import cache_store as store
 from beam_prep.errors import ArtifactError, InputError
@@ -43,19 +46,32 @@ class PruneReport:
     entries_removed: int
 
 
+#: The names the cache writes; prune never touches anything else.
+_KEY = re.compile(r"[0-9a-f]{64}")
+_RUN = re.compile(r"\d{8}T\d{12}Z-[0-9a-f]{8}\.json")
+
+
+def _is_key_path(prefix: str, key: str) -> bool:
+    return _KEY.fullmatch(key) is not None and prefix == key[:2]
+
+
 def _plan_files(cache_dir: str) -> dict[str, str]:
-    """Key → relpath (under ``plans/``) of every stored split plan."""
-    return {rel.rsplit("/", 1)[-1][:-len(".json")]: rel
-            for rel in output.list_files(fs.join(cache_dir, store.PLANS_DIR))
-            if rel.endswith(".json")}
+    """Key → relpath (under ``plans/``) of every split plan (``<key[:2]>/<key>.json``)."""
+    out = {}
+    for rel in output.list_files(fs.join(cache_dir, store.PLANS_DIR)):
+        parts = rel.split("/")
+        if len(parts) == 2 and parts[1].endswith(".json") and _is_key_path(
+                parts[0], parts[1][:-len(".json")]):
+            out[parts[1][:-len(".json")]] = rel
+    return out
 
 
 def _entry_keys(cache_dir: str) -> set[str]:
-    """Keys of every entry folder (complete or not) under ``entries/``."""
+    """Keys of every entry folder (``<key[:2]>/<key>/``, complete or not) under ``entries/``."""
     keys = set()
     for rel in output.list_files(fs.join(cache_dir, store.ENTRIES_DIR)):
         parts = rel.split("/")
-        if len(parts) >= 3:
+        if len(parts) >= 3 and _is_key_path(parts[0], parts[1]):
             keys.add(parts[1])
     return keys
 
@@ -76,8 +92,7 @@ def prune(cache_dir: str, *, keep_runs: int, dry_run: bool = False) -> PruneRepo
         raise InputError(f"--keep_runs must be a positive integer. Received: keep_runs="
                          f"{keep_runs!r}")
     runs_dir = fs.join(cache_dir, store.RUNS_DIR)
-    records = sorted(r for r in output.list_files(runs_dir) if r.endswith(".json")
-                     and "/" not in r)
+    records = sorted(r for r in output.list_files(runs_dir) if _RUN.fullmatch(r))
     keys = _entry_keys(cache_dir)
     plans = _plan_files(cache_dir)
     if not records and not keys and not plans:

@@ -29,7 +29,7 @@ def cache(tmp_path):
                     if hasattr(o, "tag")][0]
     for i, used in enumerate([(1, "plan", 2), (2, 3), (3, 4)]):
         record_run({"hits": 0, "misses": 2, "keys": [keys[d] for d in used]}, str(folder),
-                   f"20260101T00000{i}000000Z-run{i}")
+                   f"20260101T00000{i}000000Z-0000000{i}")
     return folder, keys
 
 
@@ -44,11 +44,11 @@ def test_prune_keeps_what_the_last_runs_used(cache):
     assert (report.entries_kept, report.entries_removed) == (3, 1)
     assert _present(folder, keys) == [1, 2, 3, 4, "plan"]  # a dry run deletes nothing
     report = prune(str(folder), keep_runs=2)
-    assert report.runs_removed == ("20260101T000000000000Z-run0.json",)
+    assert report.runs_removed == ("20260101T000000000000Z-00000000.json",)
     assert _present(folder, keys) == [2, 3, 4]
     assert not (folder / "entries" / keys[1][:2] / keys[1]).exists()
     assert sorted(p.name for p in (folder / "runs").iterdir()) == [
-        "20260101T000001000000Z-run1.json", "20260101T000002000000Z-run2.json"]
+        "20260101T000001000000Z-00000001.json", "20260101T000002000000Z-00000002.json"]
     prune(str(folder), keep_runs=1)
     assert _present(folder, keys) == [3, 4]
 
@@ -67,7 +67,60 @@ def test_prune_refuses_bad_arguments_and_unreadable_records(cache, tmp_path):
         prune(str(folder), keep_runs=0)
     with pytest.raises(InputError, match="holds no analysis cache"):
         prune(str(tmp_path / "elsewhere"), keep_runs=1)
-    (folder / "runs" / "20260101T000002000000Z-run2.json").write_text("{not json")
-    with pytest.raises(ArtifactError, match="run2.json cannot be read.*nothing was deleted"):
+    (folder / "runs" / "20260101T000002000000Z-00000002.json").write_text("{not json")
+    with pytest.raises(ArtifactError, match="00000002.json cannot be read.*nothing was deleted"):
         prune(str(folder), keep_runs=1)
     assert _present(folder, keys) == [1, 2, 3, 4, "plan"]
+
+
+def test_prune_touches_only_the_names_the_cache_writes(cache):
+    """Files a user keeps in the folder (even under entries/, plans/, runs/) survive."""
+    folder, keys = cache
+    foreign = {"notes.txt": b"mine", "entries/ab/abc/README.txt": b"keep",
+               "entries/ph/photos/a.jpg": b"jpg", "plans/backup.json": b"{}",
+               "plans/20/2024.json": b"{}", "runs/marathon.json": b"{not json"}
+    for rel, data in foreign.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+    prune(str(folder), keep_runs=1)
+    assert _present(folder, keys) == [3, 4]
+    assert {rel: (folder / rel).read_bytes() for rel in foreign} == foreign
+
+
+def test_a_folder_that_is_not_a_cache_is_refused_and_left_alone(tmp_path):
+    user = tmp_path / "work"
+    files = {"notes.txt": b"mine", "plans/q1.json": b"{}", "entries/ph/photos/a.jpg": b"x"}
+    for rel, data in files.items():
+        (user / rel).parent.mkdir(parents=True, exist_ok=True)
+        (user / rel).write_bytes(data)
+    with pytest.raises(InputError, match="holds no analysis cache"):
+        prune(str(user), keep_runs=1)
+    assert {rel: (user / rel).read_bytes() for rel in files} == files
+
+
+@pytest.mark.parametrize("cache_dir, output, refused", [
+    ("art", "art", True), ("art/store", "art", True), ("art/", "art", True),
+    ("art-cache", "art", False), ("gs://b/art/c", "gs://b/art", True),
+    ("gs://b/art2", "gs://b/art", False)])
+def test_a_cache_inside_the_output_folder_is_refused(tmp_path, monkeypatch, cache_dir, output,
+                                                     refused):
+    from beam_prep.analyzers.cache_fn import check_cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    if refused:
+        with pytest.raises(InputError, match="--cache_dir must not be the --output folder"):
+            check_cache_dir(cache_dir, output)
+    else:
+        check_cache_dir(cache_dir, output)
+
+
+def test_a_read_only_cache_only_warns_about_the_run_record(tmp_path, monkeypatch, caplog):
+    from beam_prep.analyzers import cache_fn, cache_store
+
+    def read_only(path, data):
+        raise OSError(30, "Read-only file system", path)
+
+    monkeypatch.setattr(cache_store, "write_atomic", read_only)
+    record = cache_fn.record_run({"hits": 1, "misses": 0, "keys": ["k"]}, str(tmp_path), "r1")
+    assert record["hits"] == 1 and "cannot write the run record" in caplog.text
+    assert not (tmp_path / "runs").exists()
