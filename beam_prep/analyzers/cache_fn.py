@@ -119,13 +119,18 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         except Exception as e:  # noqa: BLE001 - an unreachable cache is a miss
             _LOG.warning("analysis cache: cannot read entry %s (%s)", key, e)
             index = None
+        expected = {"split": split_identity(split), "content": content,
+                    "analysis_key": self._analysis}
+        if index is not None and any(index.get(k) != v for k, v in expected.items()):
+            _LOG.warning("analysis cache: entry %s describes another split, file version or "
+                         "analysis than its key; the split is analysed again", key)
+            index = None
         if index is not None:
             yield from self._replay(split, store.entry_dir(self._cache, key), index)
             yield beam.pvalue.TaggedOutput(CACHE, ("hit", key))
             return
         result, outputs = self._compute(split)
-        info = {"split": split_identity(split), "content": content,
-                "analysis_key": self._analysis, "feature_keys": self._per_feature}
+        info = {**expected, "feature_keys": self._per_feature}
         try:
             store.write_entry(self._cache, key, result, info)
         except Exception as e:  # noqa: BLE001 - a read-only cache still gives results

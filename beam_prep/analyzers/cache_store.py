@@ -110,9 +110,17 @@ class _HashingFile:
         self.closed = True
 
 
+def _unlink_local(path: str) -> None:
+    """Removes an existing local file or symlink first, so a write never goes *through* a
+    symlink planted in the cache into its target."""
+    if "://" not in path and os.path.lexists(path):
+        os.remove(path)
+
+
 def _write_tables(path: str, tables: list[pa.Table | SpillRef]) -> dict:
     """Writes a feature's tables (spilled ones read back one at a time) as one IPC stream."""
     fs.makedirs(FileSystems.split(path)[0])
+    _unlink_local(path)
     with FileSystems.create(path, compression_type=_PLAIN) as f:
         sink = _HashingFile(f)
         with pa.ipc.new_stream(sink, SCHEMA) as writer:
@@ -122,6 +130,7 @@ def _write_tables(path: str, tables: list[pa.Table | SpillRef]) -> dict:
 
 
 def _write_file(path: str, data: bytes) -> dict:
+    _unlink_local(path)
     fs.write_bytes(path, data)
     return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 

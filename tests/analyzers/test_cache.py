@@ -493,3 +493,38 @@ def test_byte_range_plans_are_read_from_the_cache(tmp_path, monkeypatch):
     plan.write_text("{torn")
     monkeypatch.undo()
     assert listed()[0] == expected  # a damaged plan is planned again
+
+
+def test_an_index_describing_another_split_is_not_trusted_and_symlinks_are_not_written_through(
+        tmp_path, caplog):
+    """Tampering: entry A's index copied over entry B's (its key and hashes edited to match)
+    is refused; a payload replaced by a symlink is recomputed without writing its target."""
+    from beam_prep.io.readers import Split
+
+    spec = _spec()
+    cache = tmp_path / "cache"
+    splits = [Split(str(write_day(tmp_path / f"d{d}.csv", d)), "csv") for d in (1, 2)]
+    keys = [[o.value[1] for o in _cached_fn(spec, cache).process(s)
+             if getattr(o, "tag", None) == "cache"][0] for s in splits]
+    folders = [cache / "entries" / k[:2] / k for k in keys]
+    forged = json.loads((folders[0] / "index.json").read_text())
+    forged["key"] = keys[1]
+    for name in forged["files"]:  # B's entry now holds A's payloads, hashes matching
+        (folders[1] / name).write_bytes((folders[0] / name).read_bytes())
+    (folders[1] / "index.json").write_text(json.dumps(forged))
+    fresh = _fresh_fn(spec)
+    fresh.setup()
+    expected = _summary(fresh.process(splits[1]))
+    expected.pop("cache")
+    with caplog.at_level(logging.WARNING, logger="beam_prep.analyze"):
+        got = _summary(_cached_fn(spec, cache).process(splits[1]))
+    assert [s for s, _ in got.pop("cache")] == ["miss"] and got == expected
+    assert "describes another split" in caplog.text
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"do not overwrite")
+    (folders[1] / "meta.json").unlink()
+    (folders[1] / "meta.json").symlink_to(victim)
+    got = _summary(_cached_fn(spec, cache).process(splits[1]))
+    assert [s for s, _ in got.pop("cache")] == ["miss"] and got == expected
+    assert victim.read_bytes() == b"do not overwrite"
+    assert not (folders[1] / "meta.json").is_symlink()
