@@ -1,5 +1,9 @@
 """Small helpers over Beam's FileSystems so that every path may be local or ``gs://``.
 
+Local paths take the standard library's route and never import Beam, so commands that only
+read or write local files (``report``, ``diff``, ``generate``) start without Beam's ~2 s
+import; any path with a scheme (``gs://``, ``s3://``, ...) goes through Beam's FileSystems.
+
 Example:
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()
@@ -12,26 +16,47 @@ from __future__ import annotations
 
 import hashlib
 import os
-
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+from typing import Any, BinaryIO
 
 _CHUNK = 1 << 22
 
 
+def _beam() -> Any:
+    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415 (lazy: ~2 s import)
+    return FileSystems
+
+
+def open_read(path: str) -> BinaryIO:
+    """Opens a file for streaming reads in binary mode (no decompression).
+
+    Example:
+        >>> with open_read(__file__) as f:
+        ...     len(f.read(3))
+        3
+    """
+    if _is_local(path):
+        return open(path, "rb")  # noqa: SIM115 (returned to a with-block)
+    from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
+    return _beam().open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
 def join(base: str, *parts: str) -> str:
     """Joins path components with the separator of ``base``'s filesystem."""
-    return FileSystems.join(base, *parts)
+    if _is_local(base):
+        return os.path.join(base, *parts)
+    return _beam().join(base, *parts)
 
 
 def exists(path: str) -> bool:
     """True if the file or directory exists."""
-    return FileSystems.exists(path)
+    if _is_local(path):
+        return os.path.exists(path)
+    return _beam().exists(path)
 
 
 def read_bytes(path: str) -> bytes:
     """Whole file as bytes (no decompression)."""
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with open_read(path) as f:
         return f.read()
 
 
@@ -42,8 +67,13 @@ def read_text(path: str) -> str:
 
 def write_bytes(path: str, data: bytes) -> None:
     """Creates (or replaces) ``path`` with ``data``; parent directories are created."""
-    makedirs(FileSystems.split(path)[0])
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    if _is_local(path):
+        makedirs(os.path.dirname(path) or ".")
+        with open(path, "wb") as f:
+            f.write(data)
+        return
+    from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
+    with _beam().create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         f.write(data)
 
 
@@ -51,7 +81,7 @@ def sha256_of(path: str) -> tuple[str, int]:
     """Returns (hex sha256, size in bytes) of a file, streaming it."""
     h = hashlib.sha256()
     size = 0
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with open_read(path) as f:
         while True:
             chunk = f.read(_CHUNK)
             if not chunk:
@@ -63,7 +93,7 @@ def sha256_of(path: str) -> tuple[str, int]:
 
 def match(pattern: str) -> list[str]:
     """Sorted paths matching a glob (empty list if none)."""
-    result = FileSystems.match([pattern])[0]
+    result = _beam().match([pattern])[0]
     return sorted(m.path for m in result.metadata_list)
 
 

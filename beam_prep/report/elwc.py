@@ -80,10 +80,7 @@ def _rejected(root: str, rel: str | None) -> tuple[collections.Counter[str], lis
     path = fs.join(root, rel)
     if not fs.exists(path):
         return reasons, examples
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with fs.open_read(path) as f:
         rest = b""
         while True:
             block = f.read(1 << 22)

@@ -29,6 +29,7 @@ from typing import BinaryIO
 import numpy as np
 
 from beam_prep.errors import ArtifactError
+from beam_prep.io import filesystem as fs
 
 _BLOCK = 1 << 22
 
@@ -203,8 +204,5 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
 
 def summarize_sidecar(path: str, *, name: str, top_n: int = 25) -> SidecarSummary:
     """Streams the sidecar at ``path`` (local or ``gs://``) once; see :func:`summarize_lines`."""
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with fs.open_read(path) as f:
         return summarize_lines(f, top_n=top_n, name=name)
