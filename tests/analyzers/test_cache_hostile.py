@@ -203,10 +203,12 @@ def test_swapped_payloads_and_symlinks_are_not_trusted(tmp_path):
         (first / name).write_bytes(b)
         (second / name).write_bytes(a)
     big = tmp_path / "big.bin"
-    big.write_bytes(os.urandom(1 << 20))
+    noise = os.urandom(1 << 20)
+    big.write_bytes(noise)
     target = second / "vocab-000.arrow"
     target.unlink()
     target.symlink_to(big)
     warm = run(tmp_path, days, tmp_path / "warm", "--cache_dir", str(cache))
     assert (run_records(cache)[-1]["hits"], run_records(cache)[-1]["misses"]) == (0, 2)
     assert_same_bytes(tmp_path / "cold", warm)
+    assert not target.is_symlink() and big.read_bytes() == noise  # replaced, not written through
