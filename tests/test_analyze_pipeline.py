@@ -20,6 +20,7 @@ from beam_prep.pipelines import analyze
 
 from beam_prep import Artifacts
 from beam_prep.errors import ArtifactError, InputError
+from tests.artifact_diff import assert_same_artifacts
 
 N = 3000
 SPEC = """
@@ -194,10 +195,7 @@ def test_two_worker_processes_give_byte_identical_artifacts(tmp_path, rows):
     _, single = _run(tmp_path, "parquet", rows, name="single")
     _, multi = _run(tmp_path, "parquet", rows, "--direct_running_mode=multi_processing",
                     "--direct_num_workers=2", name="multi")
-    files = sorted(p.relative_to(single) for p in single.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(multi) for p in multi.rglob("*") if p.is_file())
-    for rel in files:
-        assert (single / rel).read_bytes() == (multi / rel).read_bytes(), rel
+    assert_same_artifacts(single, multi)
 
 
 def test_dataflow_translation_dry_run(tmp_path, rows):
