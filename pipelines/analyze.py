@@ -77,8 +77,14 @@ def _validate_args(args: argparse.Namespace) -> None:
                              f"{getattr(args, flag)}")
 
 
-def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
+def run(argv: Sequence[str] | None = None, *,
+        cache_run_id: str | None = None) -> beam.runners.runner.PipelineResult:
     """Runs the analysis job and waits for it; returns the PipelineResult.
+
+    Args:
+        argv: The command line (job flags and Beam pipeline options).
+        cache_run_id: Names this run's record in ``--cache_dir`` (hits, misses, keys
+            used); a new id when None.
 
     Raises:
         SpecError, InputError, ArtifactError: Bad spec, input or output directory; all
@@ -93,7 +99,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     owners = column_owners(spec)  # a derived feature reads its expression's columns
     check_columns(files, fmt, {c: owners[c] for c in columns}, csv_delimiter=args.csv_delimiter)
 
-    cache_run = cache_fn.new_run_id() if args.cache_dir else None
+    cache_run = (cache_run_id or cache_fn.new_run_id()) if args.cache_dir else None
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
@@ -165,10 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     show = not args.quiet and not dry_run
     with SummaryRecorder("analyze", json_path=args.summary_json, quiet=args.quiet) as rec:
         total = _count_splits(expand_patterns(args.input), args) if show else None
+        cache_run = cache_fn.new_run_id() if args.cache_dir else None
         with ProgressMonitor("beam-prep analyze", unit="splits", total=total,
                              enabled=show) as monitor:
             try:
-                result = run(argv)
+                result = run(argv, cache_run_id=cache_run)
             except BeamPrepError:
                 raise
             except Exception as e:  # Beam wraps errors raised in DoFns: surface ours clearly.
@@ -201,6 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if monitor.snapshot().done:  # workers on a remote runner record nothing locally
             counts["splits"] = monitor.snapshot().done
         outputs = {"artifacts": args.output, "manifest": manifest_path}
+        if cache_run:
+            record = cache_fn.read_run(args.cache_dir, cache_run) or {"hits": 0, "misses": 0}
+            counts["cache_hits"], counts["cache_misses"] = record["hits"], record["misses"]
+            outputs["cache_run"] = cache_fn.run_record_path(args.cache_dir, cache_run)
         report = None if args.no_report else write_job_report("analyze", args.output)
         if report:
             outputs["report"] = report
