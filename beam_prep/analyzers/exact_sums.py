@@ -54,7 +54,10 @@ sum of one slice is exact."""
 BAND = 7
 """Exponents per band on the fallback path: a square limb (< 2**37) shifted by up to 2 * 6
 bits, times :data:`CHUNK` values, stays below 2**63 in int64."""
-_SMALL_INT = float(1 << 23)  # x² < 2**46, 2**13 of them < 2**59: int64 sums are exact
+_INT_LIMIT = float(1 << 31)  # integers below: x² < 2**62 fits in int64
+_ONE_LIMB = float(1 << 26)  # integers below: pieces of >= 2**11 values sum x² exactly
+_INT64_BOUND = (1 << 63) - 1
+_LIMB_PIECE = 1 << 24
 _FLOAT_PATH = (2.0 ** -480, 2.0 ** 500)  # no overflow of x², no underflow of e in x² = p + e
 _VELTKAMP = float((1 << 27) + 1)
 _MANTISSA_SHIFT = 1126  # frexp mantissas: x = m * 2**(exponent - 53), exponent >= -1073
@@ -86,6 +89,8 @@ def _float_path(x: np.ndarray) -> tuple[int, int]:
     hi = c - (c - x)
     lo = x - hi
     p = x * x
+    if not lo.any():  # every x has at most 26 significant bits (float32 data): x² = p
+        return total, _sliced_sum(p, 2 * top)
     e = hi * hi
     e -= p
     cross = hi * lo
@@ -130,16 +135,52 @@ def _band_path(x: np.ndarray) -> tuple[int, int]:
     return total >> 52, total_sq >> 104
 
 
+def _integer_sums(x: np.ndarray) -> tuple[int, int] | None:
+    """Exact sums when every value is an integer below ``2**31`` in magnitude, else None.
+
+    ``x²`` fits in int64; pieces of ``⌊2**63 / top²⌋`` values keep every int64 sum below
+    ``2**63`` (one piece for a whole batch of integers below ``2**23``, e.g. counts); for
+    ``top >= 2**26`` the squares are summed in 16-bit limbs instead.
+    """
+    top = max(float(x.max()), -float(x.min()))
+    if not top < _INT_LIMIT or not np.array_equal(x, np.trunc(x)):
+        return None
+    n = x.astype(np.int64)
+    if top < _ONE_LIMB:
+        step = _INT64_BOUND // max(int(top) ** 2, 1)  # >= 2**11
+        total = total_sq = 0
+        for start in range(0, n.size, step):
+            piece = n[start:start + step]
+            total += int(piece.sum())  # |piece| · top <= step · top² < 2**63
+            total_sq += int((piece * piece).sum())
+        return total << SUM_SHIFT, total_sq << SQUARE_SHIFT
+    total = total_sq = 0
+    for start in range(0, n.size, _LIMB_PIECE):
+        piece = n[start:start + _LIMB_PIECE]
+        # n = a·2**16 + b, |a| <= 2**15, 0 <= b < 2**16: a², 2ab/2, b² < 2**32 each, so
+        # 2**24 of them sum below 2**56.
+        a, b = piece >> 16, piece & 0xFFFF
+        total += int(piece.sum())
+        total_sq += ((int((a * a).sum()) << 32) + (int((a * b).sum()) << 17)
+                     + int((b * b).sum()))
+    return total << SUM_SHIFT, total_sq << SQUARE_SHIFT
+
+
+def _maybe_integer_sums(x: np.ndarray) -> tuple[int, int] | None:
+    """:func:`_integer_sums`, skipped at once when one of the first 64 values has a fraction."""
+    head = x[:64]
+    return _integer_sums(x) if np.array_equal(head, np.trunc(head)) else None
+
+
 def _chunk_sums(x: np.ndarray) -> tuple[int, int]:
+    sums = _maybe_integer_sums(x)
+    if sums is not None:
+        return sums
     x = x[x != 0]
     if not x.size:
         return 0, 0
     magnitude = np.abs(x)
-    big, small = float(magnitude.max()), float(magnitude.min())
-    if big < _SMALL_INT and np.array_equal(x, np.trunc(x)):
-        n = x.astype(np.int64)
-        return int(n.sum()) << SUM_SHIFT, int((n * n).sum()) << SQUARE_SHIFT
-    if _FLOAT_PATH[0] <= small and big <= _FLOAT_PATH[1]:
+    if _FLOAT_PATH[0] <= float(magnitude.min()) and float(magnitude.max()) <= _FLOAT_PATH[1]:
         return _float_path(x)
     return _band_path(x)
 
@@ -154,6 +195,11 @@ def exact_sums(values: np.ndarray) -> tuple[int, int]:
         Two Python integers (0, 0 for an empty array).
     """
     values = np.asarray(values, dtype=np.float64).ravel()
+    if not values.size:
+        return 0, 0
+    sums = _maybe_integer_sums(values)  # integers in one go, without per-chunk passes
+    if sums is not None:
+        return sums
     total = total_sq = 0
     for start in range(0, values.size, CHUNK):
         t, s = _chunk_sums(values[start:start + CHUNK])
