@@ -11,6 +11,13 @@ process tree, then checks the result against counts known from the generator:
 * the vocabulary file loads into ``keras.layers.StringLookup`` and maps sampled ids to
   their line index + 1.
 
+The child's CPU time (user + sys of the waited-for process tree, ``RUSAGE_CHILDREN``) is
+reported beside the wall time: on a shared machine it is the figure to compare between
+code versions. ``--module`` runs another entry point (``pipelines.analyze`` before the
+package move), so an older checkout can be measured on the same data with
+``PYTHONPATH=<checkout>``; the sha256 of the vocabulary and sidecar are printed so two runs
+can be compared byte for byte.
+
 Example:
     python benchmarks/large_vocab.py --rows 100000000 --distinct 20000000 \\
         --out benchmarks/data/large_vocab
@@ -75,10 +82,13 @@ def generate(out: str, rows: int, distinct: int, seed: int) -> dict:
     return meta
 
 
-def run_measured(cmd: list[str]) -> tuple[float, float]:
-    """Runs a command; returns (wall seconds, peak RSS GB of the process tree)."""
+def run_measured(cmd: list[str]) -> dict:
+    """Runs a command; returns wall and CPU seconds and the peak RSS (GB) of its tree."""
+    import resource
+
     import psutil
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.Popen(cmd)
     parent = psutil.Process(proc.pid)
@@ -90,17 +100,33 @@ def run_measured(cmd: list[str]) -> tuple[float, float]:
         except psutil.Error:
             pass
         time.sleep(0.5)
+    wall = time.monotonic() - start
     if proc.returncode != 0:
         raise SystemExit(f"{cmd} failed with exit code {proc.returncode}")
     # The kernel's high-water mark of the largest finished child: exact, where the 0.5 s
     # samples above can miss a short peak (e.g. one vocabulary written at the end).
-    import resource
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    user = after.ru_utime - before.ru_utime
+    system = after.ru_stime - before.ru_stime
+    return {"wall_s": round(wall, 1), "cpu_user_s": round(user, 1),
+            "cpu_sys_s": round(system, 1), "cpu_s": round(user + system, 1),
+            "peak_rss_sampled_gb": round(peak / 1e9, 2),
+            "ru_maxrss_gb": round(after.ru_maxrss * 1024 / 1e9, 2),
+            "peak_rss_gb": round(max(peak, after.ru_maxrss * 1024) / 1e9, 2),
+            "load_avg_1m_at_end": round(os.getloadavg()[0], 2)}
 
-    child_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return time.monotonic() - start, max(peak, child_peak) / 1e9
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
-def check(artifacts: str, meta: dict) -> dict:
+def check(artifacts: str, meta: dict, lookup: bool = True) -> dict:
     """Spot-checks the vocabulary against the generator's exact counts."""
     sidecar = os.path.join(artifacts, "vocab", "id.counts.jsonl")
     vocab_path = os.path.join(artifacts, "vocab", "id.txt")
@@ -122,6 +148,9 @@ def check(artifacts: str, meta: dict) -> dict:
     assert lines == meta["distinct"], (lines, meta["distinct"])
     bad = {t: (counts.get(t), c) for t, c in wanted.items() if counts.get(t) != c}
     assert not bad, list(bad.items())[:5]
+    hashes = {"vocab_sha256": _sha256(vocab_path), "counts_sha256": _sha256(sidecar)}
+    if not lookup:
+        return {"vocabulary_size": lines, "sampled_counts_checked": len(wanted), **hashes}
     t0 = time.monotonic()
     import keras
 
@@ -130,6 +159,7 @@ def check(artifacts: str, meta: dict) -> dict:
     got = np.asarray(layer(np.array(sample))).tolist()
     assert got == [index[t] + 1 for t in sample], "StringLookup indices differ"
     return {"vocabulary_size": lines, "sampled_counts_checked": len(wanted),
+            **hashes,
             "stringlookup_load_s": round(time.monotonic() - t0, 1),
             "stringlookup_size": int(layer.vocabulary_size())}
 
@@ -140,20 +170,30 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--distinct", type=int, default=20_000_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="benchmarks/data/large_vocab")
+    p.add_argument("--data", default="",
+                   help="Data folder (default <out>/data); generated there if absent.")
+    p.add_argument("--artifacts", default="", help="Output folder (default <out>/artifacts).")
+    p.add_argument("--module", default="beam_prep.pipelines.analyze",
+                   help="Entry point run with python -m (older checkouts: pipelines.analyze).")
+    p.add_argument("--no_lookup", action="store_true",
+                   help="Skip the StringLookup load (quicker A/B runs; hashes still printed).")
     p.add_argument("--beam_args", default="", help="Extra flags for beam-prep analyze.")
     args = p.parse_args(argv)
+    data = args.data or os.path.join(args.out, "data")
+    artifacts = args.artifacts or os.path.join(args.out, "artifacts")
     t0 = time.monotonic()
-    meta = generate(os.path.join(args.out, "data"), args.rows, args.distinct, args.seed)
+    meta = generate(data, args.rows, args.distinct, args.seed)
     print(f"data ready in {time.monotonic() - t0:.0f}s")
-    artifacts = os.path.join(args.out, "artifacts")
-    cmd = [sys.executable, "-m", "beam_prep.pipelines.analyze", "--spec",
-           os.path.join(args.out, "data", "spec.yaml"), "--input",
-           os.path.join(args.out, "data", "*.parquet"), "--output", artifacts, "--overwrite",
+    cmd = [sys.executable, "-m", args.module, "--spec", os.path.join(data, "spec.yaml"),
+           "--input", os.path.join(data, "*.parquet"), "--output", artifacts, "--overwrite",
            *args.beam_args.split()]
-    wall, rss = run_measured(cmd)
-    result = {"rows": args.rows, "distinct": args.distinct, "wall_s": round(wall, 1),
-              "rows_per_s": round(args.rows / wall), "peak_rss_gb": round(rss, 2),
-              **check(artifacts, meta)}
+    measured = run_measured(cmd)
+    print("measured:", json.dumps(measured), flush=True)
+    result = {"rows": args.rows, "distinct": args.distinct, "module": args.module,
+              "pythonpath": os.environ.get("PYTHONPATH", ""), **measured,
+              "rows_per_s": round(args.rows / measured["wall_s"]),
+              "rows_per_cpu_s": round(args.rows / max(measured["cpu_s"], 1e-9)),
+              **check(artifacts, meta, lookup=not args.no_lookup)}
     print(json.dumps(result, indent=2))
 
 
