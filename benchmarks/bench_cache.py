@@ -34,6 +34,10 @@ into ``<out>/code-REV``, laid out as the wheel installs it, run with ``python -m
 beam_prep.cli`` on ``PYTHONPATH``): on a checkout that others edit, every run then measures
 the same code.
 
+``--profile`` (after the runs, or alone with ``--runs ""`` on a filled cache) profiles the warm
+run in this process with cProfile: a copy of the cache without the newest day's entries, days
+2..W+1, ``--split_threads 1`` (cProfile sees one thread); stats in ``<out>/warm.prof``.
+
 Example:
     python benchmarks/bench_cache.py --rows_per_day 300000 --out /tmp/bench_cache --snapshot HEAD
 """
@@ -179,6 +183,36 @@ def same_artifacts(left: str, right: str, cache_field: str) -> list[str]:
     return problems
 
 
+def profile_warm(spec: str, inputs: list[str], cache: str, out: str, code: str | None) -> None:
+    """cProfile of the warm run, in this process, on a cache copy without the newest input."""
+    import cProfile
+    import pstats
+
+    work = os.path.join(out, "profile")
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(cache, os.path.join(work, "cache"))
+    newest = json.dumps(inputs[-1])
+    for index in glob.glob(os.path.join(work, "cache", "entries", "*", "*", "index.json")):
+        with open(index) as f:
+            if newest in f.read():
+                shutil.rmtree(os.path.dirname(index))
+    if code:
+        sys.path.insert(0, code)
+    from beam_prep.pipelines import analyze
+
+    argv = ["--spec", spec, "--output", os.path.join(work, "out"), "--overwrite", "--quiet",
+            "--no_report", "--cache_dir", os.path.join(work, "cache"), "--split_threads", "1"]
+    for path in inputs:
+        argv += ["--input", path]
+    profiler = cProfile.Profile()
+    start, cpu = time.monotonic(), time.process_time()
+    profiler.runcall(analyze.run, argv)
+    print(f"profiled warm run: wall {time.monotonic() - start:.1f} s, "
+          f"CPU {time.process_time() - cpu:.1f} s")
+    profiler.dump_stats(os.path.join(out, "warm.prof"))
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+
+
 def _last_cache_record(cache: str) -> dict[str, Any]:
     """Hits and misses of the newest run record under ``<cache>/runs`` (names sort by time)."""
     runs = sorted(os.listdir(os.path.join(cache, "runs")))
@@ -231,6 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--beam_prep", default=os.path.join(os.path.dirname(sys.executable),
                                                        "beam-prep"))
     p.add_argument("--extra", default="", help="More flags for every analyze run.")
+    p.add_argument("--profile", action="store_true", help="Profile the warm run (see above).")
     p.add_argument("--snapshot", default="",
                    help="Git revision to run (default: the installed working tree).")
     args = p.parse_args(argv)
@@ -278,8 +313,11 @@ def main(argv: list[str] | None = None) -> None:
         size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(cache) for n in ns)
         summary["cache_mib"] = round(size / 2**20, 1)
     print(json.dumps(summary, indent=1))
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+    if results:
+        with open(os.path.join(args.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+    if args.profile:
+        profile_warm(spec, window_next, cache, args.out, args.code)
 
 
 if __name__ == "__main__":
