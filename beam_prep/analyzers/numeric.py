@@ -41,8 +41,8 @@ class Moments:
         count: Number of finite values.
         total: ``Σx`` in units of ``2**-exact_sums.SUM_SHIFT`` (an exact integer).
         total_sq: ``Σx²`` in units of ``2**-exact_sums.SQUARE_SHIFT`` (an exact integer).
-        minimum: Smallest value (+inf when count is 0).
-        maximum: Largest value (-inf when count is 0).
+        minimum: Smallest value (+inf when count is 0; a zero is always ``0.0``).
+        maximum: Largest value (-inf when count is 0; a zero is always ``0.0``).
     """
 
     count: int = 0
@@ -50,6 +50,13 @@ class Moments:
     total_sq: int = 0
     minimum: float = math.inf
     maximum: float = -math.inf
+
+    def __post_init__(self) -> None:
+        # 0.0 and -0.0 tie in np.min/min(), which then return the one met first, so the
+        # sign of a zero extreme would follow batches, splits and merge order (and JSON
+        # keeps it). x + 0.0 turns -0.0 into 0.0 and leaves every other value unchanged.
+        object.__setattr__(self, "minimum", float(self.minimum) + 0.0)
+        object.__setattr__(self, "maximum", float(self.maximum) + 0.0)
 
     @classmethod
     def of(cls, values: np.ndarray) -> Moments:
