@@ -52,7 +52,7 @@ class Moments:
     maximum: float = -math.inf
 
     def __post_init__(self) -> None:
-        # 0.0 and -0.0 tie in np.min/min(), which then return the one met first, so the
+        # 0.0 and -0.0 tie in np.min/min(), which return either one by their order, so the
         # sign of a zero extreme would follow batches, splits and merge order (and JSON
         # keeps it). x + 0.0 turns -0.0 into 0.0 and leaves every other value unchanged.
         object.__setattr__(self, "minimum", float(self.minimum) + 0.0)
