@@ -5,6 +5,11 @@ a vocabulary? last bits of a float? a run id?). :func:`describe_differences` nam
 that differs, the first differing line (text) or byte offset (binary) with both sides, and the
 JSON keys whose values differ in ``manifest.json`` (or any other ``.json`` file).
 
+Worker processes (``--direct_running_mode=multi_processing``) import the code anew, while the
+test process keeps what it imported at collection: an edit of the checkout in between makes
+the two runs use different code. :func:`assert_same_artifacts` then says which source files
+changed since this module was imported, so such a failure is not taken for nondeterminism.
+
 Example:
     >>> import pathlib, tempfile
     >>> a, b = (pathlib.Path(tempfile.mkdtemp()) for _ in range(2))
@@ -15,10 +20,31 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+import beam_prep.pipelines
+
+import beam_prep
+
 MAX_KEYS = 12  # differing JSON keys listed per file
+
+
+def _sources() -> dict[str, str]:
+    roots = {Path(beam_prep.__file__).parent, Path(beam_prep.pipelines.__file__).parent}
+    return {str(p): hashlib.sha1(p.read_bytes()).hexdigest()
+            for root in sorted(roots) for p in sorted(root.rglob("*.py"))}
+
+
+_SOURCES_AT_IMPORT = _sources()
+
+
+def changed_sources() -> list[str]:
+    """Source files of beam_prep added, removed or edited since this module was imported."""
+    now = _sources()
+    return sorted(p for p in now.keys() | _SOURCES_AT_IMPORT.keys()
+                  if now.get(p) != _SOURCES_AT_IMPORT.get(p))
 
 
 def _files(root: Path) -> set[str]:
@@ -93,4 +119,7 @@ def assert_same_artifacts(a: Path, b: Path) -> None:
         b: The directory that must hold the same bytes.
     """
     diff = describe_differences(a, b)
+    if diff and (changed := changed_sources()):
+        diff += (f"\nNOTE: {len(changed)} source file(s) changed during the test, so worker "
+                 f"processes may have run other code than this process: {changed[:5]}")
     assert not diff, f"artifacts differ ({a} vs {b}):\n{diff}"
