@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from beam_prep.pipelines import analyze
 
-from tests.artifact_diff import assert_same_artifacts
+from tests.artifact_diff import assert_same_artifacts, changed_sources
 from tests.io import test_output_gcs
 
 SPEC = """
@@ -375,9 +375,10 @@ def test_two_worker_processes_with_a_cache_give_the_bytes_of_one_process(tmp_pat
              "--cache_dir", str(cache), "--spill_rows", "4")
     plain = run(tmp_path, files, str(tmp_path / "plain"))
     cold = run(tmp_path, files, str(tmp_path / "cold"), *multi)
-    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (0, 4)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (0, 4), changed_sources()
     warm = run(tmp_path, files, str(tmp_path / "warm"), *multi)
-    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (4, 0)
+    # misses with sources listed: an edit during the test changed the keys (format version)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (4, 0), changed_sources()
     assert_same_bytes(plain, cold)
     assert_same_bytes(plain, warm)
 
