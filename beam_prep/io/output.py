@@ -330,8 +330,14 @@ class OutputRun:
         self._handed_over = False
 
     def __enter__(self) -> OutputRun:
-        acquire_lock(self.folder, self.run_id, force_unlock=self.force_unlock,
-                     flag=self.policy.flag)
+        try:
+            acquire_lock(self.folder, self.run_id, force_unlock=self.force_unlock,
+                         flag=self.policy.flag)
+        except OSError as e:  # unwritable, read-only, or a path through a file
+            raise ArtifactError(
+                f"Output folder {self.folder!r} cannot be written: {e.strerror or e} "
+                f"({type(e).__name__}). Fix: pass an --output folder this user can create "
+                "and write (check its parents and permissions).") from e
         self._locked = True
         try:
             self._finish_interrupted_commits()

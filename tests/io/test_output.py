@@ -236,3 +236,15 @@ def test_jobs_refuse_a_locked_output_and_accept_force_unlock_flag(tmp_path):
             with pytest.raises(ArtifactError, match="--force_unlock refused"):
                 job.run(args + ["--output", str(out), "--force_unlock"])
         assert json.loads((out / "_LOCK").read_text())["run_id"] == "busy"
+
+
+def test_an_output_folder_that_cannot_be_created_is_an_artifact_error(tmp_path):
+    """A path through a regular file (or a read-only mount) is an ArtifactError naming the
+    folder and the fix, not a raw OSError traceback from the lock."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    folder = str(blocker / "out")
+    with pytest.raises(ArtifactError, match=r"a_file/out' cannot be written: Not a directory"):
+        with OutputRun(folder, POLICY):
+            pass
+    assert blocker.read_text() == "not a folder"
