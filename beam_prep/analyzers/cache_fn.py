@@ -39,7 +39,6 @@ from beam_prep.analyzers.cache_key import (
     plan_key,
     split_identity,
 )
-from beam_prep.analyzers.vocab_partition import split_by_partition
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
@@ -164,7 +163,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         n = 0
         for name, relname in index["vocab"].items():
             for table in store.vocab_tables(folder, relname):
-                for part, t in split_by_partition(table, self._partitions):
+                for part, t in store.partitions_of(table, self._partitions):
                     item: Any = t
                     if self._temp is not None and t.num_rows >= self._spill_rows:
                         item = spill.spill(

@@ -41,7 +41,8 @@ from beam_prep.io.readers import Split
 from beam_prep.spec import Feature, Spec
 
 #: Bumped whenever the entry layout or the meaning of a key part changes.
-CACHE_FORMAT_VERSION = 2  # 2: numeric moments as exact sums (total, total_sq)
+CACHE_FORMAT_VERSION = 3  # 2: numeric moments as exact sums (total, total_sq)
+# 3: count tables carry each token's uint64 partition hash (replay does not re-hash)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,6 +4,8 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
 
     DIR/entries/<key[:2]>/<key>/index.json      written last (atomic), lists the files below
     DIR/entries/<key[:2]>/<key>/vocab-NNN.arrow one feature's count tables, Arrow IPC stream
+                                                (token, count, df, hash: the token's uint64
+                                                partition hash, so replay never re-hashes)
     DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
@@ -40,6 +42,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -48,6 +51,7 @@ from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
 from beam_prep.analyzers.spill import SpillRef, materialize
 from beam_prep.analyzers.vocab_count import SCHEMA
+from beam_prep.analyzers.vocab_partition import token_hashes
 from beam_prep.io import filesystem as fs
 from beam_prep.io.readers import Split
 
@@ -56,6 +60,8 @@ ENTRIES_DIR = "entries"
 PLANS_DIR = "plans"
 RUNS_DIR = "runs"
 INDEX = "index.json"
+ENTRY_SCHEMA = SCHEMA.append(pa.field("hash", pa.uint64()))
+"""A stored count table: the counts plus each token's partition hash (``token_hashes``)."""
 
 _LOG = logging.getLogger("beam_prep.analyze")
 _PLAIN = CompressionTypes.UNCOMPRESSED
@@ -123,9 +129,11 @@ def _write_tables(path: str, tables: list[pa.Table | SpillRef]) -> dict:
     _unlink_local(path)
     with FileSystems.create(path, compression_type=_PLAIN) as f:
         sink = _HashingFile(f)
-        with pa.ipc.new_stream(sink, SCHEMA) as writer:
+        with pa.ipc.new_stream(sink, ENTRY_SCHEMA) as writer:
             for item in tables:
-                writer.write_table(materialize(item))
+                t = materialize(item)
+                hashes = token_hashes(t.column("token").combine_chunks())
+                writer.write_table(t.append_column("hash", pa.array(hashes, pa.uint64())))
     return {"sha256": sink.sha.hexdigest(), "bytes": sink.size}
 
 
@@ -272,11 +280,33 @@ def load_plan(cache_dir: str, key: str, path: str, fmt: str) -> list[Split] | No
 
 
 def vocab_tables(folder: str, relname: str) -> Iterator[pa.Table]:
-    """The stored count tables of one feature, one record batch at a time."""
+    """The stored count tables of one feature (:data:`ENTRY_SCHEMA`), one batch at a time."""
     with FileSystems.open(fs.join(folder, relname), compression_type=_PLAIN) as f:
         reader = pa.ipc.open_stream(f)
         for batch in reader:
-            yield pa.Table.from_batches([batch], schema=SCHEMA)
+            yield pa.Table.from_batches([batch], schema=ENTRY_SCHEMA)
+
+
+def partitions_of(table: pa.Table, num_partitions: int) -> list[tuple[int, pa.Table]]:
+    """Splits a stored table (:data:`ENTRY_SCHEMA`) into per-partition count tables
+    (:data:`SCHEMA`, empty partitions omitted) from its hash column: ``hash % n``, no
+    re-hashing. Same rows in the same order as ``vocab_partition.split_by_partition``.
+
+    Example:
+        >>> table = next(vocab_tables(folder, "vocab-000.arrow"))   # doctest: +SKIP
+        >>> parts = partitions_of(table, 8)                         # doctest: +SKIP
+    """
+    if table.num_rows == 0:
+        return []
+    counts = table.drop_columns(["hash"])
+    if num_partitions == 1:
+        return [(0, counts.combine_chunks())]
+    hashes = table.column("hash").combine_chunks().to_numpy(zero_copy_only=False)
+    part = (hashes % np.uint64(num_partitions)).astype(np.int64)
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(num_partitions + 1))
+    return [(p, counts.take(pa.array(order[bounds[p]:bounds[p + 1]])))
+            for p in range(num_partitions) if bounds[p + 1] > bounds[p]]
 
 
 def load_numeric(folder: str) -> dict[str, num.NumericPartial]:

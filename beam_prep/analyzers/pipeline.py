@@ -296,8 +296,10 @@ class AnalyzeToArtifacts(beam.PTransform):
         if self._cache_dir is not None:  # CSV/JSONL byte-range plans come from the cache
             lister = cache_fn.CachedListSplits(self._fmt, self._rows_per_split,
                                                self._split_bytes, self._cache_dir, identities)
+        # Small Creates skip their own Reshuffle (4 ParDos each at graph build): the splits are
+        # spread by SpreadSplits, the seeds meet the counts in GroupByFeature.
         listed = (pbegin
-                  | "InputFiles" >> beam.Create(self._files)
+                  | "InputFiles" >> beam.Create(self._files, reshuffle=False)
                   | "ListSplits" >> beam.ParDo(lister).with_outputs(cache_fn.CACHE,
                                                                     main="splits"))
         splits = listed.splits | "SpreadSplits" >> beam.Reshuffle()
@@ -318,7 +320,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             *tags, main="vocab")
 
         seeds = p | "EveryVocabulary" >> beam.Create(
-            [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features])
+            [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features], reshuffle=False)
         pruned = (outputs.vocab
                   | "CountTokens" >> beam.CombinePerKey(
                       voc.VocabularyCombineFn(temp, 4 * self._spill_rows))

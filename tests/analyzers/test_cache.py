@@ -224,7 +224,7 @@ def _truncate(folder: Path) -> None:
 
 def _wrong_version(folder: Path) -> None:
     p = folder / "index.json"
-    p.write_text(p.read_text().replace('"format_version": 2', '"format_version": 99'))
+    p.write_text(p.read_text().replace('"format_version": 3', '"format_version": 99'))
 
 
 def _torn_index(folder: Path) -> None:
