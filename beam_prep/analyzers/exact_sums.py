@@ -7,23 +7,29 @@ whatever the partition and the order: moments read from them are byte-identical 
 the input was split into files, byte ranges and batches. The one rounding happens when a
 mean or a variance is read out (:func:`ratio_to_float`, correctly rounded).
 
-Three exact paths, chosen per chunk of :data:`CHUNK` values (the choice cannot change the
-result, only the time):
+Three exact paths (the choice cannot change the result, only the time):
 
-* integers below ``2**23`` (counts, codes, labels): int64 sums of ``x`` and ``x²``;
+* integers below ``2**31`` (counts, codes, labels): int64 sums of ``x`` and ``x²``, for the
+  whole batch at once when every value is such an integer (pieces sized so that no int64
+  sum can overflow; 16-bit limbs for the squares from ``2**26``), else per chunk of
+  :data:`CHUNK` values as are the two other paths;
 * magnitudes within ``[2**-480, 2**500]`` (almost all data): ``x² = p + e`` exactly
-  (Dekker's product with Veltkamp's split), then each of ``x``, ``p``, ``e`` is cut into
+  (Dekker's product with Veltkamp's split; ``e = 0`` is skipped when every value has at
+  most 26 significant bits, e.g. float32 data), then each of ``x``, ``p``, ``e`` is cut into
   slices of :data:`SLICE_BITS` bits on a grid set by the chunk's largest magnitude
   (``(r + σ) - σ``, Rump-Ogita-Oishi's extraction); a slice sums exactly in float64;
 * anything else (near the float64 limits): integer mantissas from :func:`numpy.frexp`,
   summed in int64 limbs per band of :data:`BAND` exponents.
 
-Measured (CPU ms per 65,536 values, best of 5, on 2 cores shared at load average 7-14, so
-±2x): the former float64 Chan moments 0.2-0.4; integers 0..999 0.5-1.1; normal(37, 11) and
-two-decimal prices 2.6-6; lognormal(sigma 5) 3.5-7; values over 1e-300..1e300 14-15 (band
-path). Adding the same batch to the quantile sketch took 8.5-15 in the same run, so a
-feature with ``num_buckets`` costs up to ~1.5x what it did; one without, up to ~15x its
-former (small) moments cost.
+Measured (CPU ms per 65,536 values, best of 5-9, on 2 cores shared at load average 7-14, so
+±2x; float64 Chan moments are the former code): Chan 0.2-0.4; integers 0..999 0.5-1.1 with
+8,192-value chunks, 0.47-0.69 whole-batch; the 2M-row Criteo benchmark's 13 integer columns
+(up to 2**24) 0.53-1.95 chunked, 0.39-0.64 whole-batch; two-decimal prices 2.6-6;
+float32-exact lognormal 4.6 -> 3.2 without Dekker's error term; lognormal(sigma 5) 3.5-11;
+values over 1e-300..1e300 14-15 (band path). Adding the same batch to the quantile sketch
+took 8.5-15. End to end (BENCHMARKS.md "Exact moments"): the Criteo analysis's child CPU is
+within the run-to-run noise (±10%) before and after, the micro numbers put the extra cost at
+0.1-0.65 s of ~35 s before the whole-batch path and 0.05-0.15 s after.
 
 Example:
     >>> import numpy as np
