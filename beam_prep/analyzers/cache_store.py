@@ -290,7 +290,9 @@ def vocab_tables(folder: str, relname: str) -> Iterator[pa.Table]:
 def partitions_of(table: pa.Table, num_partitions: int) -> list[tuple[int, pa.Table]]:
     """Splits a stored table (:data:`ENTRY_SCHEMA`) into per-partition count tables
     (:data:`SCHEMA`, empty partitions omitted) from its hash column: ``hash % n``, no
-    re-hashing. Same rows in the same order as ``vocab_partition.split_by_partition``.
+    re-hashing; a table all in one partition (stored with the same partition count) is
+    returned whole, without a ``take``. Same rows in the same order as
+    ``vocab_partition.split_by_partition``.
 
     Example:
         >>> table = next(vocab_tables(folder, "vocab-000.arrow"))   # doctest: +SKIP
@@ -303,6 +305,8 @@ def partitions_of(table: pa.Table, num_partitions: int) -> list[tuple[int, pa.Ta
         return [(0, counts.combine_chunks())]
     hashes = table.column("hash").combine_chunks().to_numpy(zero_copy_only=False)
     part = (hashes % np.uint64(num_partitions)).astype(np.int64)
+    if (part == part[0]).all():  # the usual case: stored per partition, same partition count
+        return [(int(part[0]), counts)]
     order = np.argsort(part, kind="stable")
     bounds = np.searchsorted(part[order], np.arange(num_partitions + 1))
     return [(p, counts.take(pa.array(order[bounds[p]:bounds[p + 1]])))

@@ -43,3 +43,13 @@ def test_partitions_of_matches_rehashing(tmp_path, n):
         for (_, g), (_, w) in zip(got, want, strict=True):
             assert g.schema == SCHEMA
             assert g.equals(w)
+
+
+def test_table_of_one_partition_is_returned_whole(tmp_path):
+    original = _table(TOKENS)
+    per_partition = [t for _, t in split_by_partition(original, 3)]
+    stored = _stored(tmp_path, per_partition)
+    for entry, want in zip(stored, split_by_partition(original, 3), strict=True):
+        [(part, got)] = store.partitions_of(entry, 3)
+        assert part == want[0]
+        assert got.equals(want[1])
