@@ -109,6 +109,15 @@ def csv_header(f: IO[bytes], *, source: str, delimiter: str = ","
             ).schema.names
             break
         except pa.ArrowInvalid as e:
+            if _data_row_failed(e):  # the header parsed; a later row failed (see below)
+                f.seek(0)
+                first = f.readline(CSV_MAX_BLOCK).rstrip(b"\r\n") + b"\n"
+                try:
+                    names = pa_csv.read_csv(io.BytesIO(first), parse_options=pa_csv.ParseOptions(
+                        delimiter=delimiter)).schema.names
+                    break
+                except pa.ArrowInvalid:  # a header with quoted newlines: the general path
+                    pass
             size = _file_size(f) if size is None else size
             if block <= size and block < CSV_MAX_BLOCK:
                 block = min(block * 8, CSV_MAX_BLOCK)
@@ -202,9 +211,42 @@ def iter_csv(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: s
             if "straddl" in str(e) and block < CSV_MAX_BLOCK:
                 block = min(block * 4, CSV_MAX_BLOCK)
                 continue
-            raise InputError(
-                f"Cannot parse CSV file {source} near data row {next_row}: {e}. Fix or remove "
-                "the file (a single row may be at most 1 GiB).") from e
+            raise InputError(_parse_error_message(source, next_row, e)) from e
+
+
+def _data_row_failed(e: pa.ArrowInvalid) -> bool:
+    """The parse failed on a row after the header (``Row #2`` or later): the read that
+    meets that row reports it (:func:`_parse_error_message`)."""
+    text = str(e)
+    if "Row #" not in text or "straddl" in text:
+        return False
+    number = text.split("Row #", 1)[1].split(":", 1)[0]
+    return number.isdigit() and int(number) >= 2
+
+
+def _parse_error_message(source: str, next_row: int, e: pa.ArrowInvalid) -> str:
+    """The InputError text of a CSV parse failure.
+
+    A row with the wrong number of columns is normally handed to the invalid-row handler and
+    set aside; pyarrow decodes the row's text as UTF-8 before calling the handler, so such a
+    row that also holds bytes that are not UTF-8 (a line cut in the middle of a multi-byte
+    character) fails the parse instead. The message says so.
+
+    Example:
+        >>> e = pa.ArrowInvalid("CSV parse error: Row #3: Expected 2 columns, got 3: x")
+        >>> _parse_error_message("a.csv", 1, e)[:58]
+        'Cannot parse CSV file a.csv: row #3 (counted from the firs'
+    """
+    text = str(e)
+    if "Expected" in text and "columns, got" in text and "Row #" in text:
+        row = text.split("Row #", 1)[1].split(":", 1)[0]
+        return (f"Cannot parse CSV file {source}: row #{row} (counted from the first line of "
+                f"the part being read) has the wrong number of "
+                f"columns and bytes that are not UTF-8, which pyarrow's CSV parser cannot set "
+                f"aside as a rejected row ({text}). Fix or remove that row (e.g. with "
+                "`iconv -c -f utf-8 -t utf-8`), then run again.")
+    return (f"Cannot parse CSV file {source} near data row {next_row}: {text}. Fix or remove "
+            "the file (a single row may be at most 1 GiB).")
 
 
 def _emit_csv(batches: list[pa.RecordBatch], columns: Sequence[str], first_row: int,

@@ -185,3 +185,18 @@ def test_gzip_csv_files_are_read_including_empty_and_header_only_ones(tmp_path):
     assert rows == [{"a": i, "b": f"x{i}"} for i in range(5)] and seen == 5
     assert available_columns(str(header), "csv") == ["a", "b"] and _read(header)[2] == 0
     assert available_columns(str(empty), "csv") == [] and _read(empty)[2] == 0
+
+
+@pytest.mark.parametrize("good_rows", [1, 20000])  # in the header's parse block, and after it
+def test_a_csv_row_with_wrong_columns_and_bytes_not_utf8_is_named_in_the_error(tmp_path,
+                                                                               good_rows):
+    """pyarrow decodes an invalid row's text as UTF-8 before our handler can set it aside, so a
+    line cut inside a multi-byte character fails the read. The header is still found and the
+    error names the row and the fix (it said "Cannot read the CSV header", or row 1)."""
+    p = tmp_path / "cut.csv"
+    good = "".join(f"{i},x\n" for i in range(good_rows)).encode()
+    p.write_bytes(b"a,b\n" + good + b"\xd4\xff,y,extra\n" + b"7,z\n")
+    assert available_columns(str(p), "csv") == ["a", "b"]
+    with pytest.raises(InputError, match=rf"cut.csv: row #{good_rows + 2} .*wrong number of "
+                                         r"columns and bytes that are not UTF-8.*Fix or remove"):
+        _read(p, batch_size=100000)
