@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # Fail the build now, not on the first worker: the package imports, finds its templates and its
 # C extension, and pip sees no conflict.
 "$python" -m pip check
-"$python" - <<'PY'
+"$python" -I - <<'PY'  # -I: a source checkout in the working directory must not shadow the install
 import beam_prep
 from beam_prep.io import example_decoder
 from beam_prep.pipelines import analyze, make_elwc  # noqa: F401
