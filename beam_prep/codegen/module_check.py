@@ -8,7 +8,8 @@ anything but imports, constant data assignments and definitions.
   literal data (constants, tuples, lists, dicts, names) to known constants, the known
   classes (methods only) and functions (``build_<feature>_layers``, ``derive_<feature>``
   and the fixed helpers), without decorators and with literal defaults; no raw line
-  terminator but ``\\n`` anywhere in the text.
+  terminator but ``\\n`` anywhere in the text (no non-printable character at all: no
+  ``\\r``, ``\\x85``, ``\\u2028``, NUL, bidi control...).
 * A derived feature's function (:func:`check_derived_function`): ``def derive_x(inputs):``,
   then ``vN = <TensorFlow calls over inputs['column'], vK and constants>`` lines and
   ``return vN``.
@@ -41,9 +42,13 @@ FUNCTIONS = frozenset({
 _PER_FEATURE = re.compile(r"build_[A-Za-z_][A-Za-z0-9_]*_layers|derive_[A-Za-z_][A-Za-z0-9_]*")
 _DATA = (ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.Name, ast.UnaryOp, ast.USub,
          ast.Load)
-# Every line end of Python's tokenizer or str.splitlines(), NUL, other than "\n".
-_RAW_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00"
+
 _VALUE = re.compile(r"v[0-9]+")
+
+
+def _unprintable(source: str) -> list[str]:
+    """Characters other than ``\\n`` that are not printable (line ends, NUL, bidi controls)."""
+    return sorted({c for c in source if c != "\n" and not c.isprintable()})
 
 
 def _refuse(why: str, node: ast.AST | None = None) -> ArtifactError:
@@ -105,7 +110,7 @@ def check_module(source: str) -> None:
         ArtifactError: A raw line terminator other than ``\\n``, a syntax error, or a
             top-level statement outside the allow-list.
     """
-    raw = sorted({c for c in source if c in _RAW_BREAKS})
+    raw = _unprintable(source)
     if raw:
         raise _refuse(f"it contains the raw characters {raw!r}")
     try:
@@ -152,8 +157,8 @@ def check_derived_function(source: str, name: str) -> None:
         ArtifactError: The text is not ``def <name>(inputs):`` with ``vN = ...`` lines
             (TensorFlow calls only) and a ``return``.
     """
-    if any(c in _RAW_BREAKS for c in source):
-        raise _refuse(f"the function {name} contains a raw line terminator")
+    if _unprintable(source):
+        raise _refuse(f"the function {name} contains a raw non-printable character")
     tree = ast.parse(source)
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef):
         raise _refuse(f"the function {name} is not one function definition")

@@ -34,7 +34,7 @@ from tests.codegen.artifact_fixtures import write_artifacts
 TERMINATORS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85",
                "\u2028", "\u2029"]
 NASTY = TERMINATORS + ["'", '"', "'''", '"""', "\\", "{{", "}}", "{%", "%}", "{#", "#",
-                       "\x00", "\t", "é", "\U0001f600"]
+                       "\x00", "\t", "é", "\U0001f600", "\u202e", "\u2066", "\u200b"]
 # Line terminators Python itself ends a comment at (the others only fool splitlines()).
 PYTHON_NEWLINES = {"LF": "\n", "CR": "\r", "CRLF": "\r\n"}
 
@@ -187,8 +187,9 @@ def _check_rendered(tmp_path, text: str, literal: str) -> None:
     for expected in ["c" + text, text, "m" + text, "d" + text, "s" + text, "t" + text,
                      "x" + text, "p" + text, "a" + text, "b" + text, "dir" + text, value]:
         assert expected in constants, f"{expected!r} is not a constant of the module"
-    raw = [t for t in TERMINATORS + ["\x00"] if t != "\n" and t in code]
-    assert not raw, f"raw line terminators in the module: {raw!r}"
+    # No raw line terminator but LF, no NUL, no invisible or bidi control character.
+    raw = sorted({c for c in code if not c.isprintable() and c != "\n"})
+    assert not raw, f"raw non-printable characters in the module: {raw!r}"
 
 
 @pytest.mark.parametrize("nasty", NASTY, ids=[repr(n) for n in NASTY])
@@ -228,7 +229,8 @@ def test_templates_cannot_print_unescaped_text() -> None:
 @pytest.mark.parametrize("planted", [
     "import subprocess\n", "os.system('x')\n", "X = open('f')\n", "if True:\n    pass\n",
     "@staticmethod\ndef build_x_layers():\n    pass\n", "def f(a=print()):\n    pass\n",
-    "class FillMissing:\n    print()\n", "INPUT_DTYPES = dict()\n", "x = 1\r", "# a\u2028b\n",
+    "class FillMissing:\n    print()\n", "INPUT_DTYPES = dict()\n", "x = 1\r",
+    "# a\u2028b\n", "# a\u202eb\n",
 ])
 def test_module_check_refuses_code_beyond_definitions(planted: str) -> None:
     from beam_prep.codegen.module_check import check_module
@@ -309,4 +311,61 @@ def test_end_to_end_spec_analyze_generate_import(tmp_path) -> None:
     # num_oov_indices=1: OOV is 0, the vocabulary starts at 1.
     expected = [1 + vocabulary.index("Paris"), 1 + vocabulary.index("Berlin"), 0]
     assert encoded["city"].numpy()[:, 0].tolist() == expected
+    assert not os.path.exists(marker)
+
+
+_MANIFEST_EDITS = {
+    "sha256": ("country", "files", "vocabulary", "sha256"),
+    "path": ("country", "files", "vocabulary", "path"),
+    "bytes": ("country", "files", "vocabulary", "bytes"),
+    "mean": ("age", "stats", "mean"),
+    "min": ("age", "stats", "min"),
+    "max": ("age", "stats", "max"),
+    "boundaries": ("price", "stats", "boundaries"),
+    "vocabulary_size": ("country", "stats", "vocabulary_size"),
+    "document_count": ("review", "stats", "document_count"),
+    "column": ("spec", "country", "column"),
+    "mask_token": ("spec", "title", "mask_token"),
+}
+
+
+@pytest.mark.parametrize("field", list(_MANIFEST_EDITS))
+def test_hostile_manifest_values_are_refused_or_inert(field: str, all_kinds_artifacts: str,
+                                                      tmp_path) -> None:
+    """Any manifest value (fingerprint recomputed) is refused or rendered as a literal.
+
+    Raw ValueErrors for wrong types (a string as ``bytes``) are issue 21 item 5's (manifest
+    validation); here only "no code from the manifest runs" is checked.
+    """
+    import shutil
+
+    from beam_prep.errors import BeamPrepError
+
+    marker = str(tmp_path / "PWNED")
+    hostile = "vocab/x\r\n" + _payload(marker) + "\n#"
+    art = str(tmp_path / "art")
+    shutil.copytree(all_kinds_artifacts, art)
+    path = os.path.join(art, "manifest.json")
+    with open(path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    *keys, last = _MANIFEST_EDITS[field]
+    if keys[0] == "spec":
+        features = {f["name"]: f for f in manifest["spec"]["features"]}
+        features[keys[1]][last] = hostile
+    else:
+        entry = manifest["features"]
+        for key in keys:
+            entry = entry[key]
+        entry[last] = [hostile] if field == "boundaries" else hostile
+    manifest["fingerprint"] = manifest_fingerprint(manifest)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(manifest, f)
+    try:
+        code = render_module(Artifacts(art))  # verify=False: reach the renderer if possible
+    except (BeamPrepError, ValueError, TypeError, KeyError):
+        return
+    tree = ast.parse(code)
+    assert_top_level_allow_list(tree)
+    assert "\r" not in code
+    _exec_module(code)
     assert not os.path.exists(marker)
