@@ -54,9 +54,10 @@ def _unprintable(source: str) -> list[str]:
 def _refuse(why: str, node: ast.AST | None = None) -> ArtifactError:
     where = f" (line {node.lineno})" if node is not None and hasattr(node, "lineno") else ""
     return ArtifactError(
-        f"The generated module is refused{where}: {why}. This is a bug of the code generator "
-        "or a hostile value it let through; please report it with the spec. Nothing was "
-        "written."
+        f"The generated module is refused{where}: {why}. Nothing was written. This is a bug "
+        "of the code generator or a hostile value it let through: please report it with the "
+        "spec. (A new constant, import or function in templates/ must be added to the "
+        "allow-list in beam_prep/codegen/module_check.py.)"
     )
 
 

@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from beam_prep.codegen import module_check
 from beam_prep.codegen.render import render_module
 from beam_prep.io.artifacts import Artifacts, manifest_fingerprint
 from tests.codegen.artifact_fixtures import write_artifacts
@@ -95,18 +96,9 @@ def test_edited_manifest_with_recomputed_fingerprint_is_rendered_safely(tmp_path
 
 # --- the AST checks ------------------------------------------------------------------------
 
-_IMPORTS = {("__future__", "annotations"), ("hashlib", None), ("json", None), ("os", None),
-            ("collections.abc", "Callable"), ("typing", "Any"), ("keras", None),
-            ("tensorflow", None)}
-_CONSTANTS = {"FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "LIST_INPUTS",
-              "LIST_PADDING", "RAGGED_OUTPUTS", "OUTPUTS", "OUTPUT_SPECS", "STAGES", "_FILES",
-              "EMPTY_VOCABULARY_TOKEN", "EMPTY_VOCABULARY_INTEGER", "MISSING_INTEGER",
-              "DEFAULT_VALUES", "BUILDERS"}
-_CLASSES = {"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature"}
-_FUNCTIONS = {"feature_values", "_artifact_path", "_read_bytes", "check_artifacts",
-              "_tf_idf_state", "build_layers", "raw_inputs", "input_signature", "_apply",
-              "build_preprocessor", "encoded_inputs", "raw_columns", "make_dataset_fn",
-              "build_inference_model", "_padded_list"}
+# The allow-lists are the product's (one place to extend); the walk below is the test's own.
+_IMPORTS, _CONSTANTS = module_check.IMPORTS, module_check.CONSTANTS
+_CLASSES, _FUNCTIONS = module_check.CLASSES, module_check.FUNCTIONS
 _FEATURE_FUNCTION = re.compile(r"(build_[A-Za-z_][A-Za-z0-9_]*_layers|derive_[A-Za-z_]\w*)")
 _DATA = (ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.Name, ast.UnaryOp, ast.USub,
          ast.Load, ast.Store)
@@ -369,3 +361,13 @@ def test_hostile_manifest_values_are_refused_or_inert(field: str, all_kinds_arti
     assert "\r" not in code
     _exec_module(code)
     assert not os.path.exists(marker)
+
+
+@pytest.mark.parametrize("golden", ["preprocessing_all_kinds.py", "preprocessing_defaults.py"])
+def test_golden_modules_pass_the_allow_list(golden: str) -> None:
+    """The committed goldens (every kind, tf_idf, buckets, defaults) have only allowed shapes."""
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "golden", golden)
+    with open(path, encoding="utf-8") as f:
+        code = f.read()
+    assert_top_level_allow_list(ast.parse(code))
+    module_check.check_module(code)
