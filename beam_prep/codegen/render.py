@@ -4,6 +4,11 @@ The output depends only on the artifact manifest and the default artifact locati
 so the same artifacts always give byte-identical code. Long literals are wrapped to
 stay under ruff's 100-column limit.
 
+User text (spec, manifest, command line) reaches the module only through
+``beam_prep.codegen.escape`` (checked literals, escaped comments and docstrings,
+identifiers); the Jinja environment refuses any other printed value, and the finished
+text must pass ``beam_prep.codegen.module_check`` before it is returned.
+
 Example:
     >>> from beam_prep.io.artifacts import Artifacts
     >>> code = render_module(Artifacts("artifacts/"))          # doctest: +SKIP
@@ -13,12 +18,15 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import os
 import textwrap
 from typing import Any
 
 import jinja2
 
+from beam_prep.codegen import escape, module_check
+from beam_prep.codegen.escape import Code
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
@@ -52,8 +60,10 @@ def _load_template(name: str) -> str | None:
     return resource.read_text(encoding="utf-8")
 
 
-def py_literal(value: Any, indent: int = 0) -> str:
+def py_literal(value: Any, indent: int = 0) -> Code:
     """A deterministic Python expression for a plan value, wrapped to fit the line.
+
+    Scalars go through :func:`beam_prep.codegen.escape.literal` (a checked literal).
 
     Args:
         value: A literal (None, bool, int, float, str, list/tuple of those),
@@ -70,19 +80,20 @@ def py_literal(value: Any, indent: int = 0) -> str:
         "_artifact_path(artifacts_dir, 'vocab/a.txt')"
     """
     if isinstance(value, VocabularyFile):
-        return f"_artifact_path(artifacts_dir, {value.relpath!r})"
+        relpath = escape.literal(value.relpath, double_quotes=False)
+        return Code(f"_artifact_path(artifacts_dir, {relpath})")
     if isinstance(value, TfIdfState):
-        return value.part
+        return escape.identifier(value.part)
     if isinstance(value, str) and value == EMPTY_VOCABULARY_TOKEN:
-        return "EMPTY_VOCABULARY_TOKEN"
+        return Code("EMPTY_VOCABULARY_TOKEN")
     if isinstance(value, int) and not isinstance(value, bool) and (
             value == EMPTY_VOCABULARY_INTEGER):
-        return "EMPTY_VOCABULARY_INTEGER"
+        return Code("EMPTY_VOCABULARY_INTEGER")
     if isinstance(value, (list, tuple)):
         items = [py_literal(v) for v in value]
         inline = "[" + ", ".join(items) + "]"
         if indent + len(inline) <= LINE_LENGTH - 1:
-            return inline
+            return Code(inline)
         pad = " " * (indent + 4)
         lines, current = [], ""
         for item in items:
@@ -94,47 +105,36 @@ def py_literal(value: Any, indent: int = 0) -> str:
                 current = f"{current} {piece}" if current else piece
         if current:
             lines.append(pad + current)
-        return "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        return _py_string(value)
-    if value is None or isinstance(value, (bool, int)):
-        return repr(value)
-    raise TypeError(f"Cannot render {value!r} ({type(value).__name__}) as a Python literal.")
+        return Code("[\n" + "\n".join(lines) + "\n" + " " * indent + "]")
+    return escape.literal(value)
 
 
-def _py_string(text: str) -> str:
-    """A string literal in double quotes where possible (ruff-format style)."""
-    literal = repr(text)
-    if literal.startswith("'") and '"' not in text:
-        literal = '"' + literal[1:-1].replace("\\'", "'") + '"'
-    return literal
-
-
-def _layer_args(layer: LayerPlan, indent: int) -> list[str]:
+def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
     """``key=value`` lines of a layer constructor (name last)."""
     out = []
     for key, value in layer.args:
-        out.append(f"{key}={py_literal(value, indent + len(key) + 1)},")
-    out.append(f"name={layer.name!r},")
+        out.append(Code(f"{escape.identifier(key)}="
+                        f"{py_literal(value, indent + len(key) + 1)},"))
+    out.append(Code(f"name={escape.literal(layer.name, double_quotes=False)},"))
     return out
 
 
-def _layer_class(layer: LayerPlan) -> str:
+def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
-    return layer.cls if layer.cls == LIST_LAYER_CLASS else f"keras.layers.{layer.cls}"
+    cls = escape.identifier(layer.cls)
+    return cls if cls == LIST_LAYER_CLASS else Code(f"keras.layers.{cls}")
 
 
-def _docwrap(text: str, indent: int) -> str:
+def _docwrap(text: str, indent: int) -> Code:
     """Wraps docstring text at the line limit, continuation lines indented."""
-    text = text.replace("\\", "\\\\").replace('"""', "'''")
-    lines = textwrap.wrap(text, width=LINE_LENGTH - indent - 3, break_long_words=False,
-                          break_on_hyphens=False)
-    return ("\n" + " " * indent).join(lines)
+    lines = textwrap.wrap(escape.docstring(text), width=LINE_LENGTH - indent - 3,
+                          break_long_words=False, break_on_hyphens=False)
+    return Code(("\n" + " " * indent).join(lines))
 
 
+@functools.lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
+    """The Jinja environment (built once: templates are compiled on first use)."""
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(_load_template),
         autoescape=False,
@@ -142,9 +142,12 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
+        finalize=escape.finalize,
     )
     env.filters["py"] = py_literal
     env.filters["docwrap"] = _docwrap
+    env.filters["comment"] = escape.comment
+    env.filters["ident"] = escape.identifier
     env.globals["layer_args"] = _layer_args
     env.globals["layer_class"] = _layer_class
     return env
@@ -167,21 +170,28 @@ def render_plan(plan: ModulePlan, *, default_artifacts_dir: str, source: str = "
 
     Returns:
         The module source (ends with a newline).
+
+    Raises:
+        ArtifactError: A value cannot be written as a literal, or the module fails
+            ``module_check`` (it would run more than definitions on import).
     """
     del source
     derived_code = {}
     if plan.has_derived():
         from beam_prep.expr import tf as expr_tf  # imports TensorFlow: only when needed
 
-        derived_code = {f.name: expr_tf.render(f.derived.tree, name=f.derived.function)
-                        for f in plan.features if f.derived is not None}
+        for f in plan.features:
+            if f.derived is not None:
+                code = expr_tf.render(f.derived.tree, name=escape.identifier(f.derived.function))
+                module_check.check_derived_function(code, f.derived.function)
+                derived_code[f.name] = Code(code)
     template = _environment().get_template(MAIN_TEMPLATE)
     text = template.render(
         plan=plan,
         derived_code=derived_code,
         artifacts_dir=default_artifacts_dir,
-        model_outputs=[o.key for o in plan.outputs() if o.stage == "model"],
     )
+    module_check.check_module(text)
     return text
 
 
