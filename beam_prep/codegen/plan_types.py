@@ -166,8 +166,17 @@ class ModulePlan:
         return any(f.derived is not None for f in self.features)
 
     def has_computed(self) -> bool:
-        """Whether any feature's value is not simply its own raw input (expr or cross)."""
-        return any(f.derived is not None or f.crossed for f in self.features)
+        """Whether any feature's value is not simply the raw input of its name and dtype.
+
+        True with an expr or a cross, a plain feature reading another column (``column:``)
+        or one whose column dtype is not its layers' (a numeric float64 column -> float32).
+        """
+        return any(f.derived is not None or f.crossed or f.column != f.name
+                   or self.input_dtype(f.column) != f.dtype for f in self.features)
+
+    def input_dtype(self, column: str) -> str:
+        """The dtype of the raw input of a data column (``""`` if no raw input reads it)."""
+        return next((r.dtype for r in self.raw_inputs if r.name == column), "")
 
     def outputs(self) -> tuple[OutputPlan, ...]:
         """All outputs in feature order."""
