@@ -17,13 +17,16 @@ integer  int64 (b, 1)     as string                         IntegerLookup (+ Cat
 text     string (b, 1)    ``<name>``: int64 (b, L) for int  TextVectorization
                           mode, else (b, V + 1)             ``<name>_vectorizer`` (+ Reshape
                                                             ``<name>_flatten``)
-numeric  float32 (b, 1)   ``<name>`` z-score float32;       Normalization
+numeric  float64 (b, 1)   ``<name>`` z-score float32;       Normalization
                           ``<name>_bucket`` int32 when      ``<name>_normalization``,
                           num_buckets is set                Discretization
                                                             ``<name>_discretization``
 hashed   string or int64  ``<name>``: int64 (b, 1) or       Hashing ``<name>_hashing``
                           float32 (b, num_bins)             (+ CategoryEncoding)
 =======  ===============  ================================  ==================================
+
+Raw inputs are data columns, one each (``beam_prep.codegen.derived_plan``); a numeric
+feature's float64 column is cast to float32 inside the model before its layers.
 
 Lookups always run in ``int`` mode; other output modes add a CategoryEncoding with
 ``depth = mask + OOV slots + vocabulary size`` (same values as the lookup's own mode,

@@ -111,13 +111,14 @@ class FeaturePlan:
     """Everything generated for one feature.
 
     Attributes:
-        name: Feature (and raw input) name.
+        name: Feature name (the key of its value and outputs).
         kind: Spec kind.
-        dtype: Raw input dtype (``string``, ``int64`` or ``float32``), shape ``(batch, 1)``.
+        dtype: The dtype its layers take (``string``, ``int64`` or ``float32``), shape
+            ``(batch, 1)``; its column's raw input may be wider (float64, cast in the model).
         outputs: Encoded outputs.
         summary: One-line description for docstrings.
         tf_idf: Set for tf_idf text features.
-        column: Data column the raw input reads (``tf.data`` batches are keyed by column).
+        column: Data column it reads: the name of its raw input (one per column).
         fill: The ``FillMissing`` layer (arg ``default_value``) applied to the raw input
             before each output's ``layers``; None when the feature has no default_value.
         notes: Why a layer deviates from the statistics (``#`` comments in generated code).

@@ -146,7 +146,8 @@ def test_export_without_artifacts_agrees_with_tf_data(pp: ModuleType, encoded: d
     shutil.rmtree(copy)  # vocabularies travel as assets; defaults are in the graph
     loaded = tf.saved_model.load(export_dir)
     assert_same(encoded, loaded.serve(x))
-    assert_same(encoded, keras.layers.TFSMLayer(export_dir, call_endpoint="serve", dtype="float64")(x))
+    tfsm = keras.layers.TFSMLayer(export_dir, call_endpoint="serve", dtype="float64")
+    assert_same(encoded, tfsm(x))
 
 
 def test_defaults_data_has_missing_cells_for_each_defaulted_feature() -> None:
