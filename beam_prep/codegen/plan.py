@@ -310,4 +310,22 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
                 fp.tf_idf is not None for fp in planned if fp.name == name))
             if used:
                 files.append((art.relpath(name, role), meta["sha256"], int(meta["bytes"])))
-    return ModulePlan(art.fingerprint, planned, tuple(files), raw_inputs_of(planned))
+    raw_inputs = raw_inputs_of(planned)
+    _check_column_types(art, raw_inputs)
+    return ModulePlan(art.fingerprint, planned, tuple(files), raw_inputs)
+
+
+def _check_column_types(art: Artifacts, raw_inputs: Any) -> None:
+    """Refuses raw input dtypes other than the column types the analysis recorded.
+
+    Manifests of specs with derived features record ``input.column_types`` (column -> the
+    type the reader converted it to); others record nothing and are not checked.
+    """
+    recorded = art.manifest.get("input", {}).get("column_types") or {}
+    for raw in raw_inputs:
+        if raw.name in recorded and recorded[raw.name] != raw.dtype:
+            raise ArtifactError(
+                f"Column {raw.name!r} was read as {recorded[raw.name]} by the analysis, but "
+                f"the layers would read it as {raw.dtype}. Received: column_types="
+                f"{recorded!r}. Fix: generate with the beam_prep version that ran the "
+                "analysis, or re-run `beam-prep analyze`.")

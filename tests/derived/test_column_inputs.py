@@ -253,3 +253,38 @@ def test_two_features_on_price_share_one_input_and_serve(analyzed, tmp_path):
         "s": np.array([["x"]], object), "cc": np.array([["FR"]], object)}))
     np.testing.assert_array_equal(np.asarray(result["pred"], np.float32), expected)
     assert result["pred"][0][2] == 123.0  # the exact difference, served
+
+
+def test_manifest_records_column_types_and_the_plan_checks_them(analyzed, tmp_path):
+    """Additive manifest key (derived specs only): the types the reader converted to."""
+    import shutil
+
+    from beam_prep.codegen.plan import plan_from_artifacts
+    from beam_prep.errors import ArtifactError
+    from beam_prep.io.artifacts import canonical_json, manifest_fingerprint
+
+    path, generated, _, _ = analyzed
+    manifest = Artifacts(path).manifest
+    assert manifest["input"]["column_types"] == required_columns(Artifacts(path).spec)
+    assert manifest["input"]["column_types"] == generated.INPUT_DTYPES  # every column analysed
+    copy = str(tmp_path / "artifacts")
+    shutil.copytree(path, copy)
+    manifest["input"]["column_types"]["ts"] = "float32"
+    manifest["fingerprint"] = manifest_fingerprint(manifest)
+    with open(os.path.join(copy, "manifest.json"), "wb") as f:
+        f.write(canonical_json(manifest))
+    with pytest.raises(ArtifactError, match="Column 'ts' was read as float32"):
+        plan_from_artifacts(Artifacts(copy))
+
+
+def test_manifest_without_derived_features_has_no_column_types():
+    from beam_prep.analyzers.manifest import build_manifest
+
+    meta = {"missing": {}, "documents": {}, "rows_read": 0, "rows_rejected": 0,
+            "rejected_by_reason": {}}
+    plain = Spec.from_dict({"features": [{"name": "price", "kind": "numeric"}]})
+    derived = Spec.from_dict({"features": [{"name": "r", "kind": "numeric",
+                                            "expr": "price / 2"}]})
+    assert "column_types" not in build_manifest(plain, {}, {}, {}, meta, [])["input"]
+    assert build_manifest(derived, {}, {}, {}, meta, [])["input"]["column_types"] == {
+        "price": "float64"}
