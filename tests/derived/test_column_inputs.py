@@ -288,3 +288,21 @@ def test_manifest_without_derived_features_has_no_column_types():
     assert "column_types" not in build_manifest(plain, {}, {}, {}, meta, [])["input"]
     assert build_manifest(derived, {}, {}, {}, meta, [])["input"]["column_types"] == {
         "price": "float64"}
+
+
+def test_one_column_read_with_two_dtypes_is_refused_at_generation():
+    """A numeric feature (float64) and an integer hashed feature (int64) on one column."""
+    from types import SimpleNamespace
+
+    from beam_prep.codegen.derived_plan import raw_inputs_of
+    from beam_prep.errors import SpecError
+
+    def plain(name, dtype):
+        return SimpleNamespace(name=name, column="store", dtype=dtype, crossed=(),
+                               derived=None, list_input=False)
+
+    shared = raw_inputs_of([plain("store_a", "int64"), plain("store_b", "int64")])
+    assert [(r.name, r.dtype) for r in shared] == [("store", "int64")]
+    with pytest.raises(SpecError, match="reads column 'store' as a scalar float64, but "
+                                        "feature 'store_hash' reads it as a scalar int64"):
+        raw_inputs_of([plain("store_hash", "int64"), plain("store_num", "float32")])
