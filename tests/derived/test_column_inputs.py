@@ -94,6 +94,8 @@ def analyzed(tmp_path_factory):
     pp = layers_from_artifacts(out)
     inputs = pp.raw_inputs()
     probe = keras.Model(inputs, pp.feature_values(inputs))
+    inputs = generated.raw_inputs()
+    probe.generated = keras.Model(inputs, generated.feature_values(inputs))
     return out, generated, pp, probe
 
 
@@ -203,8 +205,12 @@ def test_analysis_value_equals_layer_value(analyzed, data):
     path, _, pp, probe = analyzed
     spec = Artifacts(path).spec
     want = _arrow_values(spec, data)
+    raw = pp.raw_columns({c: v[:, None] for c, v in data.items()})
     with np.errstate(all="ignore"):
-        got = probe(pp.raw_columns({c: v[:, None] for c, v in data.items()}))
+        got = probe(raw)
+        by_generated = probe.generated(raw)
+    for name in (*NUMERIC, *STRINGS):  # the generated module computes the same values
+        np.testing.assert_array_equal(np.asarray(by_generated[name]), np.asarray(got[name]))
     for name in NUMERIC:
         g = np.asarray(got[name]).ravel()
         w = _as_layer_float32(want[name])
