@@ -87,10 +87,10 @@ def read_csv(path: str, pp: Any, batch_size: int) -> tf.data.Dataset:
         if column == LABEL:
             defaults.append(tf.constant(0, tf.int64))
             continue
-        names = [n for n, c in pp.input_columns.items() if c == column]
-        dtype = pp.input_dtypes[names[0]] if names else "string"
+        # Raw inputs are keyed by data column, with the dtype the analysis read it as.
+        dtype = pp.input_dtypes.get(column, "string")
         defaults.append({"string": "", "int64": tf.constant(-1, tf.int64),
-                         "float32": tf.constant(np.nan, tf.float32)}[dtype])
+                         "float64": tf.constant(np.nan, tf.float64)}[dtype])
     ds = tf.data.experimental.CsvDataset(path, defaults, header=True)
     ds = ds.map(lambda *cols: dict(zip(header, cols)))
     return ds.batch(batch_size).map(lambda f: (f, tf.cast(f.pop(LABEL), tf.float32)))
@@ -133,9 +133,8 @@ def probe_batch(pp: Any, data: tf.data.Dataset) -> dict[str, tf.Tensor]:
     raw, _ = next(iter(data))
     rows = {k: v[:4] for k, v in raw.items()}
     odd = {"string": ["never-seen-token", ""], "int64": [123456789, -1],
-           "float32": [np.nan, 1e6]}
-    for name, dtype in pp.input_dtypes.items():
-        column = pp.input_columns[name]
+           "float64": [np.nan, 1e6]}
+    for column, dtype in pp.input_dtypes.items():
         rows[column] = tf.concat([rows[column], tf.constant(odd[dtype], rows[column].dtype)], 0)
     return rows
 
@@ -162,10 +161,12 @@ def run(artifacts: str, output: str, *, data: str = DEFAULT_DATA,
     via_tf_data = trainer.predict(
         tf.data.Dataset.from_tensors(probe).map(pp.make_dataset_fn()), verbose=0)
     reloaded = tf.saved_model.load(export_dir)
-    raw_inputs = {name: tf.reshape(probe[pp.input_columns[name]], [-1, 1])
-                  for name in pp.input_dtypes}
+    raw_inputs = {column: tf.reshape(probe[column], [-1, 1]) for column in pp.input_dtypes}
     via_saved_model = reloaded.serve(raw_inputs).numpy()
-    via_tfsm = keras.layers.TFSMLayer(export_dir, call_endpoint="serve")(raw_inputs)
+    # dtype="float64": a Keras layer casts float inputs to its own float dtype (float32 by
+    # default), and numeric columns are float64 raw inputs.
+    via_tfsm = keras.layers.TFSMLayer(export_dir, call_endpoint="serve",
+                                      dtype="float64")(raw_inputs)
     result = {
         "export_dir": export_dir,
         "loss": float(history.history["loss"][-1]),

@@ -189,5 +189,11 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
         },
         "features": features,
     }
+    if any(f.expr is not None for f in spec.features):
+        # Additive, only with derived features (other manifests keep their bytes): the type
+        # each input column was read as, which the layers' raw inputs must have.
+        from beam_prep.analyzers.split_fn import required_columns
+
+        manifest["input"]["column_types"] = required_columns(spec)
     manifest["fingerprint"] = layout.manifest_fingerprint(manifest)
     return manifest

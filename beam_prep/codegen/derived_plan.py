@@ -1,17 +1,19 @@
 """The plan of derived features (``expr:``) and of the raw inputs of the layers.
 
-A plain feature has one raw input, named like the feature, reading its column. A derived
-feature has none of its own: it reads one raw input per input column of its expression,
-named like the column (deduplicated: two derived features reading ``price`` share the raw
-input ``price``, and so does a plain feature called ``price`` that reads column
-``price`` with the same dtype). Its value is computed from those raw inputs by a small
-named function (``derive_<feature>``, rendered by :func:`beam_prep.expr.tf.render` in the
-generated module, built by :func:`beam_prep.expr.tf.evaluate` in the runtime twin) wrapped
-in a ``DerivedFeature`` layer ``<feature>_expr``, then cast to the feature's layer dtype,
-before the feature's layers.
+Raw inputs are keyed by **data column**, one per column however many features read it
+(``price`` read by a numeric feature ``price_01`` with ``column: price`` and by
+``expr: log1p(price)`` is one raw input ``price``). Its dtype is the type the analysis read
+the column as (``beam_prep.analyzers.split_fn.required_columns``): float64, int64 or string.
+A plain feature's value is its column's raw input, cast to the dtype its layers take (a
+numeric feature's float64 column -> float32). A derived feature's value is computed from
+the raw inputs of its expression's columns by a small named function
+(``derive_<feature>``, rendered by :func:`beam_prep.expr.tf.render` in the generated
+module, built by :func:`beam_prep.expr.tf.evaluate` in the runtime twin) wrapped in a
+``DerivedFeature`` layer ``<feature>_expr``; the expression runs on the float64 / int64
+values, as the analysis does, and only its result is cast to the feature's layer dtype.
 
-Raw input dtypes of expression columns: ``float`` -> float32 (as every numeric raw input),
-``int`` -> int64, ``string`` -> string. A list-valued expression (``split``) reads scalar
+Raw input dtypes of expression columns: ``float`` -> float64, ``int`` -> int64, ``string``
+-> string (the types of the analysis' reader). A list-valued expression (``split``) reads scalar
 columns and gives a ``(batch, None)`` string value padded with ``""``, the form a list raw
 input has (beam_prep.codegen.list_plan). A hashed cross (``cross: [a, b]``) reads the raw
 inputs ``a`` and ``b`` and feeds their tuple to ``keras.layers.HashedCrossing``.
@@ -33,8 +35,12 @@ from typing import Any
 from beam_prep.errors import SpecError
 from beam_prep.spec.derived import input_types
 
-#: Raw input dtype of an expression input column, by its expression type.
-RAW_DTYPES = {"float": "float32", "int": "int64", "string": "string"}
+#: Raw input dtype of an expression input column, by its expression type (the Arrow type
+#: the analysis reads it as: ``beam_prep.spec.derived.ARROW_TYPES``).
+RAW_DTYPES = {"float": "float64", "int": "int64", "string": "string"}
+#: Raw input dtype of a plain feature's column, by the dtype its layers take (a numeric
+#: column is read as float64 by the analysis and cast to float32 inside the model).
+COLUMN_DTYPES = {"float32": "float64", "int64": "int64", "string": "string"}
 DERIVED_LAYER_CLASS = "DerivedFeature"
 DERIVED_SUFFIX = "_expr"
 
@@ -67,9 +73,9 @@ class RawInput:
     """One raw input of the preprocessor, shape ``(batch, 1)`` or, for a list, ``(batch, None)``.
 
     Attributes:
-        name: Input name (a feature's name, or an expression input column's).
-        dtype: ``string``, ``int64`` or ``float32``.
-        column: Data column ``raw_columns`` reads it from.
+        name: Input name: the data column's name (one raw input per column).
+        dtype: ``string``, ``int64`` or ``float64``: the type the analysis read it as.
+        column: Data column ``raw_columns`` reads it from (the same as ``name``).
         is_list: A list column (``shape: list``): ``(batch, None)``, padded with the missing
             value of ``dtype`` (``""`` or ``MISSING_INTEGER``).
     """
@@ -100,51 +106,66 @@ def crossing_layer(feature: Any) -> tuple[str, str, tuple]:
 
 
 def raw_inputs_of(features: Any) -> tuple[RawInput, ...]:
-    """The deduplicated raw inputs of planned features (``FeaturePlan`` s), in first use.
+    """The raw inputs of planned features (``FeaturePlan`` s): one per data column, in first use.
 
     Raises:
-        SpecError: Two raw inputs of one name read different columns or dtypes.
+        SpecError: Two features read one column with different dtypes or shapes.
     """
     out: dict[str, RawInput] = {}
     owner: dict[str, str] = {}
     for fp in features:
-        if fp.crossed:
-            wanted = [RawInput(c, fp.dtype, c) for c in fp.crossed]
-        elif fp.derived is None:
-            wanted = [RawInput(fp.name, fp.dtype, fp.column, fp.list_input)]
-        else:
-            types = input_types(fp.derived.tree)
-            wanted = [RawInput(c, RAW_DTYPES[types[c]], c) for c in fp.derived.columns]
-        for raw in wanted:
+        for raw in feature_raw_inputs(fp):
             if raw.name in out and out[raw.name] != raw:
                 old = out[raw.name]
+                shape = {True: "a list", False: "a scalar"}
                 raise SpecError(
-                    f"Feature {fp.name!r} needs a raw input {raw.name!r} ({raw.dtype}, column "
-                    f"{raw.column!r}), but feature {owner[raw.name]!r} already has a raw input "
-                    f"of that name ({old.dtype}, column {old.column!r}). Keras inputs need "
-                    "unique names. Fix: rename the feature, or read the column with one type.")
+                    f"Feature {fp.name!r} reads column {raw.name!r} as {shape[raw.is_list]} "
+                    f"{raw.dtype}, but feature {owner[raw.name]!r} reads it as "
+                    f"{shape[old.is_list]} {old.dtype}. The model has one raw input per data "
+                    "column. Fix: read the column with one type (e.g. convert it in an "
+                    "`expr`), or write it upstream as two columns.")
             out.setdefault(raw.name, raw)
             owner.setdefault(raw.name, fp.name)
     return tuple(out.values())
 
 
+def feature_raw_inputs(fp: Any) -> list[RawInput]:
+    """The raw inputs one planned feature reads (its column, its cross or expression columns)."""
+    if fp.crossed:
+        return [RawInput(c, fp.dtype, c) for c in fp.crossed]
+    if fp.derived is None:
+        return [RawInput(fp.column, COLUMN_DTYPES[fp.dtype], fp.column, fp.list_input)]
+    types = input_types(fp.derived.tree)
+    return [RawInput(c, RAW_DTYPES[types[c]], c) for c in fp.derived.columns]
+
+
 def check_names(features: Any) -> None:
     """Refuses two planned features (``FeaturePlan`` s) whose input or layer names collide.
+
+    Two namespaces: the raw inputs (data columns, shared by the features reading them) and
+    the layers of the ``all``/``data`` model; the encoded outputs (the inputs of the
+    ``model`` stage) and the layers.
 
     Raises:
         SpecError: Naming both owners and the fix.
     """
-    owner: dict[str, str] = {}
-    for fp in features:
-        names = ([("layer", fp.derived.layer)] if fp.derived is not None else []
-                 if fp.crossed else [("input", fp.name)])
-        names += [("output", o.key) for o in fp.outputs if o.key != fp.name]
+    def layers(fp: Any) -> list[tuple[str, str]]:
+        names = [("layer", fp.derived.layer)] if fp.derived is not None else []
         names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
-        names += [("layer", fp.fill.name)] if fp.fill is not None else []
-        for what, n in names:
-            if n in owner:
+        return names + ([("layer", fp.fill.name)] if fp.fill is not None else [])
+
+    _unique(features, lambda fp: [("input", r.name) for r in feature_raw_inputs(fp)]
+            + layers(fp))
+    _unique(features, lambda fp: [("output", o.key) for o in fp.outputs] + layers(fp))
+
+
+def _unique(features: Any, names_of: Any) -> None:
+    owner: dict[str, tuple[str, str]] = {}
+    for fp in features:
+        for what, n in names_of(fp):
+            if n in owner and not (what == "input" and owner[n][0] == "input"):
                 raise SpecError(
-                    f"Feature {fp.name!r}: its {what} name {n!r} collides with {owner[n]}. "
+                    f"Feature {fp.name!r}: its {what} name {n!r} collides with {owner[n][1]}. "
                     "Keras needs unique input and layer names. Fix: rename one of the features."
                 )
-            owner[n] = f"the {what} of feature {fp.name!r}"
+            owner.setdefault(n, (what, f"the {what} of feature {fp.name!r}"))

@@ -17,13 +17,16 @@ integer  int64 (b, 1)     as string                         IntegerLookup (+ Cat
 text     string (b, 1)    ``<name>``: int64 (b, L) for int  TextVectorization
                           mode, else (b, V + 1)             ``<name>_vectorizer`` (+ Reshape
                                                             ``<name>_flatten``)
-numeric  float32 (b, 1)   ``<name>`` z-score float32;       Normalization
+numeric  float64 (b, 1)   ``<name>`` z-score float32;       Normalization
                           ``<name>_bucket`` int32 when      ``<name>_normalization``,
                           num_buckets is set                Discretization
                                                             ``<name>_discretization``
 hashed   string or int64  ``<name>``: int64 (b, 1) or       Hashing ``<name>_hashing``
                           float32 (b, num_bins)             (+ CategoryEncoding)
 =======  ===============  ================================  ==================================
+
+Raw inputs are data columns, one each (``beam_prep.codegen.derived_plan``); a numeric
+feature's float64 column is cast to float32 inside the model before its layers.
 
 Lookups always run in ``int`` mode; other output modes add a CategoryEncoding with
 ``depth = mask + OOV slots + vocabulary size`` (same values as the lookup's own mode,
@@ -307,4 +310,22 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
                 fp.tf_idf is not None for fp in planned if fp.name == name))
             if used:
                 files.append((art.relpath(name, role), meta["sha256"], int(meta["bytes"])))
-    return ModulePlan(art.fingerprint, planned, tuple(files), raw_inputs_of(planned))
+    raw_inputs = raw_inputs_of(planned)
+    _check_column_types(art, raw_inputs)
+    return ModulePlan(art.fingerprint, planned, tuple(files), raw_inputs)
+
+
+def _check_column_types(art: Artifacts, raw_inputs: Any) -> None:
+    """Refuses raw input dtypes other than the column types the analysis recorded.
+
+    Manifests of specs with derived features record ``input.column_types`` (column -> the
+    type the reader converted it to); others record nothing and are not checked.
+    """
+    recorded = art.manifest.get("input", {}).get("column_types") or {}
+    for raw in raw_inputs:
+        if raw.name in recorded and recorded[raw.name] != raw.dtype:
+            raise ArtifactError(
+                f"Column {raw.name!r} was read as {recorded[raw.name]} by the analysis, but "
+                f"the layers would read it as {raw.dtype}. Received: column_types="
+                f"{recorded!r}. Fix: generate with the beam_prep version that ran the "
+                "analysis, or re-run `beam-prep analyze`.")

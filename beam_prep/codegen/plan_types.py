@@ -111,13 +111,14 @@ class FeaturePlan:
     """Everything generated for one feature.
 
     Attributes:
-        name: Feature (and raw input) name.
+        name: Feature name (the key of its value and outputs).
         kind: Spec kind.
-        dtype: Raw input dtype (``string``, ``int64`` or ``float32``), shape ``(batch, 1)``.
+        dtype: The dtype its layers take (``string``, ``int64`` or ``float32``), shape
+            ``(batch, 1)``; its column's raw input may be wider (float64, cast in the model).
         outputs: Encoded outputs.
         summary: One-line description for docstrings.
         tf_idf: Set for tf_idf text features.
-        column: Data column the raw input reads (``tf.data`` batches are keyed by column).
+        column: Data column it reads: the name of its raw input (one per column).
         fill: The ``FillMissing`` layer (arg ``default_value``) applied to the raw input
             before each output's ``layers``; None when the feature has no default_value.
         notes: Why a layer deviates from the statistics (``#`` comments in generated code).
@@ -166,8 +167,17 @@ class ModulePlan:
         return any(f.derived is not None for f in self.features)
 
     def has_computed(self) -> bool:
-        """Whether any feature's value is not simply its own raw input (expr or cross)."""
-        return any(f.derived is not None or f.crossed for f in self.features)
+        """Whether any feature's value is not simply the raw input of its name and dtype.
+
+        True with an expr or a cross, a plain feature reading another column (``column:``)
+        or one whose column dtype is not its layers' (a numeric float64 column -> float32).
+        """
+        return any(f.derived is not None or f.crossed or f.column != f.name
+                   or self.input_dtype(f.column) != f.dtype for f in self.features)
+
+    def input_dtype(self, column: str) -> str:
+        """The dtype of the raw input of a data column (``""`` if no raw input reads it)."""
+        return next((r.dtype for r in self.raw_inputs if r.name == column), "")
 
     def outputs(self) -> tuple[OutputPlan, ...]:
         """All outputs in feature order."""

@@ -75,12 +75,12 @@ class PreprocessingLayers:
         path: The artifact directory.
         artifacts: The opened :class:`~beam_prep.Artifacts`.
         plan: The layer plan shared with the code generator.
-        input_dtypes: Raw input name -> dtype (shape ``(batch, 1)``): one per plain
-            feature, one per input column of derived features (deduplicated).
+        input_dtypes: Raw input name -> dtype (shape ``(batch, 1)``): one per data column
+            read by any feature (the name is the column's), float64, int64 or string.
         list_inputs: Raw inputs of list features: ``(batch, None)``, padded with the
             missing value (beam_prep.codegen.list_plan).
         ragged_outputs: Encoded keys that are ``tf.RaggedTensor`` (list, int, no max_values).
-        input_columns: Raw input name -> data column read by ``raw_columns``.
+        input_columns: Raw input name -> data column read by ``raw_columns`` (the same).
         outputs: Encoded key -> (raw input name, stage).
         output_specs: Encoded key -> (dtype, shape) of what the layers return.
         default_values: Feature name -> default_value, for the features whose missing
@@ -89,7 +89,7 @@ class PreprocessingLayers:
     """
 
     missing_values: dict[str, Any] = {"string": "", "float32": float("nan"),
-                                      "int64": MISSING_INTEGER}
+                                      "float64": float("nan"), "int64": MISSING_INTEGER}
 
     def __init__(self, path: str, *, verify: bool = True) -> None:
         self.path = path
@@ -202,7 +202,12 @@ class PreprocessingLayers:
                 values[fp.name] = tuple(inputs[c] for c in fp.crossed)
                 continue
             if fp.derived is None:
-                values[fp.name] = inputs[fp.name]
+                value = inputs[fp.column]
+                if self.input_dtypes[fp.column] != fp.dtype:
+                    import keras
+
+                    value = keras.ops.cast(value, fp.dtype)
+                values[fp.name] = value
                 continue
             import functools
 
@@ -235,7 +240,7 @@ class PreprocessingLayers:
         for name, column in self.input_columns.items():
             if column not in features:
                 raise KeyError(
-                    f"Feature {name!r} reads column {column!r}, which is not in the batch. "
+                    f"Column {column!r} is read by the layers but is not in the batch. "
                     f"Received keys: {sorted(features)}"
                 )
             value = features[column]
@@ -244,13 +249,13 @@ class PreprocessingLayers:
 
                 dtype_name = self.input_dtypes[name]
                 value = padded_list(value, dtype_name, PADDING[dtype_name])
-            value = tf.convert_to_tensor(value)
             dtype = tf.as_dtype(self.input_dtypes[name])
+            value = tf.convert_to_tensor(value, dtype_hint=dtype)
             if value.dtype != dtype:
                 if value.dtype == tf.string or dtype == tf.string or (
                         dtype.is_integer and not value.dtype.is_integer):
-                    raise TypeError(f"Column {column!r} of feature {name!r} must be "
-                                    f"{dtype.name}. Received: dtype={value.dtype.name}")
+                    raise TypeError(f"Column {column!r} must be {dtype.name} (or an integer type "
+                                    f"for a float64 column). Received: dtype={value.dtype.name}")
                 value = tf.cast(value, dtype)
             if value.shape.rank == 1:
                 value = tf.expand_dims(value, -1)

@@ -39,12 +39,15 @@ ROWS = {
     "age": (NAN, NAN, 51.0, 0.0),  # no default_value
     "user_id": ("", "", "u1", "u999"),  # hashed: no default_value
 }
-DTYPES = {"store_id": tf.int64, "shelf": tf.int64, "price": tf.float32, "age": tf.float32}
+# Raw inputs are data columns (feature `device` reads column `device_type`); numeric
+# columns are float64, the type the analysis read them as.
+DTYPES = {"store_id": tf.int64, "shelf": tf.int64, "price": tf.float64, "age": tf.float64}
+COLUMNS = {"device": "device_type"}
 DEFAULTED = ("country", "device", "rare", "store_id", "shelf", "title", "review", "price")
 
 
 def raw_batch() -> dict:
-    return {k: tf.constant([[v] for v in rows], DTYPES.get(k, tf.string))
+    return {COLUMNS.get(k, k): tf.constant([[v] for v in rows], DTYPES.get(k, tf.string))
             for k, rows in ROWS.items()}
 
 
@@ -120,7 +123,6 @@ def test_twin_stage_split_and_tf_data_agree(pp: ModuleType, encoded: dict) -> No
     assert_same(encoded, twin.build_preprocessor(stage="model")(
         twin.build_preprocessor(stage="data")(x)))
     columns = {k: tf.reshape(v, [-1]) for k, v in x.items()}
-    columns["device_type"] = columns.pop("device")
     for fn in (pp.make_dataset_fn(), twin.make_dataset_fn()):
         ds = tf.data.Dataset.from_tensor_slices(columns).batch(4).map(fn)
         assert_same(encoded, next(iter(ds)))
@@ -137,22 +139,21 @@ def test_export_without_artifacts_agrees_with_tf_data(pp: ModuleType, encoded: d
         twin = beam_prep.layers_from_artifacts(copy)
         model, fn = twin.build_preprocessor(), twin.make_dataset_fn()
     x = raw_batch()
-    via_tf_data = next(iter(tf.data.Dataset.from_tensors(
-        {("device_type" if k == "device" else k): v for k, v in x.items()}).map(fn)))
+    via_tf_data = next(iter(tf.data.Dataset.from_tensors(x).map(fn)))
     assert_same(encoded, via_tf_data)
     export_dir = str(tmp_path / "export")
     model.export(export_dir, verbose=False)
     shutil.rmtree(copy)  # vocabularies travel as assets; defaults are in the graph
     loaded = tf.saved_model.load(export_dir)
     assert_same(encoded, loaded.serve(x))
-    assert_same(encoded, keras.layers.TFSMLayer(export_dir, call_endpoint="serve")(x))
+    tfsm = keras.layers.TFSMLayer(export_dir, call_endpoint="serve", dtype="float64")
+    assert_same(encoded, tfsm(x))
 
 
 def test_defaults_data_has_missing_cells_for_each_defaulted_feature() -> None:
     # The fixture must exercise the fill: every defaulted column has a None.
-    columns = {"device": "device_type"}
     for name in DEFAULTED:
-        assert None in DEFAULTS_DATA[columns.get(name, name)], name
+        assert None in DEFAULTS_DATA[COLUMNS.get(name, name)], name
 
 
 CSV = """country,store_id,title,price,label
@@ -185,7 +186,7 @@ def test_real_analysis_and_csv_dataset_agree_on_missing_cells(tmp_path) -> None:
 
     # tf.data reads an empty field as the missing marker of its column's dtype.
     missing = {"string": "", "int64": tf.constant(pp.MISSING_INTEGER, tf.int64),
-               "float32": tf.constant(NAN, tf.float32)}
+               "float64": tf.constant(NAN, tf.float64)}
     header = CSV.splitlines()[0].split(",")
     defaults = [missing[pp.INPUT_DTYPES[c]] if c in pp.INPUT_DTYPES else tf.constant(0, tf.int64)
                 for c in header]
@@ -205,7 +206,7 @@ def test_real_analysis_and_csv_dataset_agree_on_missing_cells(tmp_path) -> None:
     # Missing titles encode like the text "unknown", a vocabulary token (not [UNK] = 1).
     unknown = pp.build_preprocessor()({
         "country": tf.constant([["DE"]]), "store_id": tf.constant([[0]], tf.int64),
-        "title": tf.constant([["unknown"]]), "price": tf.constant([[0.0]])})
+        "title": tf.constant([["unknown"]]), "price": tf.constant([[0.0]], tf.float64)})
     for row in (1, 4):
         np.testing.assert_array_equal(got["title"][row], unknown["title"].numpy()[0])
     assert got["title"][1][0] >= 2 and got["title"][1][1:].tolist() == [0, 0]

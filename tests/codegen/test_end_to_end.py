@@ -106,11 +106,13 @@ def test_train_export_delete_artifacts_and_serve(analyzed, tmp_path) -> None:
     loaded = tf.saved_model.load(export_dir)  # keep a reference: its variables live in it
     served = loaded.serve(raw).numpy()
     np.testing.assert_array_equal(served, want)
-    tfsm = keras.layers.TFSMLayer(export_dir, call_endpoint="serve")(raw)
+    # dtype="float64": a Keras layer casts float inputs to its dtype (numeric columns are
+    # float64).
+    tfsm = keras.layers.TFSMLayer(export_dir, call_endpoint="serve", dtype="float64")(raw)
     np.testing.assert_array_equal(np.asarray(tfsm), want)
     hub_model = hub.load(export_dir)
     np.testing.assert_array_equal(hub_model.signatures["serving_default"](**raw)["output_0"]
                                   .numpy(), want)
     layer = hub.KerasLayer(export_dir, signature="serving_default",
-                           signature_outputs_as_dict=True)
+                           signature_outputs_as_dict=True, dtype="float64")
     np.testing.assert_array_equal(layer(raw)["output_0"].numpy(), want)

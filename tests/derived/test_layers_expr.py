@@ -64,9 +64,10 @@ def analyzed(tmp_path_factory):
 def _batch() -> dict[str, np.ndarray]:
     nan = float("nan")
     return {
-        "price": np.array([[v if v != "" else nan] for v in ROWS["price"]], np.float32),
-        # qty is read as float (it is used in arithmetic): missing is NaN.
-        "qty": np.array([[v if v != "" else nan] for v in ROWS["qty"]], np.float32),
+        # Numeric columns are float64, as the analysis read them (qty too: it is used in
+        # arithmetic, so it is read as float and its missing cell is NaN).
+        "price": np.array([[v if v != "" else nan] for v in ROWS["price"]], np.float64),
+        "qty": np.array([[v if v != "" else nan] for v in ROWS["qty"]], np.float64),
         "town": np.array([[v] for v in ROWS["town"]], object),
         "country": np.array([[v] for v in ROWS["country"]], object),
         "year": np.array([[v] for v in ROWS["year"]], np.int64),
@@ -75,7 +76,7 @@ def _batch() -> dict[str, np.ndarray]:
 
 def test_raw_inputs_are_the_expression_columns_deduplicated(analyzed):
     _, generated = analyzed
-    assert generated.INPUT_DTYPES == {"price": "float32", "qty": "float32", "town": "string",
+    assert generated.INPUT_DTYPES == {"price": "float64", "qty": "float64", "town": "string",
                                       "country": "string", "year": "int64"}
     assert "def derive_city(inputs):" in inspect.getsource(generated)
     assert "py_function" not in inspect.getsource(generated)

@@ -182,9 +182,9 @@ def test_every_split_training_value_is_in_the_vocabulary(analyzed):
 def test_signatures_and_specs(analyzed):
     path, generated = analyzed
     twin = layers_from_artifacts(path)
-    assert generated.LIST_INPUTS == twin.list_inputs == (
-        "tags", "tags_ragged", "tags_multi", "tags_count", "ids", "ids_count", "tag_hash",
-        "tag_hash_multi")
+    # One raw input per data column: six features read `tags`, two read `ids`.
+    assert generated.LIST_INPUTS == twin.list_inputs == ("tags", "ids")
+    assert set(generated.INPUT_DTYPES) == {"tags", "ids", "tag_text", "price"}
     assert generated.RAGGED_OUTPUTS == twin.ragged_outputs == ("tags_ragged",)
     assert generated.OUTPUT_SPECS == twin.output_specs
     assert generated.OUTPUT_SPECS["tags"] == ("int64", (None, 3))

@@ -67,23 +67,24 @@ import tensorflow as tf
 FINGERPRINT = "7ecb0ed87e390152188e4e7c645bef864461296cc6f4617eab8ac42057997903"
 ARTIFACTS_DIR = "gs://example-bucket/run-1/artifacts"
 
-# Raw input per feature: dtype (shape is (batch, 1)) and the data column it reads.
+# One raw input per data column (shared by the features reading it): its dtype, the type
+# the analysis read the column as (shape is (batch, 1)), and the column (= the input name).
 INPUT_DTYPES = {
     "country": "string",
-    "device": "string",
+    "device_type": "string",
     "rare": "string",
     "city": "string",
     "store_id": "int64",
     "shelf": "int64",
     "title": "string",
     "review": "string",
-    "price": "float32",
-    "age": "float32",
+    "price": "float64",
+    "age": "float64",
     "user_id": "string",
 }
 INPUT_COLUMNS = {
     "country": "country",
-    "device": "device_type",
+    "device_type": "device_type",
     "rare": "rare",
     "city": "city",
     "store_id": "store_id",
@@ -244,6 +245,23 @@ class FillMissing(keras.layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "default_value": self.default_value}
+
+
+def feature_values(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Each feature's value before its layers: its raw input, or its computed value."""
+    values: dict[str, Any] = {}
+    values["country"] = inputs["country"]
+    values["device"] = inputs["device_type"]
+    values["rare"] = inputs["rare"]
+    values["city"] = inputs["city"]
+    values["store_id"] = inputs["store_id"]
+    values["shelf"] = inputs["shelf"]
+    values["title"] = inputs["title"]
+    values["review"] = inputs["review"]
+    values["price"] = keras.ops.cast(inputs["price"], "float32")
+    values["age"] = keras.ops.cast(inputs["age"], "float32")
+    values["user_id"] = inputs["user_id"]
+    return values
 
 
 def _artifact_path(artifacts_dir: str, relpath: str) -> str:
@@ -698,7 +716,7 @@ def build_layers(
 
 
 def raw_inputs() -> dict[str, Any]:
-    """One ``keras.Input`` per feature, shape ``(batch, 1)``, named like the feature."""
+    """One ``keras.Input`` per data column, shape ``(batch, 1)``, named like the column."""
     return {
         name: keras.Input(shape=(1,), dtype=dtype, name=name)
         for name, dtype in INPUT_DTYPES.items()
@@ -746,9 +764,10 @@ def build_preprocessor(
         }
     else:
         inputs = raw_inputs()
+        values = feature_values(inputs)
         outputs = {
-            key: inputs[name] if stage == "data" and where == "model"
-            else _apply(layers[key], inputs[name])
+            key: values[name] if stage == "data" and where == "model"
+            else _apply(layers[key], values[name])
             for key, (name, where) in OUTPUTS.items()
         }
     return keras.Model(inputs, outputs, name=f"beam_prep_preprocessor_{stage}")
@@ -765,24 +784,25 @@ def encoded_inputs() -> dict[str, Any]:
 def raw_columns(features: dict[str, Any]) -> dict[str, tf.Tensor]:
     """Selects the raw inputs from a batch dict (extra keys ignored), as ``(batch, 1)``.
 
-    Integers are widened to int64 and numbers cast to float32; rank-1 columns get a
-    trailing axis. Batch the dataset before mapping.
+    Integers are widened to int64 and numbers to float64 (the types the analysis read);
+    rank-1 columns get a trailing axis. Batch the dataset before mapping.
     """
     out = {}
     for name, column in INPUT_COLUMNS.items():
         if column not in features:
             raise KeyError(
-                f"Feature {name!r} reads column {column!r}, which is not in the batch. "
+                f"Column {column!r} is read by the layers but is not in the batch. "
                 f"Received keys: {sorted(features)}"
             )
-        value = tf.convert_to_tensor(features[column])
         dtype = tf.as_dtype(INPUT_DTYPES[name])
+        # Python floats become float64 here, not float32 (no rounding before the cast).
+        value = tf.convert_to_tensor(features[column], dtype_hint=dtype)
         if value.dtype != dtype:
             if value.dtype == tf.string or dtype == tf.string or (
                 dtype.is_integer and not value.dtype.is_integer
             ):
                 raise TypeError(
-                    f"Column {column!r} of feature {name!r} must be {dtype.name}. "
+                    f"Column {column!r} must be {dtype.name} (or an integer type for float64). "
                     f"Received: dtype={value.dtype.name}"
                 )
             value = tf.cast(value, dtype)

@@ -421,14 +421,13 @@ def _from_artifacts(path: str | None, spec: ElwcFeatureSpec
     """Preprocessing layers and table rows of the spec's features found in the artifacts."""
     if not path:
         return {}, {}
-    from beam_prep.codegen.runtime import layers_from_artifacts
     from beam_prep.io.artifacts import Artifacts
+    from beam_prep.ranking.train.artifact_layers import artifact_layers
     from beam_prep.ranking.train.embeddings import table_rows
 
     art = Artifacts(path)
     names = {f.name for f in (*spec.context, *spec.example)} & set(art.feature_names)
-    all_layers = layers_from_artifacts(path)
-    layers = {n: all_layers[n] for n in names if n in all_layers}
+    layers = artifact_layers(path, names)
     rows = {}
     for n in names:
         if art.feature(n).kind in ("string", "integer", "text", "hashed"):

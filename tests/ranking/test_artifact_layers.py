@@ -1,0 +1,47 @@
+"""The ranking launcher's layers from an artifact directory (``data.artifacts``).
+
+``_from_artifacts`` raised ``TypeError: argument of type 'PreprocessingLayers' is not
+iterable`` before; the oracle for the values is the runtime twin's own layer chain.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
+from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo  # noqa: E402
+from beam_prep.ranking.train.artifact_layers import FeatureChain  # noqa: E402
+from beam_prep.ranking.train.launcher import _from_artifacts  # noqa: E402
+from beam_prep.ranking.train.model import Preprocessor  # noqa: E402
+from tests.codegen.artifact_fixtures import write_artifacts  # noqa: E402
+from tests.codegen.conftest import DEFAULTS_DATA, DEFAULTS_PRICE_BOUNDARIES, DEFAULTS_SPEC  # noqa: E402,E501
+
+
+def test_layers_from_artifacts_feed_the_ranking_preprocessor(tmp_path):
+    path = write_artifacts(str(tmp_path / "a"), DEFAULTS_SPEC, DEFAULTS_DATA,
+                           boundaries={"price": DEFAULTS_PRICE_BOUNDARIES})
+    spec = ElwcFeatureSpec(context=(FeatureInfo("country", "string", (), ""),),
+                           example=(FeatureInfo("price", "float", (), 0.0),
+                                    FeatureInfo("city", "string", (), "")))
+    layers, rows = _from_artifacts(path, spec)
+    assert set(layers) == {"country", "price", "city"}
+    assert isinstance(layers["country"], FeatureChain)  # FillMissing, then the lookup
+    assert layers["country"].output_mode == "int"
+    assert rows["country"] == layers["country"].vocabulary_size()
+    pre = Preprocessor(spec, layers, list_size=2, vocab_rows=rows)
+    assert set(pre.id_rows) == {"country", "city"}
+    features = {"country": tf.constant(["", "DE"]),
+                "price": tf.constant([[np.nan, 12.0], [7.5, 30.0]], tf.float32),
+                "city": tf.constant([["Paris", ""], ["Rome", "Lima"]])}
+    out = pre(features)
+    twin = layers_from_artifacts(path).build_feature_layers
+    for name in ("country", "price", "city"):
+        want = features[name]
+        for layer in twin(name)[name]:
+            want = layer(want)
+        got = np.asarray(out[name])
+        want = np.asarray(want, got.dtype).reshape(got.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=name)
