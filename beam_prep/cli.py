@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -70,7 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command, rest = args[0], args[1:]
     if command not in COMMANDS:
-        print(f"beam-prep: unknown command {command!r}.\n\n{_usage()}", file=sys.stderr)
+        close = difflib.get_close_matches(command[:100], list(COMMANDS), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        shown = command if len(command) <= 100 else command[:97] + "..."
+        print(f"beam-prep: unknown command {shown!r}{hint}.\n\n{_usage()}", file=sys.stderr)
         return 2
     if command in HELP_PARSERS and any(a in ("-h", "--help") for a in rest):
         # The Beam jobs' parsers live in Beam-free modules: --help starts in well under a second.

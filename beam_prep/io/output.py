@@ -333,6 +333,8 @@ class OutputRun:
         try:
             acquire_lock(self.folder, self.run_id, force_unlock=self.force_unlock,
                          flag=self.policy.flag)
+        except ArtifactError:  # locked by another run: an OSError too, but no permission issue
+            raise
         except OSError as e:  # unwritable, read-only, or a path through a file
             raise ArtifactError(
                 f"Output folder {self.folder!r} cannot be written: {e.strerror or e} "

@@ -34,6 +34,14 @@ from typing import Any, Literal, Union, get_args
 
 from beam_prep.config import check_fields, field_error, shown
 from beam_prep.errors import SpecError
+from beam_prep.spec.bounds import (
+    LAYER_WHY,
+    MAX_LAYER_SIZE,
+    MAX_NGRAMS,
+    MAX_NUM_BUCKETS,
+    MIN_EPSILON,
+    check_positive_int,
+)
 from beam_prep.spec.lists import Shape, check_list_fields, is_list
 
 Kind = Literal["string", "integer", "text", "numeric", "hashed"]
@@ -61,21 +69,6 @@ _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross":
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-#: Largest ``ngrams``: every width is one more pass over every token of the batch, and
-#: n-grams wider than a phrase are nearly all distinct (a vocabulary as large as the corpus).
-MAX_NGRAMS = 16
-#: Largest ``num_buckets`` and smallest ``epsilon`` (TFT's default epsilon is
-#: ``1 / num_buckets``). The tfx-bsl quantile sketch buffers about ``log2(eps * N) / eps``
-#: values per feature and worker: measured on 20M rows, 0.25 GB above the baseline at
-#: ``eps=1e-5``, 1.2 GB at ``1e-6``; at ``1e-9`` its constructor fails with bad_alloc.
-MAX_NUM_BUCKETS = 1_000_000
-MIN_EPSILON = 1e-6
-#: Largest size of a layer dimension (``num_bins``, ``num_oov_indices``, ``max_tokens``,
-#: ``output_sequence_length``, ``max_values``): Keras' CategoryEncoding / ``tf.one_hot``
-#: take an int32 depth, and padded outputs an int32 length.
-MAX_LAYER_SIZE = 2**31 - 1
-
-
 def _where(feature: str) -> str:
     return f"Feature {shown(feature, 80)}"
 
@@ -84,30 +77,14 @@ def _fail(feature: str, field: str, value: Any, allowed: str) -> SpecError:
     return field_error(_where(feature), field, value, allowed)
 
 
-def _check_positive_int(feature: str, field: str, value: Any, *, optional: bool,
-                        minimum: int = 1, maximum: int | None = None, why: str = "") -> None:
-    if value is None and optional:
-        return
-    if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
-            or (maximum is not None and value > maximum)):
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        too_large = maximum is not None and isinstance(value, int) and value > maximum
-        if too_large:
-            what += f" no larger than {maximum:,}"
-        if optional:
-            what += " or null"
-        raise _fail(feature, field, value, what + (f" ({why})" if why and too_large else ""))
-
-
-_LAYER_WHY = "a layer dimension: Keras one-hot and padded outputs take an int32 size"
 
 
 def _check_lookup_fields(f: Any) -> None:
     """Ranges of the fields shared by string and integer lookups."""
-    _check_positive_int(f.name, "top_k", f.top_k, optional=True)
-    _check_positive_int(f.name, "min_count", f.min_count, optional=False)
-    _check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0,
-                        maximum=MAX_LAYER_SIZE, why=_LAYER_WHY)
+    check_positive_int(f.name, "top_k", f.top_k, optional=True)
+    check_positive_int(f.name, "min_count", f.min_count, optional=False)
+    check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0,
+                        maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
     check_list_fields(f)
 
 
@@ -302,14 +279,14 @@ class TextFeature(_FeatureBase):
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
-        _check_positive_int(self.name, "ngrams", self.ngrams, optional=True,
+        check_positive_int(self.name, "ngrams", self.ngrams, optional=True,
                             maximum=MAX_NGRAMS, why="each width is one more pass over every "
                             "token; wider n-grams are nearly all distinct")
-        _check_positive_int(self.name, "output_sequence_length", self.output_sequence_length,
-                            optional=True, maximum=MAX_LAYER_SIZE, why=_LAYER_WHY)
+        check_positive_int(self.name, "output_sequence_length", self.output_sequence_length,
+                            optional=True, maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
         if self.max_tokens is not None:
-            _check_positive_int(self.name, "max_tokens", self.max_tokens, optional=True,
-                                minimum=3, maximum=MAX_LAYER_SIZE, why=_LAYER_WHY)
+            check_positive_int(self.name, "max_tokens", self.max_tokens, optional=True,
+                                minimum=3, maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
         if self.ngrams not in (None, 1) and self.split == "none":
             raise _fail(self.name, "ngrams", self.ngrams,
                         "null or 1 when split='none' (n-grams need split tokens)")
@@ -362,7 +339,7 @@ class NumericFeature(_FeatureBase):
     def validate(self) -> None:  # noqa: D102
         super().validate()
         if self.num_buckets is not None:
-            _check_positive_int(self.name, "num_buckets", self.num_buckets, optional=True,
+            check_positive_int(self.name, "num_buckets", self.num_buckets, optional=True,
                                 minimum=2, maximum=MAX_NUM_BUCKETS,
                                 why="the quantile sketch of 1/num_buckets error would need "
                                 "gigabytes per worker; set a larger epsilon to keep "
@@ -427,8 +404,8 @@ class HashedFeature(_FeatureBase):
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
-        _check_positive_int(self.name, "num_bins", self.num_bins, optional=False,
-                            maximum=MAX_LAYER_SIZE, why=_LAYER_WHY)
+        check_positive_int(self.name, "num_bins", self.num_bins, optional=False,
+                            maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
         check_list_fields(self)
         if self.cross is None:
             return
