@@ -113,3 +113,23 @@ def test_the_console_script_prints_one_line_for_a_missing_spec(tmp_path):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert "nope.yaml" in proc.stderr
+
+
+def test_an_unreadable_spec_is_one_line_even_as_root(tmp_path, capsys, monkeypatch):
+    """The chmod cases skip as root; a PermissionError from the filesystem is simulated."""
+    from beam_prep.io import filesystem
+
+    fixtures = _fixtures(tmp_path)
+    real = filesystem.open_read
+
+    def forbidden(path):
+        if path == fixtures["spec"]:
+            raise PermissionError(13, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(filesystem, "open_read", forbidden)
+    code = cli.main(["analyze", "--spec", fixtures["spec"], "--input", fixtures["data"],
+                     "--output", fixtures["out"]])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "Permission denied" in err and "spec.yaml" in err
