@@ -87,6 +87,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BeamPrepError as e:
         print(f"beam-prep {command}: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # a path no check above named (a folder given as a file, ...)
+        print(f"beam-prep {command}: error: {_os_error(e)}", file=sys.stderr)
+        return 1
+
+
+def _os_error(e: OSError) -> str:
+    """One line for an OSError that reached the command line: the path, the cause, the fix.
+
+    Example:
+        >>> _os_error(IsADirectoryError(21, "Is a directory", "/tmp"))
+        "cannot use '/tmp': Is a directory (IsADirectoryError). Check the path arguments."
+    """
+    path = getattr(e, "filename", None)
+    cause = e.strerror or (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    where = f"cannot use {str(path)[:200]!r}: " if path else ""
+    return f"{where}{cause} ({type(e).__name__}). Check the path arguments."
 
 
 if __name__ == "__main__":

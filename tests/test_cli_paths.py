@@ -133,3 +133,49 @@ def test_an_unreadable_spec_is_one_line_even_as_root(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert "Permission denied" in err and "spec.yaml" in err
+
+
+# Output and side-file arguments: a file where a folder goes, a folder where a file goes.
+OTHER = {
+    "analyze --output a file": lambda f, t: ["analyze", "--spec", f["spec"], "--input",
+                                             f["data"], "--output", t["file"]],
+    "make-elwc --output a file": lambda f, t: ["make-elwc", "--input", f["letor"], "--output",
+                                               t["file"]],
+    "make-elwc --feature_names_file missing": lambda f, t: [
+        "make-elwc", "--input", f["letor"], "--output", f["out"], "--feature_names_file",
+        t["missing"]],
+    "generate --output a folder": lambda f, t: ["generate", "--artifacts", t["artifacts"],
+                                                "--output", t["folder"]],
+    "report --output a folder": lambda f, t: ["report", t["artifacts"], "--output",
+                                              t["folder"]],
+    "analyze --summary_json a folder": lambda f, t: [
+        "analyze", "--spec", t["missing"], "--input", f["data"], "--output", f["out"],
+        "--summary_json", t["folder"]],
+}
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    from beam_prep.pipelines import analyze
+
+    root = tmp_path_factory.mktemp("artifacts")
+    (root / "d.csv").write_text("x\n1\n2\n")
+    (root / "s.yaml").write_text(SPEC)
+    analyze.run(["--spec", str(root / "s.yaml"), "--input", str(root / "d.csv"), "--output",
+                 str(root / "art")])
+    return str(root / "art")
+
+
+@pytest.mark.parametrize("name", list(OTHER))
+def test_a_wrong_kind_of_output_path_is_exit_1_and_one_line(tmp_path, capsys, artifacts, name):
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "a_folder").mkdir()
+    paths = {"file": str(tmp_path / "a_file"), "folder": str(tmp_path / "a_folder"),
+             "missing": str(tmp_path / "nope"), "artifacts": artifacts}
+    code = cli.main(OTHER[name](_fixtures(tmp_path), paths))
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1 and "Traceback" not in err, err
+    assert len(lines) == 1 and ": error: " in lines[0], err
+    if name.endswith("--output a file"):
+        assert "is a file, not a folder" in err

@@ -106,6 +106,11 @@ def match(pattern: str) -> list[str]:
     return sorted(paths)
 
 
+def is_local_file(path: str) -> bool:
+    """True for a local path that is a regular file (e.g. an --output that should be a folder)."""
+    return _is_local(path) and os.path.isfile(path)
+
+
 def is_local_folder(path: str) -> bool:
     """True for a local path that is a folder (an input glob naming a folder, not files)."""
     return _is_local(path) and os.path.isdir(path)
