@@ -121,3 +121,14 @@ def test_analyze_prints_the_row_counts_once(tmp_path, capsys):
                      "--no_report"]) == 0
     out = capsys.readouterr().out
     assert out.count("rows_read: 2") == 1 and "rows read" not in out
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["diff", "a", "b", "--jsn"], "--jsn (did you mean --json?)"),
+    (["cache", "prune", "--cache_dir", "c", "--keep_runs", "1", "--dryrun"],
+     "--dryrun (did you mean --dry_run?)"),
+])
+def test_diff_and_cache_flags_get_did_you_mean(argv, hint, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2 and hint in capsys.readouterr().err

@@ -38,9 +38,14 @@ def suggestion(flag: str, known: Sequence[str]) -> str:
 
 
 def known_flags(parser: argparse.ArgumentParser) -> list[str]:
-    """Every ``--flag`` spelling the parser accepts."""
-    return sorted({s for a in parser._actions for s in a.option_strings  # noqa: SLF001
-                   if s.startswith("--")})
+    """Every ``--flag`` spelling the parser (and its sub-commands) accepts."""
+    out: set[str] = set()
+    for action in parser._actions:  # noqa: SLF001
+        out.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in action.choices.values():
+                out.update(known_flags(sub))
+    return sorted(out)
 
 
 def add_flag(parser: Any, name: str, **kwargs: Any) -> argparse.Action:
