@@ -162,3 +162,27 @@ def test_a_fullwidth_identifier_does_not_read_the_ascii_column():
 def test_an_identifier_unchanged_by_nfkc_is_still_a_column():
     tree = parse("größe + 1")
     assert tree.args[0].name == "größe"
+
+
+# --- the same through the command line: one line, exit 1, no traceback --------------------
+
+CLI_CASES = [entry for entry, _, _ in HOSTILE] + [
+    "{name: f, kind: numeric, expr: '" + "+".join(["x"] * 999) + "'}",
+    "{name: f, kind: numeric, expr: '" + "-" * 1990 + "x'}",
+    "{name: f, kind: numeric, expr: '\uff58 + 1'}",
+]
+
+
+@pytest.mark.parametrize("entry", CLI_CASES + ["<bomb>"], ids=range(len(CLI_CASES) + 1))
+def test_a_hostile_spec_is_one_line_from_the_cli(tmp_path, capsys, entry):
+    from beam_prep import cli
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(_bomb(6) if entry == "<bomb>" else f"features:\n  - {entry}\n")
+    (tmp_path / "d.csv").write_text("x,a\n1,b\n")
+    code = cli.main(["analyze", "--spec", str(spec), "--input", str(tmp_path / "d.csv"),
+                     "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 800, err
+    assert err.startswith("beam-prep analyze: error: ")
