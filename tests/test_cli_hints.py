@@ -132,3 +132,10 @@ def test_diff_and_cache_flags_get_did_you_mean(argv, hint, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
     assert e.value.code == 2 and hint in capsys.readouterr().err
+
+
+def test_help_still_shows_required_flags_without_brackets(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["generate", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert "--artifacts ARTIFACTS" in usage and "[--artifacts" not in usage

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,11 +72,14 @@ def parse_relaxed(parser: argparse.ArgumentParser, argv: Sequence[str] | None
 
     Check the leftovers for unknown flags first, then call :func:`require`.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):  # the usage line shows what is required
+        return parser.parse_known_args(argv)
     required = [a for a in parser._actions if a.required and a.option_strings]  # noqa: SLF001
     for action in required:
         action.required = False
     try:
-        return parser.parse_known_args(list(argv) if argv is not None else None)
+        return parser.parse_known_args(argv)
     finally:
         for action in required:
             action.required = True
