@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -70,7 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command, rest = args[0], args[1:]
     if command not in COMMANDS:
-        print(f"beam-prep: unknown command {command!r}.\n\n{_usage()}", file=sys.stderr)
+        close = difflib.get_close_matches(command[:100], list(COMMANDS), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        shown = command if len(command) <= 100 else command[:97] + "..."
+        print(f"beam-prep: unknown command {shown!r}{hint}.\n\n{_usage()}", file=sys.stderr)
         return 2
     if command in HELP_PARSERS and any(a in ("-h", "--help") for a in rest):
         # The Beam jobs' parsers live in Beam-free modules: --help starts in well under a second.
@@ -83,6 +87,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BeamPrepError as e:
         print(f"beam-prep {command}: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # a path no check above named (a folder given as a file, ...)
+        print(f"beam-prep {command}: error: {_os_error(e)}", file=sys.stderr)
+        return 1
+
+
+def _os_error(e: OSError) -> str:
+    """One line for an OSError that reached the command line: the path, the cause, the fix.
+
+    Example:
+        >>> _os_error(IsADirectoryError(21, "Is a directory", "/tmp"))
+        "cannot use '/tmp': Is a directory (IsADirectoryError). Check the path arguments."
+    """
+    path = getattr(e, "filename", None)
+    cause = e.strerror or (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+    where = f"cannot use {str(path)[:200]!r}: " if path else ""
+    return f"{where}{cause} ({type(e).__name__}). Check the path arguments."
 
 
 if __name__ == "__main__":

@@ -179,8 +179,8 @@ class ProgressMonitor:
         self.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self.stop(failed=exc_type is not None)
 
     def start(self) -> None:
         """Creates the records folder, exports it to workers, starts the display thread."""
@@ -193,14 +193,27 @@ class ProgressMonitor:
                                             daemon=True)
             self._thread.start()
 
-    def stop(self) -> None:
-        """Stops the thread, shows the final line, removes the folder, restores the env."""
+    def stop(self, *, failed: bool = False) -> None:
+        """Stops the thread, shows the final line, removes the folder, restores the env.
+
+        Args:
+            failed: The job raised. When no unit finished, the final line (``0/1 splits``)
+                would only stand in front of the error: it is not shown (and a line
+                redrawn on a terminal is cleared).
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        self.poll()  # the last records, shown or not
-        if self._enabled:
+        snap = self.poll()  # the last records, shown or not
+        if self._enabled and failed and snap.done == 0:
+            if self.tty:
+                try:
+                    self.stream.write("\r\x1b[K")
+                    self.stream.flush()
+                except (ValueError, OSError):
+                    pass
+        elif self._enabled:
             self._show(final=True)
         if self._previous_env is None:
             os.environ.pop(PROGRESS_DIR_ENV, None)

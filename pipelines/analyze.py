@@ -172,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with SummaryRecorder("analyze", json_path=args.summary_json, quiet=args.quiet) as rec:
         total = _count_splits(expand_patterns(args.input), args) if show else None
         cache_run = cache_fn.new_run_id() if args.cache_dir else None
+        detail = None
         with ProgressMonitor("beam-prep analyze", unit="splits", total=total,
                              enabled=show) as monitor:
             try:
@@ -182,9 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 detail = _surface_beam_error(e)
                 if detail is None:
                     raise
-                print(f"beam-prep analyze: error: {detail}", file=sys.stderr)
                 rec.fail(detail, error_type=type(e).__name__)
-                return 1
+        if detail is not None:  # after the progress line: the error is the last word
+            print(f"beam-prep analyze: error: {detail}", file=sys.stderr)
+            return 1
         if dry_run:
             rec.dry_run(details={"note": "the pipeline was translated for the runner and not "
                                          "executed; nothing was written"})
@@ -221,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             details={"rejected_by_reason": inp.get("rejected_by_reason", {}),
                      "state": str(result.state)})
     if not args.quiet:
-        print(summarize(manifest))
+        print(summarize(manifest, counts=False))  # the counts are in the run summary
     for line in data_warnings(manifest):  # --quiet hides progress, never these
         print(f"beam-prep analyze: {line}", file=sys.stderr)
     return 0

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from beam_prep.config.cli_flags import parse_relaxed, require
+
 
 class _BeamParser(Exception):
     """Carries what Beam's option parser made of the flags out of ``get_all_options``."""
@@ -83,7 +85,9 @@ def parse_job_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
         SystemExit: Code 2, through ``parser.error``, naming every unrecognized argument and,
             for a flag, the closest known one.
     """
-    args, beam_args = parser.parse_known_args(list(argv) if argv is not None else None)
+    # Required flags are checked after the unknown ones: `--ouput o` is a typo to name,
+    # not a missing --output.
+    args, beam_args = parse_relaxed(parser, argv)
     unknown, beam_names = beam_unknown_args(beam_args)
     problems = []
     after_flag = False
@@ -105,6 +109,7 @@ def parse_job_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
             f"unrecognized argument{'s' if many else ''} {', '.join(problems)}. Neither this "
             f"job nor Beam's pipeline options accept {'them' if many else 'it'}; fix the "
             "spelling (see --help for the job's flags, Beam's PipelineOptions for the rest).")
+    require(parser, args)
     return args, beam_args
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -101,6 +102,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     args, beam_args = parse_job_args(build_parser(), argv)
     opts = options_from_args(args)
     files = list_input_files(args.input, opts)
+    _refuse_empty_inputs(args.input, [path for _, path, _ in files])
     opts = resolve_num_shards(opts, args.input, files)
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
@@ -139,6 +141,13 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     return result
 
 
+def _refuse_empty_inputs(patterns: Sequence[str], paths: Sequence[str]) -> None:
+    """InputError before the pipeline when every input file is local and 0 bytes long."""
+    if paths and all("://" not in p and os.path.getsize(p) == 0 for p in paths):
+        raise InputError(f"No lines to read from {list(patterns)}: the input files are empty "
+                         f"({len(paths)} file(s) of 0 bytes). Check --input.")
+
+
 def summary(output: str) -> str:
     """Human-readable summary of a finished run, from its stats.json."""
     s = json.loads(filesystem.read_text(filesystem.join(output, STATS_FILENAME)))
@@ -153,8 +162,9 @@ def summary(output: str) -> str:
         f"{ev.get('queries_truncated', 0)}, sampled: {ev.get('queries_sampled', 0)}; lists "
         f"dropped too small: {ev.get('lists_dropped_too_small', 0)}, no positive: "
         f"{ev.get('lists_dropped_no_positive', 0)}",
-        f"  rejected lines: {inp.get('lines_rejected', 0)} (see "
-        f"{filesystem.join(output, 'rejected')}/)",
+        f"  rejected lines: {inp.get('lines_rejected', 0)}"
+        + (f" (see {filesystem.join(output, 'rejected')}/)" if inp.get("lines_rejected") else
+           " (no rejected/ files written)"),
     ]
     for split, names in s["output_files"].items():
         lines.append(f"  {split}: " + ", ".join(filesystem.join(output, n) for n in names))
@@ -194,7 +204,8 @@ def _record_success(rec: SummaryRecorder, output: str, report: str | None = None
                           else f"{paths[0]} ... {paths[-1]} ({len(paths)} files)")
     outputs["stats"] = filesystem.join(output, STATS_FILENAME)
     outputs["feature_spec"] = filesystem.join(output, "feature_spec.json")
-    outputs["rejected"] = filesystem.join(output, "rejected") + "/"
+    if inp.get("lines_rejected", 0):  # no line rejected: no rejected/ shard was written
+        outputs["rejected"] = filesystem.join(output, "rejected") + "/"
     if report:
         outputs["report"] = report
     rec.succeed(counts=counts, outputs=outputs,

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from beam_prep.config.cli_flags import parse_suggesting
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``beam-prep cache``."""
@@ -39,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``beam-prep cache``; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = parse_suggesting(build_parser(), argv)
     from beam_prep.analyzers.cache_prune import prune
 
     report = prune(args.cache_dir, keep_runs=args.keep_runs, dry_run=args.dry_run)

@@ -365,11 +365,22 @@ the rejected-row shards (and the older ``rejected/rejected.jsonl``), ``_tmp/`` a
 ``_failed.json`` are ever replaced in it."""
 
 
-def summarize(manifest: dict) -> str:
-    """Human-readable end-of-run summary."""
+def summarize(manifest: dict, *, counts: bool = True) -> str:
+    """Human-readable end-of-run summary: the row counts, then one line per feature.
+
+    Args:
+        manifest: The run's manifest.
+        counts: Start with the rows read / rejected line. The CLI passes False: its run
+            summary already shows ``rows_read`` and ``rows_rejected`` (only the rejection
+            reasons are then added, when rows were rejected).
+    """
     inp = manifest["input"]
-    lines = [f"rows read: {inp['rows_read']:,}   rejected: {inp['rows_rejected']:,}"
-             + (f" {json.dumps(inp['rejected_by_reason'])}" if inp["rows_rejected"] else "")]
+    reasons = f" {json.dumps(inp['rejected_by_reason'])}" if inp["rows_rejected"] else ""
+    if counts:
+        lines = [f"rows read: {inp['rows_read']:,}   rejected: {inp['rows_rejected']:,}"
+                 + reasons]
+    else:
+        lines = [f"rejected by reason:{reasons}"] if reasons else []
     for name in (f["name"] for f in manifest["spec"]["features"]):
         entry = manifest["features"][name]
         s = entry["stats"]

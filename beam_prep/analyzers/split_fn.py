@@ -56,10 +56,13 @@ _TYPE_OF_KIND = {"string": "string", "text": "string", "integer": "int64", "nume
 
 
 def required_columns(spec: Spec) -> dict[str, str]:
-    """Input column → Arrow target type for every analysed feature.
+    """Input column → Arrow target type for every feature, hashed ones included.
 
     A derived feature (``expr``) reads its expression's input columns, typed as
-    ``beam_prep.spec.derived`` infers them.
+    ``beam_prep.spec.derived`` infers them. Hashed features are not analysed, but their
+    columns (``column``, ``expr`` inputs, both ``cross`` columns) are read too: a column
+    missing from the data is found before the pipeline starts, values the layer could not
+    take are rejected like any other, and a spec of hashed features only still counts rows.
 
     Raises:
         SpecError: When one column is read with two incompatible types.
@@ -67,11 +70,9 @@ def required_columns(spec: Spec) -> dict[str, str]:
     out: dict[str, str] = {}
     owner: dict[str, str] = {}
     for f in spec.features:
-        if f.kind == "hashed":
-            continue
-        if f.expr is None:
+        if f.expr is None and f.kind != "hashed":
             reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
-        else:
+        else:  # an expression's inputs, or a hashed feature's column(s) as its dtype
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
         for col, typ in reads.items():
             if col in out and out[col] != typ:
@@ -85,12 +86,11 @@ def required_columns(spec: Spec) -> dict[str, str]:
 
 
 def column_owners(spec: Spec) -> dict[str, str]:
-    """Input column → the first analysed feature that reads it (for error messages)."""
+    """Input column → the first feature that reads it (for error messages)."""
     owners: dict[str, str] = {}
     for f in spec.features:
-        if f.kind != "hashed":
-            for col in f.input_columns():
-                owners.setdefault(col, f.name)
+        for col in f.input_columns():
+            owners.setdefault(col, f.name)
     return owners
 
 

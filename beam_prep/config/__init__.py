@@ -24,6 +24,7 @@ from beam_prep.config.build import (
     field_error,
     from_mapping,
     known_keys,
+    shown,
 )
 from beam_prep.config.schema import json_schema
 from beam_prep.config.yaml_text import DuplicateKeyError, UniqueKeyLoader, load_yaml
@@ -42,4 +43,5 @@ __all__ = [
     "json_schema",
     "known_keys",
     "load_yaml",
+    "shown",
 ]

@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import reprlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -55,6 +56,36 @@ from beam_prep.errors import SpecError
 T = TypeVar("T")
 
 _NONE = type(None)
+
+
+#: Longest echo of a received value in a message: a hostile value (a 10 MB string, a YAML
+#: alias bomb that expands to millions of items) must not make a 580 MB error message.
+MAX_SHOWN = 200
+
+#: Integers of every ``int`` field are int64: the readers, the manifest and TensorFlow hold
+#: them as int64; a larger value would overflow there (late, as a traceback) or in numpy.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 8, 8, 8
+_REPR.maxset = _REPR.maxfrozenset = _REPR.maxdeque = _REPR.maxarray = 8
+_REPR.maxstring, _REPR.maxlong, _REPR.maxother = MAX_SHOWN, MAX_SHOWN, MAX_SHOWN
+
+
+def shown(value: Any, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)`` for a message, at most ``limit`` characters (``...`` marks a cut).
+
+    Nested containers are summarised without being walked whole (``reprlib``), so showing
+    a value costs little whatever its size.
+
+    Example:
+        >>> shown("x" * 1000)[-8:], len(shown("x" * 1000))
+        ("xxxxx...", 200)
+        >>> shown([[1, 2]] * 10**6)
+        '[[1, 2], [1, 2], [1, 2], [1, 2], [1, 2], [1, 2], [1, 2], [1, 2], ...]'
+    """
+    text = _REPR.repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class _Mismatch(Exception):
@@ -75,7 +106,8 @@ def field_error(where: str, field: str, value: Any, allowed: str) -> SpecError:
         '`data`: `list_size` must be a positive integer. Received: list_size=0'
     """
     prefix = f"{where}: " if where else ""
-    return SpecError(f"{prefix}`{field}` must be {allowed}. Received: {field}={value!r}")
+    field = field if len(field) <= 80 else field[:77] + "..."
+    return SpecError(f"{prefix}`{field}` must be {allowed}. Received: {field}={shown(value)}")
 
 
 def child_where(where: str, key: str) -> str:
@@ -132,9 +164,10 @@ def check_keys(raw: Mapping[Any, Any], allowed: Sequence[str], where: str) -> No
     if not unknown:
         return
     key = unknown[0]
-    close = difflib.get_close_matches(str(key), list(allowed), n=1)
+    close = difflib.get_close_matches(str(key)[:MAX_SHOWN], list(allowed), n=1)
     hint = f" (did you mean `{close[0]}`?)" if close else ""
-    more = f"; other unknown keys: {[str(k) for k in unknown[1:]]}" if len(unknown) > 1 else ""
+    more = (f"; other unknown keys: {shown([str(k) for k in unknown[1:]])}"
+            if len(unknown) > 1 else "")
     raise field_error(where, str(key), raw[key],
                       f"one of the known keys {list(allowed)}{hint}{more}")
 
@@ -222,11 +255,31 @@ def _coerce(tp: Any, value: Any, where: str, field: str) -> Any:
         raise _Mismatch
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an int beyond float64 (10**400)
+                raise field_error(where, field, value, "a number within the float64 range "
+                                  "(about ±1.8e308)") from None
         raise _Mismatch
+    if tp is int and _native(int, value) and not INT64_MIN <= value <= INT64_MAX:
+        raise field_error(where, field, value, "an integer in the int64 range [-2**63, "
+                          "2**63 - 1] (the readers, the manifest and TensorFlow hold int64)")
+    if tp is str and isinstance(value, str):
+        _check_unicode(value, where, field)
     if _native(tp, value):
         return value
     raise _Mismatch
+
+
+def _check_unicode(value: str, where: str, field: str) -> None:
+    """SpecError when ``value`` holds a lone surrogate (it has no UTF-8 form)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise field_error(where, field, value, f"valid Unicode text (it holds the lone "
+                          f"surrogate {value[e.start]!r} at index {e.start}, which has no "
+                          "UTF-8 form; remove it or write the character it was meant to "
+                          "pair with)") from None
 
 
 def coerce_field(tp: Any, value: Any, where: str, field: str) -> Any:
@@ -239,7 +292,25 @@ def coerce_field(tp: Any, value: Any, where: str, field: str) -> Any:
     try:
         return _coerce(tp, value, where, field)
     except _Mismatch:
-        raise field_error(where, field, value, describe(tp)) from None
+        allowed = describe(tp)
+        if isinstance(value, str) and ("integer" in allowed or "number" in allowed) \
+                and _looks_numeric(value):
+            allowed += (" (YAML reads a number written like 1e23 as text: write digits for "
+                        "an integer, or 1.0e+23 with a dot for a float)")
+        elif isinstance(value, float) and "integer" in allowed and "number" not in allowed:
+            allowed += " (a float such as 1e23 or 2.0 is not an integer: write digits)"
+        raise field_error(where, field, value, allowed) from None
+
+
+def _looks_numeric(text: str) -> bool:
+    """True for ``1e23``, ``-2E-5``: numbers YAML 1.1 reads as text (no dot before ``e``)."""
+    if "e" not in text.lower():
+        return False
+    try:
+        float(text[:MAX_SHOWN])
+    except ValueError:
+        return False
+    return True
 
 
 def from_mapping(cls: type[T], raw: Any, *, where: str = "") -> T:
@@ -259,7 +330,7 @@ def from_mapping(cls: type[T], raw: Any, *, where: str = "") -> T:
     if not isinstance(raw, Mapping):
         what = where or f"A {cls.__name__}"
         raise SpecError(f"{what} must be a mapping of {list(known_keys(cls))}. "
-                        f"Received: {raw!r}")
+                        f"Received: {shown(raw)}")
     check_keys(raw, known_keys(cls), where)
     hints = type_hints(cls)
     for name, const in constant_fields(cls).items():

@@ -20,9 +20,56 @@ from typing import Any
 
 import yaml
 
+from beam_prep.config.build import shown
 from beam_prep.errors import SpecError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+
+#: Most nodes a document may hold once its aliases (``*name``) are expanded. A real spec or
+#: training config has hundreds; a "billion laughs" document (each level aliasing the one
+#: before ten times) reaches 10**9 nodes in a few lines and would exhaust memory the moment
+#: anything walks it (a ``repr`` in an error message, the JSON of the manifest).
+MAX_EXPANDED_NODES = 100_000
+
+
+class AliasBombError(yaml.YAMLError):
+    """The document expands beyond :data:`MAX_EXPANDED_NODES` through aliases."""
+
+    def __init__(self, nodes: int, line: int) -> None:
+        super().__init__(f"expands to more than {nodes} nodes")
+        self.nodes = nodes
+        self.line = line
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """Nodes of ``root`` with every alias expanded (shared nodes counted per use), capped.
+
+    Iterative and memoised per node: linear in the distinct nodes, whatever the expansion.
+    """
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if not done:
+            if key in on_path:  # a recursive alias: SafeLoader builds it as a cycle
+                sizes[key] = 1
+                continue
+            on_path.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        on_path.discard(key)
+        sizes[key] = min(limit + 1, 1 + sum(sizes.get(id(c), 1) for c in children))
+    return sizes[id(root)]
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -53,6 +100,12 @@ class UniqueKeyLoader(yaml.SafeLoader):
         >>> yaml.load("{x: 1, y: 2}", Loader=UniqueKeyLoader)
         {'x': 1, 'y': 2}
     """
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        """Refuses a document whose aliases expand beyond :data:`MAX_EXPANDED_NODES`."""
+        if _expanded_size(node, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
+            raise AliasBombError(MAX_EXPANDED_NODES, node.start_mark.line + 1)
+        return super().construct_document(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """Checks keys for repeats, then builds the mapping as SafeLoader does."""
@@ -90,9 +143,17 @@ def load_yaml(text: str, *, what: str) -> Any:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except DuplicateKeyError as e:
         first, second = e.values
+        key = str(e.key) if len(str(e.key)) <= 80 else str(e.key)[:77] + "..."
         raise SpecError(
-            f"{what}: key `{e.key}` appears twice in one mapping (line {e.first_line} and "
-            f"line {e.line}). Received: {e.key}={first!r} and {e.key}={second!r}; keep one "
-            "of them.") from None
+            f"{what}: key `{key}` appears twice in one mapping (line {e.first_line} and "
+            f"line {e.line}). Received: {key}={shown(first)} and {key}={shown(second)}; keep "
+            "one of them.") from None
+    except AliasBombError as e:
+        raise SpecError(
+            f"{what}: its aliases (`*name` repeating an `&name` anchor) expand to more than "
+            f"{e.nodes:,} values. Received: a document of {len(text):,} characters that "
+            "expands beyond that (a 'billion laughs' document?); write the values out, or "
+            "use fewer nested aliases.") from None
     except yaml.YAMLError as e:
-        raise SpecError(f"{what} is not valid YAML: {e}") from e
+        detail = str(e) if len(str(e)) <= 600 else str(e)[:597] + "..."
+        raise SpecError(f"{what} is not valid YAML: {detail}") from None

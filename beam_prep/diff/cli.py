@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 from collections.abc import Sequence
 
+from beam_prep.config.cli_flags import parse_suggesting
 from beam_prep.diff.thresholds import DiffThresholds
 
 DRIFT_EXIT_CODE = 3
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = parse_suggesting(build_parser(), argv)
     from beam_prep.diff.compare import diff_artifacts
     from beam_prep.diff.render import render_json, render_table
 

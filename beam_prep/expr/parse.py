@@ -34,12 +34,18 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
 _BINARY = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide"}
 _INT64_MAX = 2**63 - 1
 _MAX_LENGTH = 2000
+_MAX_SHOWN = 200  # longest echo of the expression in a message
+#: Deepest nesting of an expression. The parser, the type check and the Arrow and TensorFlow
+#: evaluators recurse once per level (a few frames each) under Python's limit of 1000
+#: frames; 100 levels (a 101-term sum) leaves them a wide margin.
+MAX_DEPTH = 100
 _SMALLEST_NORMAL = 2.2250738585072014e-308
 
 
 def _error(expr: str, feature: str | None, what: str, fix: str) -> SpecError:
     where = f"feature '{feature}': " if feature else ""
-    return SpecError(f"{where}`expr` {expr!r} is not allowed: {what}. {fix}")
+    shown = repr(expr) if len(expr) <= _MAX_SHOWN else repr(expr[:_MAX_SHOWN - 20]) + "..."
+    return SpecError(f"{where}`expr` {shown} is not allowed: {what}. {fix}")
 
 
 def _piece(expr: str, node: ast.AST) -> str:
@@ -71,11 +77,42 @@ def parse(expr: str, *, feature: str | None = None) -> Node:
         raise _error(expr[:40] + "...", feature, f"it is longer than {_MAX_LENGTH} characters",
                      "Split the computation over several derived features.")
     try:
+        expr.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _error(expr, feature, f"it holds the lone surrogate {expr[e.start]!r} at index "
+                     f"{e.start}, which has no UTF-8 form", "Remove it, or write the whole "
+                     "character it was meant to be part of.") from None
+    try:
         tree = ast.parse(expr.strip(), mode="eval")
     except SyntaxError as e:
         raise _error(expr, feature, f"it is not a Python expression ({e.msg})",
                      "Check brackets and quotes; write one expression, no statements.") from None
+    except (RecursionError, MemoryError):  # the parser's own nesting limit
+        raise _too_deep(expr, feature) from None
+    if _depth(tree.body) > MAX_DEPTH:
+        raise _too_deep(expr, feature)
     return _convert(tree.body, expr.strip(), feature)
+
+
+def _too_deep(expr: str, feature: str | None) -> SpecError:
+    return _error(expr, feature, f"it nests more than {MAX_DEPTH} levels deep (a sum of n "
+                  "terms nests n - 1 levels, each unary - one more)",
+                  "Split the computation over several derived features, or simplify it "
+                  "(e.g. --x is x).")
+
+
+def _depth(root: ast.AST) -> int:
+    """Nesting depth of a syntax tree, walked without recursion."""
+    deepest = 0
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node)
+                     if not isinstance(child, (ast.operator, ast.unaryop, ast.expr_context)))
+    return deepest
 
 
 def _convert(node: ast.AST, expr: str, feature: str | None) -> Node:
@@ -83,6 +120,12 @@ def _convert(node: ast.AST, expr: str, feature: str | None) -> Node:
     if isinstance(node, ast.Constant):
         return _literal(node.value, piece, expr, feature)
     if isinstance(node, ast.Name):
+        if piece != node.id:  # Python's tokenizer NFKC-normalises identifiers
+            raise _error(expr, feature, f"the name `{piece}` is read by Python as `{node.id}` "
+                         "(identifiers are NFKC-normalised, e.g. a fullwidth letter becomes "
+                         "its ASCII twin), so it would read another column",
+                         f"Write `{node.id}` if that column is meant; a column whose name "
+                         "changes under NFKC is read with a plain `column:` feature.")
         if node.id in FUNCTIONS:
             raise _error(expr, feature, f"`{node.id}` is a function used without a call",
                          f"Call it, e.g. {node.id}(x); a column with that name cannot be "
@@ -118,6 +161,14 @@ def _literal(value: object, piece: str, expr: str, feature: str | None) -> Liter
     if isinstance(value, float) and 0 < abs(value) < _SMALLEST_NORMAL:
         raise _error(expr, feature, f"the constant `{piece}` is subnormal (TensorFlow "
                      "flushes it to zero)", "Write 0 or a number of magnitude >= 2.3e-308.")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise _error(expr, feature, f"the string `{piece}` holds the lone surrogate "
+                         f"{value[e.start]!r}, which has no UTF-8 form",
+                         "Remove it, or write the whole character (e.g. '\\U0001F600' "
+                         "instead of a surrogate pair).") from None
     if value == "":
         raise _error(expr, feature, "the empty string '' is the missing value of strings",
                      "Use coalesce() to replace missing values by a non-empty string.")

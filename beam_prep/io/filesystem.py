@@ -92,9 +92,28 @@ def sha256_of(path: str) -> tuple[str, int]:
 
 
 def match(pattern: str) -> list[str]:
-    """Sorted paths matching a glob (empty list if none)."""
-    result = _beam().match([pattern])[0]
-    return sorted(m.path for m in result.metadata_list)
+    """Sorted paths matching a glob (empty list if none).
+
+    A bare local glob (``day*.csv``, no folder) is matched as ``./day*.csv``: Beam's local
+    filesystem lists the glob's folder, and a bare one has none (it matched nothing).
+    """
+    bare = _is_local(pattern) and not os.path.dirname(pattern) and any(
+        c in pattern for c in "*?[")
+    result = _beam().match([f".{os.sep}{pattern}" if bare else pattern])[0]
+    paths = (m.path for m in result.metadata_list)
+    if bare:
+        paths = (p[2:] if p.startswith(f".{os.sep}") else p for p in paths)
+    return sorted(paths)
+
+
+def is_local_file(path: str) -> bool:
+    """True for a local path that is a regular file (e.g. an --output that should be a folder)."""
+    return _is_local(path) and os.path.isfile(path)
+
+
+def is_local_folder(path: str) -> bool:
+    """True for a local path that is a folder (an input glob naming a folder, not files)."""
+    return _is_local(path) and os.path.isdir(path)
 
 
 def _is_local(path: str) -> bool:

@@ -333,7 +333,13 @@ class OutputRun:
         try:
             acquire_lock(self.folder, self.run_id, force_unlock=self.force_unlock,
                          flag=self.policy.flag)
+        except ArtifactError:  # locked by another run: an OSError too, but no permission issue
+            raise
         except OSError as e:  # unwritable, read-only, or a path through a file
+            if fs.is_local_file(self.folder):
+                raise ArtifactError(
+                    f"{self.policy.flag} {self.folder!r} is a file, not a folder. Fix: pass "
+                    f"a folder path (it is created), or move the file away.") from None
             raise ArtifactError(
                 f"Output folder {self.folder!r} cannot be written: {e.strerror or e} "
                 f"({type(e).__name__}). Fix: pass an --output folder this user can create "

@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from apache_beam.io.filesystems import FileSystems
@@ -43,14 +44,27 @@ def expand_patterns(patterns: Sequence[str]) -> list[str]:
     """
     paths: set[str] = set()
     for pattern in patterns:
+        # Beam's local filesystem lists the folder of a glob; a bare ``day*.csv`` has none
+        # (its folder is ''), so it matched nothing while ``./day*.csv`` worked.
+        bare = (FileSystems.get_scheme(pattern) is None and not os.path.dirname(pattern)
+                and any(c in pattern for c in "*?["))
         try:
-            matched = FileSystems.match([pattern])[0].metadata_list
+            matched = FileSystems.match([f".{os.sep}{pattern}" if bare else pattern]
+                                        )[0].metadata_list
         except Exception as e:  # BeamIOError, ValueError (scheme), HTTP errors of gcsio
             raise InputError(
                 f"Cannot list the input files of --input {pattern!r}: {one_line(e)}. Check "
                 "the scheme and bucket name, that the bucket exists, and that these "
                 "credentials may list it (e.g. roles/storage.objectViewer).") from e
+        folders = [m.path for m in matched if os.path.isdir(m.path)
+                   and FileSystems.get_scheme(m.path) is None]
+        if folders:
+            raise InputError(f"--input {pattern!r} names the folder {folders[0]!r}, not files. "
+                             f"Pass a glob of its files, e.g. --input "
+                             f"'{folders[0].rstrip('/')}/*.csv'.")
         found = [m.path for m in matched if not m.path.endswith("/")]
+        if bare:  # name the files as the pattern did, without the ./ added above
+            found = [f[2:] if f.startswith(f".{os.sep}") else f for f in found]
         if not found:
             raise InputError(f"No input file matches {pattern!r}. Check the --input glob.")
         paths.update(found)

@@ -99,6 +99,23 @@ class Spec:
     @classmethod
     def load(cls, path: str) -> Spec:
         """Reads a YAML spec from any Beam filesystem path."""
-        from beam_prep.io.filesystem import read_text
+        from beam_prep.io.filesystem import read_bytes
 
-        return cls.from_yaml_text(read_text(path))
+        try:
+            data = read_bytes(path)
+        except Exception as e:  # noqa: BLE001 - missing, a folder, no permission, no bucket
+            cause = (str(e).strip().splitlines() or [""])[0][:200]
+            if isinstance(e, OSError) and e.strerror:
+                cause = e.strerror
+            raise SpecError(f"Cannot read the spec file {path!r}: {type(e).__name__}: "
+                            f"{cause}. Pass the path of a spec YAML file (see README: "
+                            "Feature spec).") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SpecError(f"The spec file {path!r} is not UTF-8 text (byte {e.start}). "
+                            "Received: a binary file? Pass the spec YAML file.") from None
+        if not text.strip():
+            raise SpecError(f"The spec file {path!r} is empty. Received: 0 features; "
+                            "declare them under `features:` (see README: Feature spec).")
+        return cls.from_yaml_text(text)

@@ -37,16 +37,17 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from beam_prep.config import field_error
+from beam_prep.config import field_error, shown
 from beam_prep.errors import SpecError
 
 Shape = Literal["scalar", "list"]
 SHAPE_OPTIONS: tuple[str, ...] = get_args(Shape)
 LIST_KINDS: tuple[str, ...] = ("string", "integer", "hashed")
+_MAX_VALUES = 2**31 - 1  # the padded [batch, N] output: N is an int32 dimension
 
 
 def _fail(feature: Any, field: str, value: Any, allowed: str) -> SpecError:
-    return field_error(f"Feature {feature.name!r}", field, value, allowed)
+    return field_error(f"Feature {shown(feature.name, 80)}", field, value, allowed)
 
 
 def _expression_is_list(feature: Any) -> bool:
@@ -69,8 +70,11 @@ def check_list_fields(feature: Any) -> None:
     """
     shape, max_values = feature.shape, feature.max_values
     if max_values is not None and (isinstance(max_values, bool) or not isinstance(max_values, int)
-                                   or max_values < 1):
-        raise _fail(feature, "max_values", max_values, "a positive integer or null")
+                                   or not 1 <= max_values <= _MAX_VALUES):
+        big = isinstance(max_values, int) and max_values > _MAX_VALUES
+        raise _fail(feature, "max_values", max_values, "a positive integer or null" if not big
+                    else f"a positive integer no larger than {_MAX_VALUES:,} or null (the "
+                    "padded output's length is an int32 dimension)")
     listy = _expression_is_list(feature)
     if shape == "scalar" and listy:
         raise _fail(feature, "shape", shape,

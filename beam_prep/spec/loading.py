@@ -32,6 +32,7 @@ from beam_prep.config import (
     json_schema,
     known_keys,
     load_yaml,
+    shown,
 )
 from beam_prep.errors import SpecError
 from beam_prep.spec.features import KIND_CLASSES, KINDS, Feature
@@ -71,16 +72,16 @@ def feature_from_dict(raw: Mapping[str, Any], position: int = 0) -> Feature:
         'numeric'
     """
     if not isinstance(raw, Mapping):
-        raise SpecError(f"features[{position}] must be a mapping. Received: {raw!r}")
+        raise SpecError(f"features[{position}] must be a mapping. Received: {shown(raw)}")
     name = raw.get("name", f"<features[{position}]>")
-    where = f"Feature {name!r}"
+    where = f"Feature {shown(name, 80)}"
     kind = raw.get("kind")
     if kind not in KIND_CLASSES:
         raise field_error(where, "kind", kind, "one of " + ", ".join(repr(k) for k in KINDS))
     cls = KIND_CLASSES[kind]
     check_keys(raw, known_keys(cls), where)
     if "name" not in raw:
-        raise SpecError(f"features[{position}] has no `name`. Received: {dict(raw)!r}")
+        raise SpecError(f"features[{position}] has no `name`. Received: {shown(dict(raw))}")
     values = dict(raw)
     if kind == "text":
         for field in ("standardize", "split"):

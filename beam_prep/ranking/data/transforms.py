@@ -92,6 +92,11 @@ def list_input_files(patterns: Sequence[str], opts: ElwcOptions) -> list[tuple[i
         matched = filesystem.match(pattern)
         if not matched:
             raise InputError(f"input pattern {pattern!r} matches no file. Check --input.")
+        folders = [p for p in matched if filesystem.is_local_folder(p)]
+        if folders:
+            raise InputError(f"input pattern {pattern!r} names the folder {folders[0]!r}, not "
+                             f"files. Pass a glob of its files, e.g. --input "
+                             f"'{folders[0].rstrip('/')}/*'.")
         paths.update(matched)
     if opts.is_letor:
         paths = {p for p in paths if not p.endswith(".query")}
@@ -304,7 +309,10 @@ class _WriteReport(beam.DoFn):
                         write_tfrecords(path, [], gzip=gzip)
                         shards.append({"split": split, "path": path, "lists": 0})
         written_rejected = {r["path"] for r in rejected}
-        rejected_files = [rejected_path(s, o.num_shards) for s in range(o.num_shards)]
+        # No rejected line: no rejected/ shard at all (empty files read as "something was
+        # rejected"); otherwise the whole -of-N set, empty shards included.
+        rejected_files = [rejected_path(s, o.num_shards) for s in range(o.num_shards)] \
+            if written_rejected or counts.get("lines_rejected", 0) else []
         for rel in rejected_files:
             if rel not in written_rejected:
                 filesystem.write_bytes(filesystem.join(self.output, rel), b"")
