@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+import uuid
 from typing import Any, BinaryIO
+
+from beam_prep.errors import ArtifactError
 
 _CHUNK = 1 << 22
 
@@ -66,15 +70,106 @@ def read_text(path: str) -> str:
 
 
 def write_bytes(path: str, data: bytes) -> None:
-    """Creates (or replaces) ``path`` with ``data``; parent directories are created."""
-    if _is_local(path):
-        makedirs(os.path.dirname(path) or ".")
+    """Creates (or replaces) ``path`` with ``data``; parent directories are created.
+
+    Local files are written atomically and never through a symlink: the bytes go to a new
+    temporary file beside ``path`` (``O_EXCL | O_NOFOLLOW``), which then replaces ``path``
+    (``os.replace``), so a reader sees the old file or the whole new one, and a failure
+    mid-write leaves no partial file. A ``path`` that is a symlink is refused (its target is
+    never touched); so is any other non-regular file except a character device (``/dev/null``,
+    ``/dev/stdout``), which is written in place. Object stores have no symlinks, and an object
+    appears only once its upload completes.
+
+    Raises:
+        ArtifactError: ``path`` is a symlink or a directory, FIFO or socket.
+    """
+    if not _is_local(path):
+        from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
+        with _beam().create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.write(data)
+        return
+    folder = os.path.dirname(path) or "."
+    makedirs(folder)
+    mode = refuse_symlink(path)
+    if mode is not None and stat.S_ISCHR(mode):
         with open(path, "wb") as f:
             f.write(data)
         return
-    from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
-    with _beam().create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write(data)
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ArtifactError(
+            f"{path} is not a regular file ({_kind(mode)}); beam_prep writes only regular "
+            f"files. Received: path={path!r}. Fix: remove it or choose another path.")
+    temp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex[:12]}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.remove(temp)
+        raise
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symlink")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def refuse_symlink(path: str, *, root: str | None = None) -> int | None:
+    """Refuses to write at a local ``path`` that is a symlink (or lies below one inside ``root``).
+
+    Uses ``os.lstat`` (the link itself, never its target). With ``root``, every folder between
+    ``root`` (exclusive) and ``path`` is checked too, so a write or move into
+    ``root/vocab/x`` is refused when ``root/vocab`` is a symlink. Object-store paths have no
+    symlinks: nothing is checked and nothing is asked of the store.
+
+    Returns:
+        ``path``'s ``st_mode`` (of the entry itself), or None when it does not exist (and
+        always None on object stores).
+
+    Raises:
+        ArtifactError: ``path`` or one of those folders is a symlink; the message names it.
+
+    Example:
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp(); os.symlink("/etc", join(d, "vocab"))
+        >>> refuse_symlink(join(d, "vocab", "a.txt"), root=d)
+        Traceback (most recent call last):
+        ...
+        beam_prep.errors.ArtifactError: ...
+    """
+    if not _is_local(path):
+        return None
+    checked = [path]
+    if root is not None:
+        rel = os.path.relpath(path, root)
+        parts = rel.split(os.sep)[:-1]
+        if rel != os.curdir and not rel.startswith(os.pardir):
+            checked += [os.path.join(root, *parts[:i]) for i in range(len(parts), 0, -1)]
+    mode = None
+    for i, p in enumerate(checked):
+        try:
+            m = os.lstat(p).st_mode
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            continue
+        if stat.S_ISLNK(m):
+            raise ArtifactError(
+                f"{p} is a symlink (to {os.readlink(p)!r}); beam_prep never writes through a "
+                f"symlink. Received: path={path!r}. Fix: remove the link (or replace it with "
+                "a real folder or file), or choose another output path.")
+        if i == 0:
+            mode = m
+    return mode
 
 
 def sha256_of(path: str) -> tuple[str, int]:
