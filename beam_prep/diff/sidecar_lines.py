@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from beam_prep.errors import ArtifactError
 
@@ -53,7 +53,8 @@ def _parse_block(lines: list[bytes], first: int, name: str) -> list[tuple[str, i
     return [(row[0], row[1]) for row in rows]
 
 
-def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
+def iter_pairs(stream: BinaryIO, *, name: str, path: str = "?",
+               max_line: int | None = None) -> Iterator[tuple[str, int]]:
     """Yields ``(token, count)`` for each line of a sidecar stream, in file order.
 
     Each block's lines are decoded by one ``json.loads`` call (a malformed block is then
@@ -62,10 +63,17 @@ def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
     Args:
         stream: Binary file object at the start of the sidecar.
         name: Feature name, for error messages.
+        path: The sidecar's path, for error messages.
+        max_line: Longest line accepted (default
+            :data:`beam_prep.io.artifacts.MAX_LINE_BYTES`); memory stays within a block and
+            a line.
 
     Raises:
-        ArtifactError: A malformed line.
+        ArtifactError: A malformed line, or one longer than ``max_line``.
     """
+    from beam_prep.io import artifacts
+
+    limit = artifacts.MAX_LINE_BYTES if max_line is None else max_line
     rest = b""
     number = 1
     while True:
@@ -73,6 +81,7 @@ def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
         if block:
             lines = (rest + block).split(b"\n")
             rest = lines.pop()
+            artifacts.check_line_length(rest, path, limit)
         else:
             lines = [rest]
         lines = [line for line in lines if line.strip()]
@@ -83,10 +92,8 @@ def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
             return
 
 
-def iter_sidecar(path: str, *, name: str) -> Iterator[tuple[str, int]]:
-    """Streams the sidecar at ``path`` (local or ``gs://``); see :func:`iter_pairs`."""
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        yield from iter_pairs(f, name=name)
+def iter_sidecar(art: Any, name: str) -> Iterator[tuple[str, int]]:
+    """Streams a feature's counts sidecar (local or ``gs://``) after checking it against the
+    manifest (:meth:`beam_prep.io.artifacts.Artifacts.open_file`); see :func:`iter_pairs`."""
+    with art.open_file(name, "counts") as f:
+        yield from iter_pairs(f, name=name, path=art.file_path(name, "counts"))

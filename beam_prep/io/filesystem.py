@@ -44,6 +44,47 @@ def open_read(path: str) -> BinaryIO:
     return _beam().open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
+def local_stat(path: str) -> os.stat_result | None:
+    """``os.stat`` of a local path (None when missing); None for object stores (no request).
+
+    Readers call it before opening a file: opening a FIFO blocks until a writer appears, and
+    a size known in advance lets them refuse a file before reading it.
+    """
+    if not _is_local(path):
+        return None
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def check_regular(path: str, *, max_bytes: int | None = None, what: str = "file") -> None:
+    """Refuses a local ``path`` that is not a regular file (FIFO, device, folder) or is larger
+    than ``max_bytes``, before anything opens it; no-op for object stores.
+
+    Raises:
+        ArtifactError: Naming the path, what it is, and the fix.
+
+    Example:
+        >>> check_regular("/dev/null", what="stats file")
+        Traceback (most recent call last):
+        ...
+        beam_prep.errors.ArtifactError: /dev/null is a character device, not a regular file...
+    """
+    st = local_stat(path)
+    if st is None:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ArtifactError(
+            f"{path} is {_kind(st.st_mode)}, not a regular file (the {what} is read whole, "
+            "and a FIFO or device would block or never end). Received: path="
+            f"{path!r}. Fix: replace it with the file the job wrote.")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise ArtifactError(
+            f"{path} is {st.st_size:,} bytes, more than a {what} can be ({max_bytes:,}). "
+            f"Received: path={path!r}. Fix: replace it with the file the job wrote.")
+
+
 def join(base: str, *parts: str) -> str:
     """Joins path components with the separator of ``base``'s filesystem."""
     if _is_local(base):
@@ -190,6 +231,62 @@ def match(pattern: str) -> list[str]:
     """Sorted paths matching a glob (empty list if none)."""
     result = _beam().match([pattern])[0]
     return sorted(m.path for m in result.metadata_list)
+
+
+GCS_PROBE_SECONDS = 5.0
+"""Connect timeout of the one reachability probe of the GCS endpoint (see check_reachable)."""
+_REACHABLE: dict[tuple[str, int], str | None] = {}
+
+
+def _gcs_endpoint() -> tuple[str, int]:
+    """Host and port the GCS client talks to: ``STORAGE_EMULATOR_HOST`` or Google's."""
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST", "").strip()
+    if emulator:
+        parts = urlsplit(emulator if "://" in emulator else "http://" + emulator)
+        default = 443 if parts.scheme == "https" else 80
+        return parts.hostname or "localhost", parts.port or default
+    return "storage.googleapis.com", 443
+
+
+def check_reachable(path: str) -> None:
+    """Fails fast, in one line, when the object store of a ``gs://`` path cannot be reached.
+
+    Beam's GCS client retries a refused connection for 120 s and then raises a ``RetryError``
+    (after up to 30 s of credential probing): a reader (``diff``, ``generate``, ``report``)
+    first opens one TCP connection to the GCS endpoint with a :data:`GCS_PROBE_SECONDS`
+    timeout, once per endpoint and process. Local paths, other schemes and machines behind
+    an HTTP(S) proxy (where a direct connection proves nothing) are not probed.
+
+    Raises:
+        ArtifactError: The endpoint refused or did not answer; names the path, the endpoint
+            and the fix.
+
+    Example:
+        >>> check_reachable("artifacts/")  # local: nothing to do
+    """
+    if not path.startswith("gs://"):
+        return
+    if any(os.environ.get(v) for v in ("https_proxy", "HTTPS_PROXY", "http_proxy",
+                                       "HTTP_PROXY", "all_proxy", "ALL_PROXY")):
+        return
+    import socket  # noqa: PLC0415
+
+    endpoint = _gcs_endpoint()
+    if endpoint not in _REACHABLE:
+        try:
+            with socket.create_connection(endpoint, timeout=GCS_PROBE_SECONDS):
+                _REACHABLE[endpoint] = None
+        except OSError as e:
+            _REACHABLE[endpoint] = f"{e.strerror or e or type(e).__name__}"
+    why = _REACHABLE[endpoint]
+    if why is not None:
+        host, port = endpoint
+        raise ArtifactError(
+            f"Cannot reach Google Cloud Storage for {path}: {host}:{port} did not accept a "
+            f"connection ({why}; timeout {GCS_PROBE_SECONDS:g} s). Fix: check the network, "
+            "proxy or firewall (and STORAGE_EMULATOR_HOST if set), or use a local copy.")
 
 
 def _is_local(path: str) -> bool:

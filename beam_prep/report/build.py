@@ -21,6 +21,7 @@ def _check_reportable(path: str) -> None:
     from beam_prep.io.artifacts import MANIFEST
     from beam_prep.report.elwc import STATS_FILE
 
+    fs.check_reachable(path)
     if not (fs.exists(fs.join(path, MANIFEST)) or fs.exists(fs.join(path, STATS_FILE))):
         raise ArtifactError(
             f"Nothing to report in {path!r}: it has neither {MANIFEST} (written by `beam-prep "
