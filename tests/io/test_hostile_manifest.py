@@ -127,7 +127,20 @@ def _huge_line(art: str, m: dict) -> None:
     _write_manifest(art, m)
 
 
+def _fifo_manifest(art: str, m: dict) -> None:
+    os.remove(os.path.join(art, "manifest.json"))
+    os.mkfifo(os.path.join(art, "manifest.json"))
+
+
+def _huge_manifest(art: str, m: dict) -> None:
+    """A sparse 300 MiB manifest.json: refused from its size, before it is read."""
+    with open(os.path.join(art, "manifest.json"), "r+b") as f:
+        f.truncate(300 << 20)
+
+
 CASES: dict[str, Callable[[str, dict], None]] = {
+    "FIFO manifest": _fifo_manifest,
+    "manifest of 300 MiB": _huge_manifest,
     "missing features": _edit(["features"], _DELETE),
     "missing spec": _edit(["spec"], _DELETE),
     "missing stats": _edit(["features", "price", "stats"], _DELETE),
