@@ -73,11 +73,17 @@ def write_report(path: str, output: str | None = None) -> str:
             symlink (or another non-regular file).
     """
     if output is not None:
-        fs.write_bytes(output, render_report(path).encode("utf-8"))
+        page = render_report(path).encode("utf-8")
+        try:
+            fs.write_bytes(output, page)
+        except ArtifactError:
+            raise
+        except OSError as e:
+            raise _write_error(output, e) from e
         return output
     import uuid
 
-    from beam_prep.io.output_lock import acquire_lock, release_lock
+    from beam_prep.io.output_lock import LOCK_NAME, acquire_lock, read_lock, release_lock
 
     _check_reportable(path)  # before the lock, which would create a missing folder
     target = fs.join(path, REPORT_FILE)
@@ -86,13 +92,29 @@ def write_report(path: str, output: str | None = None) -> str:
     try:
         acquire_lock(path, run_id, flag="beam-prep report")
     except ArtifactError:
-        raise
-    except OSError as e:  # a read-only folder
+        holder = read_lock(path)
+        if holder is None:
+            raise
         raise ArtifactError(
-            f"Cannot write {target}: {e.strerror or e} ({type(e).__name__}). Fix: pass "
-            "--output FILE somewhere this user can write.") from e
+            f"{path!r} is locked by {holder.describe()}: a job is writing it, so its report "
+            f"would describe a half-written folder. Received: path={path!r}. Fix: wait for "
+            f"that run to finish; if it died, re-run the job with --force_unlock, or remove "
+            f"{fs.join(path, LOCK_NAME)} yourself.") from None
+    except OSError as e:  # a read-only folder
+        raise _write_error(target, e) from e
     try:
         fs.write_bytes(target, render_report(path).encode("utf-8"))
+    except ArtifactError:
+        raise
+    except OSError as e:  # disk full, file too large: the old page stays whole
+        raise _write_error(target, e) from e
     finally:
         release_lock(path, run_id)
     return target
+
+
+def _write_error(target: str, e: OSError) -> ArtifactError:
+    return ArtifactError(
+        f"Cannot write {target}: {e.strerror or e} ({type(e).__name__}); the previous page, if "
+        "any, is unchanged. Fix: free space or fix permissions, or pass --output FILE "
+        "somewhere this user can write.")

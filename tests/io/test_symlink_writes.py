@@ -159,7 +159,26 @@ def test_report_is_written_atomically(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "beam_prep.cli", "report", art],
                           capture_output=True, text=True, timeout=120,
                           preexec_fn=_limit_file_size)
-    assert proc.returncode != 0
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "report.html" in proc.stderr
     with open(os.path.join(art, "report.html"), "rb") as f:
         assert f.read() == old
     assert sorted(os.listdir(art)) == before
+
+
+def test_report_of_a_locked_folder_is_refused(tmp_path, capsys) -> None:
+    """A job holding the folder's lock: no report of a half-written folder, one line."""
+    from beam_prep.io.output_lock import acquire_lock, release_lock
+
+    art = _artifacts(tmp_path / "art")
+    acquire_lock(art, "job-run-1")
+    try:
+        assert cli.main(["report", art]) == 1
+        line = _one_error_line(capsys)
+        assert "job-run-1" in line and "locked" in line
+        assert not os.path.exists(os.path.join(art, "report.html"))
+    finally:
+        release_lock(art, "job-run-1")
+    assert cli.main(["report", art]) == 0
+    assert os.path.exists(os.path.join(art, "report.html"))
