@@ -21,7 +21,7 @@ from beam_prep.errors import ArtifactError
 BLOCK_BYTES = 1 << 22
 
 
-def _parse(line: bytes, number: int, name: str) -> tuple[str, int]:
+def _parse(line: bytes, number: int, name: str, path: str = "?") -> tuple[str, int]:
     try:
         row = json.loads(line)
         if not isinstance(row, list) or len(row) not in (2, 3) or not isinstance(row[0], str):
@@ -31,9 +31,10 @@ def _parse(line: bytes, number: int, name: str) -> tuple[str, int]:
             raise ValueError("the count is not a non-negative integer")
     except ValueError as e:
         raise ArtifactError(
-            f"Feature {name!r}: line {number} of the counts sidecar is not [token, count] or "
-            f"[token, count, df] ({e}). Received: {line[:80]!r}. Fix: re-run `beam-prep "
-            "analyze`; the sidecar is written by the analysis and must not be edited.") from e
+            f"Feature {name!r}: line {number} of the counts sidecar {path} is not "
+            f"[token, count] or [token, count, df] ({e}). Received: {line[:80]!r}. Fix: "
+            "re-run `beam-prep analyze`; the sidecar is written by the analysis and must not "
+            "be edited.") from e
     return row[0], count
 
 
@@ -42,14 +43,15 @@ def _well_formed(row: object) -> bool:
             and type(row[1]) is int and row[1] >= 0)
 
 
-def _parse_block(lines: list[bytes], first: int, name: str) -> list[tuple[str, int]]:
+def _parse_block(lines: list[bytes], first: int, name: str,
+                 path: str = "?") -> list[tuple[str, int]]:
     """Parses a block's lines with one ``json.loads``; per line only to name a bad one."""
     try:
         rows = json.loads(b"[" + b",".join(lines) + b"]")
     except ValueError:
         rows = None
     if rows is None or len(rows) != len(lines) or not all(map(_well_formed, rows)):
-        return [_parse(line, first + k, name) for k, line in enumerate(lines)]
+        return [_parse(line, first + k, name, path) for k, line in enumerate(lines)]
     return [(row[0], row[1]) for row in rows]
 
 
@@ -86,7 +88,7 @@ def iter_pairs(stream: BinaryIO, *, name: str, path: str = "?",
             lines = [rest]
         lines = [line for line in lines if line.strip()]
         if lines:
-            yield from _parse_block(lines, number, name)
+            yield from _parse_block(lines, number, name, path)
             number += len(lines)
         if not block:
             return
