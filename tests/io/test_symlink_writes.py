@@ -182,3 +182,30 @@ def test_report_of_a_locked_folder_is_refused(tmp_path, capsys) -> None:
         release_lock(art, "job-run-1")
     assert cli.main(["report", art]) == 0
     assert os.path.exists(os.path.join(art, "report.html"))
+
+
+def test_analyze_overwrite_cli_refuses_a_symlinked_vocab(tmp_path, capsys) -> None:
+    """The real job: a finished output whose ``vocab/`` was replaced by a link outside."""
+    data = tmp_path / "data.csv"
+    data.write_text("country\nUS\nDE\nUS\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("features:\n  - {name: country, kind: string}\n")
+    out = tmp_path / "out"
+    argv = ["analyze", "--spec", str(spec), "--input", str(data), "--output", str(out),
+            "--quiet", "--no_report"]
+    assert cli.main(argv) == 0
+    outside, secret = _outside(tmp_path)
+    for name in os.listdir(out / "vocab"):
+        os.rename(out / "vocab" / name, os.path.join(outside, name))
+    os.rmdir(out / "vocab")
+    os.symlink(outside, out / "vocab")
+    before = {n: open(os.path.join(outside, n), "rb").read() for n in os.listdir(outside)}
+    data.write_text("country\nFR\nFR\nJP\n")  # a new run would write other bytes
+    capsys.readouterr()
+    code = cli.main([*argv, "--overwrite"])
+    assert {n: open(os.path.join(outside, n), "rb").read()
+            for n in os.listdir(outside)} == before  # nothing written through the link
+    assert code == 1
+    line = _one_error_line(capsys)
+    assert str(out / "vocab") in line and "symlink" in line
+    assert os.path.exists(out / "manifest.json")  # the old output is left as it was
