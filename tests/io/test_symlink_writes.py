@@ -209,3 +209,26 @@ def test_analyze_overwrite_cli_refuses_a_symlinked_vocab(tmp_path, capsys) -> No
     line = _one_error_line(capsys)
     assert str(out / "vocab") in line and "symlink" in line
     assert os.path.exists(out / "manifest.json")  # the old output is left as it was
+
+
+def test_make_elwc_cli_refuses_a_symlinked_report_and_writes_it_atomically(tmp_path,
+                                                                           capsys) -> None:
+    """make-elwc's output goes through the same policy: its report is written by the same
+    atomic writer, and a ``report.html`` link in a finished output is refused."""
+    data = tmp_path / "a.txt"
+    data.write_text("1 qid:A 1:1\n0 qid:A 1:2\n2 qid:B 2:3\n0 qid:B 1:4\n")
+    out = tmp_path / "elwc"
+    argv = ["make-elwc", "--input", str(data), "--output", str(out), "--query_id_feature",
+            "qid", "--num_shards", "1", "--quiet"]
+    assert cli.main(argv) == 0
+    assert os.path.isfile(out / "report.html") and not os.path.islink(out / "report.html")
+    assert not [n for n in os.listdir(out) if ".tmp-" in n]
+    os.remove(out / "report.html")
+    _, secret = _outside(tmp_path)
+    os.symlink(secret, out / "report.html")
+    capsys.readouterr()
+    assert cli.main([*argv, "--overwrite"]) == 1
+    line = _one_error_line(capsys)
+    assert "report.html" in line and "symlink" in line
+    with open(secret, "rb") as f:
+        assert f.read() == b"do not touch\n"
