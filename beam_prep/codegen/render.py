@@ -221,6 +221,7 @@ def generate(artifacts_dir: str, output: str, *, default_artifacts_dir: str | No
     Raises:
         ArtifactError: Incomplete artifacts, or ``output`` exists and ``overwrite`` is False.
     """
+    fs.check_reachable(output)
     art = Artifacts(artifacts_dir, verify=True)
     if not overwrite and fs.exists(output):
         raise ArtifactError(

@@ -44,18 +44,24 @@ def _artifact_path(artifacts_dir: str, relpath: str) -> str:
     return artifacts_dir.rstrip("/") + "/" + relpath
 
 
-def tf_idf_state(artifacts_dir: str, plan: TfIdfPlan) -> tuple[list[str], Any]:
+def tf_idf_state(artifacts_dir: str, plan: TfIdfPlan, art: Artifacts | None = None,
+                 name: str = "") -> tuple[list[str], Any]:
     """Vocabulary with ``[UNK]`` first and idf weights, exactly as ``adapt()`` sets them.
 
     idf = ``ln(1 + N / (1 + df))`` computed in float64 by TensorFlow and cast to float32;
     the ``[UNK]`` weight is the float32 mean of the others (Keras ``finalize_state``).
+    With ``art`` (and the feature's ``name``) the files are read through the checked reader
+    (regular files of the manifest's size, bounded lines).
     """
     import tensorflow as tf
 
-    text = fs.read_text(_artifact_path(artifacts_dir, plan.vocabulary))
-    tokens = text.split("\n")[:-1] if text else []
-    sidecar = fs.read_text(_artifact_path(artifacts_dir, plan.counts))
-    df = [int(json.loads(line)[2]) for line in sidecar.splitlines() if line]
+    if art is not None:
+        tokens, df = art.vocabulary(name), art.document_frequencies(name)
+    else:
+        text = fs.read_text(_artifact_path(artifacts_dir, plan.vocabulary))
+        tokens = text.split("\n")[:-1] if text else []
+        sidecar = fs.read_text(_artifact_path(artifacts_dir, plan.counts))
+        df = [int(json.loads(line)[2]) for line in sidecar.splitlines() if line]
     if not tokens:
         tokens, df = [EMPTY_VOCABULARY_TOKEN], [0]
     n = tf.constant(plan.document_count, tf.int64)
@@ -134,7 +140,8 @@ class PreprocessingLayers:
         """One feature's layers: encoded key -> layers applied in order to the raw input."""
         for fp in self.plan.features:
             if fp.name == name:
-                state = tf_idf_state(self.path, fp.tf_idf) if fp.tf_idf else None
+                state = (tf_idf_state(self.path, fp.tf_idf, self.artifacts, fp.name)
+                         if fp.tf_idf else None)
                 # One FillMissing instance shared by the feature's outputs (unique name).
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
                 return {o.key: fill + [self._layer(lp, state) for lp in o.layers]

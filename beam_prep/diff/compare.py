@@ -162,8 +162,8 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
         return FeatureDiff(name, kind, "kind_changed", True)
     if kind in VOCAB_KINDS:
         total = new.stats(name).get("total_count")
-        d = compare_vocab(iter_sidecar(old.file_path(name, "counts"), name=name),
-                          iter_sidecar(new.file_path(name, "counts"), name=name),
+        d = compare_vocab(iter_sidecar(old, name),
+                          iter_sidecar(new, name),
                           new_total=total if isinstance(total, int) else None,
                           top_k=t.top_k, top_n=t.top_n, name=name)
         return FeatureDiff(name, kind, "compared", changed, vocab=d,

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from beam_prep.errors import ArtifactError
 
 BLOCK_BYTES = 1 << 22
 
 
-def _parse(line: bytes, number: int, name: str) -> tuple[str, int]:
+def _parse(line: bytes, number: int, name: str, path: str = "?") -> tuple[str, int]:
     try:
         row = json.loads(line)
         if not isinstance(row, list) or len(row) not in (2, 3) or not isinstance(row[0], str):
@@ -31,9 +31,10 @@ def _parse(line: bytes, number: int, name: str) -> tuple[str, int]:
             raise ValueError("the count is not a non-negative integer")
     except ValueError as e:
         raise ArtifactError(
-            f"Feature {name!r}: line {number} of the counts sidecar is not [token, count] or "
-            f"[token, count, df] ({e}). Received: {line[:80]!r}. Fix: re-run `beam-prep "
-            "analyze`; the sidecar is written by the analysis and must not be edited.") from e
+            f"Feature {name!r}: line {number} of the counts sidecar {path} is not "
+            f"[token, count] or [token, count, df] ({e}). Received: {line[:80]!r}. Fix: "
+            "re-run `beam-prep analyze`; the sidecar is written by the analysis and must not "
+            "be edited.") from e
     return row[0], count
 
 
@@ -42,18 +43,20 @@ def _well_formed(row: object) -> bool:
             and type(row[1]) is int and row[1] >= 0)
 
 
-def _parse_block(lines: list[bytes], first: int, name: str) -> list[tuple[str, int]]:
+def _parse_block(lines: list[bytes], first: int, name: str,
+                 path: str = "?") -> list[tuple[str, int]]:
     """Parses a block's lines with one ``json.loads``; per line only to name a bad one."""
     try:
         rows = json.loads(b"[" + b",".join(lines) + b"]")
     except ValueError:
         rows = None
     if rows is None or len(rows) != len(lines) or not all(map(_well_formed, rows)):
-        return [_parse(line, first + k, name) for k, line in enumerate(lines)]
+        return [_parse(line, first + k, name, path) for k, line in enumerate(lines)]
     return [(row[0], row[1]) for row in rows]
 
 
-def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
+def iter_pairs(stream: BinaryIO, *, name: str, path: str = "?",
+               max_line: int | None = None) -> Iterator[tuple[str, int]]:
     """Yields ``(token, count)`` for each line of a sidecar stream, in file order.
 
     Each block's lines are decoded by one ``json.loads`` call (a malformed block is then
@@ -62,10 +65,17 @@ def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
     Args:
         stream: Binary file object at the start of the sidecar.
         name: Feature name, for error messages.
+        path: The sidecar's path, for error messages.
+        max_line: Longest line accepted (default
+            :data:`beam_prep.io.artifacts.MAX_LINE_BYTES`); memory stays within a block and
+            a line.
 
     Raises:
-        ArtifactError: A malformed line.
+        ArtifactError: A malformed line, or one longer than ``max_line``.
     """
+    from beam_prep.io import artifacts
+
+    limit = artifacts.MAX_LINE_BYTES if max_line is None else max_line
     rest = b""
     number = 1
     while True:
@@ -73,20 +83,19 @@ def iter_pairs(stream: BinaryIO, *, name: str) -> Iterator[tuple[str, int]]:
         if block:
             lines = (rest + block).split(b"\n")
             rest = lines.pop()
+            artifacts.check_line_length(rest, path, limit)
         else:
             lines = [rest]
         lines = [line for line in lines if line.strip()]
         if lines:
-            yield from _parse_block(lines, number, name)
+            yield from _parse_block(lines, number, name, path)
             number += len(lines)
         if not block:
             return
 
 
-def iter_sidecar(path: str, *, name: str) -> Iterator[tuple[str, int]]:
-    """Streams the sidecar at ``path`` (local or ``gs://``); see :func:`iter_pairs`."""
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        yield from iter_pairs(f, name=name)
+def iter_sidecar(art: Any, name: str) -> Iterator[tuple[str, int]]:
+    """Streams a feature's counts sidecar (local or ``gs://``) after checking it against the
+    manifest (:meth:`beam_prep.io.artifacts.Artifacts.open_file`); see :func:`iter_pairs`."""
+    with art.open_file(name, "counts") as f:
+        yield from iter_pairs(f, name=name, path=art.file_path(name, "counts"))

@@ -40,8 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from beam_prep.errors import ArtifactError
+from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io import filesystem as fs
+from beam_prep.io.manifest_check import (
+    MAX_MANIFEST_BYTES,
+    check_relpath_text,
+    parse_manifest,
+    validate_manifest,
+)
 from beam_prep.spec import Feature, Spec
 
 MANIFEST = "manifest.json"
@@ -50,6 +56,10 @@ REJECTED_DIR = "rejected"
 REJECTED_FILE = "rejected/rejected.jsonl"
 FORMAT_NAME = "beam_prep.artifacts"
 FORMAT_VERSION = 1
+MAX_LINE_BYTES = 64 << 20
+"""Longest line a reader accepts in a vocabulary or counts file (a token of 64 MiB is no
+token); files are read in bounded blocks, so a longer line is an error, never a 3 GB string."""
+_BLOCK = 1 << 22
 
 # Characters that `str.splitlines()` treats as line boundaries. A token containing any of
 # them cannot round-trip through a line-based vocabulary file (nor a `.keras` save).
@@ -80,12 +90,9 @@ def manifest_fingerprint(manifest: dict[str, Any]) -> str:
 
 def _unsafe_reason(root: str, relpath: Any) -> str | None:
     """Why ``relpath`` could leave ``root`` (None when it stays inside)."""
-    if not isinstance(relpath, str) or not relpath:
-        return "it is not a non-empty string"
-    if relpath.startswith(("/", "\\")) or "://" in relpath or relpath[1:2] == ":":
-        return "it is absolute"
-    if ".." in relpath.replace("\\", "/").split("/"):
-        return "it contains a '..' component"
+    why = check_relpath_text(relpath)
+    if why is not None:
+        return why
     if "://" not in root:
         real_root = os.path.realpath(root)
         real = os.path.realpath(os.path.join(root, relpath))
@@ -135,6 +142,70 @@ def finite_or_none(x: float | None) -> float | None:
     return float(x)
 
 
+def check_line_length(pending: bytes, path: str, limit: int | None = None) -> None:
+    """Raises when ``pending`` (the bytes since the last newline) exceeds the line bound."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    if len(pending) > limit:
+        raise long_line_error(path, limit)
+
+
+def long_line_error(path: str, limit: int) -> ArtifactError:
+    """The error for a line longer than ``limit`` bytes in an artifact file."""
+    return ArtifactError(
+        f"{path} has a line longer than {limit:,} bytes (no token is that long; the file is "
+        "not one the analysis wrote). Fix: re-run `beam-prep analyze` into a fresh directory.")
+
+
+class _SizeBound:
+    """A binary stream that raises once more bytes are read than the manifest records."""
+
+    def __init__(self, stream: Any, path: str, expected: int, key: str) -> None:
+        self._stream, self._path, self._expected, self._key = stream, path, expected, key
+        self._seen = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._stream.read(n if n is not None and n >= 0 else self._expected + 1)
+        self._seen += len(data)
+        if self._seen > self._expected:
+            raise ArtifactError(
+                f"{self._path} holds more than the {self._expected:,} bytes {MANIFEST} records "
+                f"({self._key}): the directory was modified after the analysis. Fix: re-run "
+                "`beam-prep analyze` into a fresh directory.")
+        return data
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self) -> _SizeBound:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _LineScan:
+    """Tracks the longest line over consecutive chunks (numpy, no Python loop per line)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.since = path, 0
+
+    def add(self, chunk: bytes) -> None:
+        first = chunk.find(b"\n")
+        if first < 0:
+            self.since += len(chunk)
+            longest = self.since
+        elif len(chunk) <= MAX_LINE_BYTES:  # no line inside the chunk can be too long
+            longest = self.since + first
+            self.since = len(chunk) - chunk.rfind(b"\n") - 1
+        else:  # a bound below the block size (tests): every gap, with numpy
+            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            gaps = np.diff(nl) - 1
+            longest = max(self.since + int(nl[0]), int(gaps.max()) if len(gaps) else 0)
+            self.since = len(chunk) - int(nl[-1]) - 1
+        if longest > MAX_LINE_BYTES:
+            raise long_line_error(self.path, MAX_LINE_BYTES)
+
+
 class Artifacts:
     """Typed reader of a complete artifact directory (local or ``gs://``).
 
@@ -153,6 +224,7 @@ class Artifacts:
 
     def __init__(self, path: str, *, verify: bool = False) -> None:
         self.path = path
+        fs.check_reachable(path)  # gs:// unreachable: one line within seconds, not minutes
         manifest_path = fs.join(path, MANIFEST)
         if not fs.exists(manifest_path):
             raise ArtifactError(
@@ -166,29 +238,32 @@ class Artifacts:
                 f"{manifest_path} is refused because {why}. Fix: keep {MANIFEST} a file inside "
                 "the artifact directory (copy the directory instead of linking its files)."
             )
-        try:
-            self.manifest: dict[str, Any] = json.loads(fs.read_text(manifest_path))
-        except ValueError as e:
-            raise ArtifactError(f"{manifest_path} is not valid JSON: {e}") from e
+        fs.check_regular(manifest_path, max_bytes=MAX_MANIFEST_BYTES, what="manifest")
+        self.manifest: dict[str, Any] = parse_manifest(fs.read_bytes(manifest_path),
+                                                       manifest_path)
         if self.manifest.get("format") != FORMAT_NAME:
             raise ArtifactError(
                 f"{manifest_path} is not a beam_prep manifest "
-                f"(format={self.manifest.get('format')!r})."
-            )
+                f"(format={self.manifest.get('format')!r}).")
         if self.manifest.get("format_version") != FORMAT_VERSION:
             raise ArtifactError(
                 f"{manifest_path} has format_version={self.manifest.get('format_version')!r}; "
-                f"this beam_prep reads version {FORMAT_VERSION}. Re-run the analysis."
-            )
+                f"this beam_prep reads version {FORMAT_VERSION}. Re-run the analysis.")
+        validate_manifest(self.manifest, manifest_path)
         expected = manifest_fingerprint(self.manifest)
         if self.manifest.get("fingerprint") != expected:
             raise ArtifactError(
                 f"{manifest_path} was modified after it was written (fingerprint mismatch)."
             )
-        self.spec = Spec.from_dict(self.manifest["spec"])
+        try:
+            self.spec = Spec.from_dict(self.manifest["spec"])
+        except SpecError as e:
+            raise ArtifactError(f"{manifest_path}: its `spec` is invalid: {e}") from None
+        validate_manifest(self.manifest, manifest_path, self.spec)
         for name, entry in self.manifest["features"].items():
             for role, meta in entry.get("files", {}).items():
                 check_relpath(path, meta.get("path"), feature=name, role=role)
+                self._check_on_disk(name, role)
         if verify:
             self.verify()
 
@@ -235,8 +310,63 @@ class Artifacts:
 
     def vocabulary(self, name: str) -> list[str]:
         """Vocabulary tokens in file order (empty list for an empty vocabulary)."""
-        text = fs.read_text(self.vocabulary_path(name))
-        return text.split("\n")[:-1] if text else []
+        return [line.decode("utf-8") for line in self.iter_lines(name, "vocabulary")]
+
+    def _check_on_disk(self, name: str, role: str) -> None:
+        """Local files: a regular file of the size the manifest records (one ``stat``, no
+        read); nothing is asked of an object store."""
+        full = self.file_path(name, role)
+        if "://" in full:
+            return
+        fs.check_regular(full, what=f"{role} file of feature {name!r}")
+        st = fs.local_stat(full)
+        expected = self._entry(name)["files"][role]["bytes"]
+        if st is None:
+            raise ArtifactError(
+                f"{full} ({name} {role}) is missing: the artifact directory is incomplete. "
+                "Fix: re-run `beam-prep analyze` into a fresh directory, or copy the whole "
+                "directory.")
+        if st.st_size != expected:
+            raise ArtifactError(
+                f"{full} is {st.st_size:,} bytes but {MANIFEST} records "
+                f"features.{name}.files.{role}.bytes={expected:,}: the directory was "
+                "modified after the analysis. Fix: re-run `beam-prep analyze` into a fresh "
+                "directory.")
+
+    def open_file(self, name: str, role: str) -> Any:
+        """Opens a feature file for reading (binary) after checking it against the manifest.
+
+        Local files must be regular files (a FIFO would block ``open``, a device never end)
+        of exactly the size the manifest records; both are checked before the file is opened.
+        On object stores the size is checked while reading (:meth:`iter_lines`).
+
+        Raises:
+            ArtifactError: The file is missing, not a regular file, or of another size.
+        """
+        full = self.file_path(name, role)
+        meta = self._entry(name)["files"][role]
+        self._check_on_disk(name, role)  # again: the file may have changed since __init__
+        return _SizeBound(fs.open_read(full), full, meta["bytes"],
+                          f"features.{name}.files.{role}.bytes")
+
+    def iter_lines(self, name: str, role: str) -> Any:
+        """Yields a feature file's lines (bytes, without ``\\n``), read in bounded blocks.
+
+        A line longer than :data:`MAX_LINE_BYTES`, or more bytes than the manifest records,
+        is an :class:`ArtifactError`; memory stays within one block plus one line.
+        """
+        limit, full, rest = MAX_LINE_BYTES, self.file_path(name, role), b""
+        with self.open_file(name, role) as f:
+            while True:
+                block = f.read(_BLOCK)
+                lines = (rest + block).split(b"\n")
+                rest = lines.pop()
+                yield from lines
+                check_line_length(rest, full, limit)
+                if not block:
+                    break
+        if rest:
+            yield rest
 
     def counts(self, name: str) -> list[tuple[str, int]]:
         """(token, count) pairs in vocabulary order."""
@@ -260,22 +390,49 @@ class Artifacts:
         return np.log1p(n / (1.0 + df))
 
     def _sidecar(self, name: str) -> list[list[Any]]:
-        text = fs.read_text(self.file_path(name, "counts"))
-        return [json.loads(line) for line in text.splitlines() if line]
+        rows = []
+        for k, line in enumerate(self.iter_lines(name, "counts")):
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+                ok = (isinstance(row, list) and len(row) in (2, 3) and isinstance(row[0], str)
+                      and all(type(x) is int and x >= 0 for x in row[1:]))
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ArtifactError(
+                    f"{self.file_path(name, 'counts')}: line {k + 1} is not [token, count] or "
+                    f"[token, count, df]. Received: {line[:80]!r}. Fix: re-run `beam-prep "
+                    "analyze` into a fresh directory.")
+            rows.append(row)
+        return rows
 
     def verify(self) -> None:
-        """Checks every listed file's sha256 and size; raises ArtifactError on mismatch."""
+        """Checks every listed file's sha256 and size (and line lengths) against the manifest.
+
+        Raises:
+            ArtifactError: A file is missing, not a regular file, of another size or content,
+                or holds a line longer than :data:`MAX_LINE_BYTES`.
+        """
         for name, entry in self.manifest["features"].items():
             for role, meta in entry.get("files", {}).items():
                 full = fs.join(self.path, self.relpath(name, role))
                 if not fs.exists(full):
                     raise ArtifactError(f"{full} ({name} {role}) is missing.")
-                digest, size = fs.sha256_of(full)
-                if digest != meta["sha256"] or size != meta["bytes"]:
+                h, size, longest = hashlib.sha256(), 0, _LineScan(full)
+                with self.open_file(name, role) as f:
+                    while size <= meta["bytes"]:
+                        chunk = f.read(_BLOCK)
+                        if not chunk:
+                            break
+                        h.update(chunk)
+                        size += len(chunk)
+                        longest.add(chunk)
+                if h.hexdigest() != meta["sha256"] or size != meta["bytes"]:
                     raise ArtifactError(
                         f"{full} ({name} {role}) does not match the manifest checksum: the "
-                        "artifact directory was modified after the analysis."
-                    )
+                        "artifact directory was modified after the analysis.")
 
     def __repr__(self) -> str:
         return f"Artifacts({self.path!r}, features={list(self.feature_names)})"

@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+import uuid
 from typing import Any, BinaryIO
+
+from beam_prep.errors import ArtifactError
 
 _CHUNK = 1 << 22
 
@@ -38,6 +42,47 @@ def open_read(path: str) -> BinaryIO:
         return open(path, "rb")  # noqa: SIM115 (returned to a with-block)
     from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
     return _beam().open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def local_stat(path: str) -> os.stat_result | None:
+    """``os.stat`` of a local path (None when missing); None for object stores (no request).
+
+    Readers call it before opening a file: opening a FIFO blocks until a writer appears, and
+    a size known in advance lets them refuse a file before reading it.
+    """
+    if not _is_local(path):
+        return None
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def check_regular(path: str, *, max_bytes: int | None = None, what: str = "file") -> None:
+    """Refuses a local ``path`` that is not a regular file (FIFO, device, folder) or is larger
+    than ``max_bytes``, before anything opens it; no-op for object stores.
+
+    Raises:
+        ArtifactError: Naming the path, what it is, and the fix.
+
+    Example:
+        >>> check_regular("/dev/null", what="stats file")
+        Traceback (most recent call last):
+        ...
+        beam_prep.errors.ArtifactError: /dev/null is a character device, not a regular file...
+    """
+    st = local_stat(path)
+    if st is None:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ArtifactError(
+            f"{path} is {_kind(st.st_mode)}, not a regular file (the {what} is read whole, "
+            "and a FIFO or device would block or never end). Received: path="
+            f"{path!r}. Fix: replace it with the file the job wrote.")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise ArtifactError(
+            f"{path} is {st.st_size:,} bytes, more than a {what} can be ({max_bytes:,}). "
+            f"Received: path={path!r}. Fix: replace it with the file the job wrote.")
 
 
 def join(base: str, *parts: str) -> str:
@@ -66,15 +111,106 @@ def read_text(path: str) -> str:
 
 
 def write_bytes(path: str, data: bytes) -> None:
-    """Creates (or replaces) ``path`` with ``data``; parent directories are created."""
-    if _is_local(path):
-        makedirs(os.path.dirname(path) or ".")
+    """Creates (or replaces) ``path`` with ``data``; parent directories are created.
+
+    Local files are written atomically and never through a symlink: the bytes go to a new
+    temporary file beside ``path`` (``O_EXCL | O_NOFOLLOW``), which then replaces ``path``
+    (``os.replace``), so a reader sees the old file or the whole new one, and a failure
+    mid-write leaves no partial file. A ``path`` that is a symlink is refused (its target is
+    never touched); so is any other non-regular file except a character device (``/dev/null``,
+    ``/dev/stdout``), which is written in place. Object stores have no symlinks, and an object
+    appears only once its upload completes.
+
+    Raises:
+        ArtifactError: ``path`` is a symlink or a directory, FIFO or socket.
+    """
+    if not _is_local(path):
+        from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
+        with _beam().create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.write(data)
+        return
+    folder = os.path.dirname(path) or "."
+    makedirs(folder)
+    mode = refuse_symlink(path)
+    if mode is not None and stat.S_ISCHR(mode):
         with open(path, "wb") as f:
             f.write(data)
         return
-    from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
-    with _beam().create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write(data)
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ArtifactError(
+            f"{path} is not a regular file ({_kind(mode)}); beam_prep writes only regular "
+            f"files. Received: path={path!r}. Fix: remove it or choose another path.")
+    temp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex[:12]}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.lexists(temp):
+            os.remove(temp)
+        raise
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symlink")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def refuse_symlink(path: str, *, root: str | None = None) -> int | None:
+    """Refuses to write at a local ``path`` that is a symlink (or lies below one inside ``root``).
+
+    Uses ``os.lstat`` (the link itself, never its target). With ``root``, every folder between
+    ``root`` (exclusive) and ``path`` is checked too, so a write or move into
+    ``root/vocab/x`` is refused when ``root/vocab`` is a symlink. Object-store paths have no
+    symlinks: nothing is checked and nothing is asked of the store.
+
+    Returns:
+        ``path``'s ``st_mode`` (of the entry itself), or None when it does not exist (and
+        always None on object stores).
+
+    Raises:
+        ArtifactError: ``path`` or one of those folders is a symlink; the message names it.
+
+    Example:
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp(); os.symlink("/etc", join(d, "vocab"))
+        >>> refuse_symlink(join(d, "vocab", "a.txt"), root=d)
+        Traceback (most recent call last):
+        ...
+        beam_prep.errors.ArtifactError: ...
+    """
+    if not _is_local(path):
+        return None
+    checked = [path]
+    if root is not None:
+        rel = os.path.relpath(path, root)
+        parts = rel.split(os.sep)[:-1]
+        if rel != os.curdir and not rel.startswith(os.pardir):
+            checked += [os.path.join(root, *parts[:i]) for i in range(len(parts), 0, -1)]
+    mode = None
+    for i, p in enumerate(checked):
+        try:
+            m = os.lstat(p).st_mode
+        except FileNotFoundError:
+            continue
+        except NotADirectoryError:
+            continue
+        if stat.S_ISLNK(m):
+            raise ArtifactError(
+                f"{p} is a symlink (to {os.readlink(p)!r}); beam_prep never writes through a "
+                f"symlink. Received: path={path!r}. Fix: remove the link (or replace it with "
+                "a real folder or file), or choose another output path.")
+        if i == 0:
+            mode = m
+    return mode
 
 
 def sha256_of(path: str) -> tuple[str, int]:
@@ -114,6 +250,62 @@ def is_local_file(path: str) -> bool:
 def is_local_folder(path: str) -> bool:
     """True for a local path that is a folder (an input glob naming a folder, not files)."""
     return _is_local(path) and os.path.isdir(path)
+
+
+GCS_PROBE_SECONDS = 5.0
+"""Connect timeout of the one reachability probe of the GCS endpoint (see check_reachable)."""
+_REACHABLE: dict[tuple[str, int], str | None] = {}
+
+
+def _gcs_endpoint() -> tuple[str, int]:
+    """Host and port the GCS client talks to: ``STORAGE_EMULATOR_HOST`` or Google's."""
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST", "").strip()
+    if emulator:
+        parts = urlsplit(emulator if "://" in emulator else "http://" + emulator)
+        default = 443 if parts.scheme == "https" else 80
+        return parts.hostname or "localhost", parts.port or default
+    return "storage.googleapis.com", 443
+
+
+def check_reachable(path: str) -> None:
+    """Fails fast, in one line, when the object store of a ``gs://`` path cannot be reached.
+
+    Beam's GCS client retries a refused connection for 120 s and then raises a ``RetryError``
+    (after up to 30 s of credential probing): a reader (``diff``, ``generate``, ``report``)
+    first opens one TCP connection to the GCS endpoint with a :data:`GCS_PROBE_SECONDS`
+    timeout, once per endpoint and process. Local paths, other schemes and machines behind
+    an HTTP(S) proxy (where a direct connection proves nothing) are not probed.
+
+    Raises:
+        ArtifactError: The endpoint refused or did not answer; names the path, the endpoint
+            and the fix.
+
+    Example:
+        >>> check_reachable("artifacts/")  # local: nothing to do
+    """
+    if not path.startswith("gs://"):
+        return
+    if any(os.environ.get(v) for v in ("https_proxy", "HTTPS_PROXY", "http_proxy",
+                                       "HTTP_PROXY", "all_proxy", "ALL_PROXY")):
+        return
+    import socket  # noqa: PLC0415
+
+    endpoint = _gcs_endpoint()
+    if endpoint not in _REACHABLE:
+        try:
+            with socket.create_connection(endpoint, timeout=GCS_PROBE_SECONDS):
+                _REACHABLE[endpoint] = None
+        except OSError as e:
+            _REACHABLE[endpoint] = f"{e.strerror or e or type(e).__name__}"
+    why = _REACHABLE[endpoint]
+    if why is not None:
+        host, port = endpoint
+        raise ArtifactError(
+            f"Cannot reach Google Cloud Storage for {path}: {host}:{port} did not accept a "
+            f"connection ({why}; timeout {GCS_PROBE_SECONDS:g} s). Fix: check the network, "
+            "proxy or firewall (and STORAGE_EMULATOR_HOST if set), or use a local copy.")
 
 
 def _is_local(path: str) -> bool:

@@ -47,11 +47,29 @@ def list_files(folder: str) -> list[str]:
         found = FileSystems.match([prefix + "**"])[0].metadata_list
         return sorted(m.path[len(prefix):] for m in found if m.path.startswith(prefix))
     out = []
-    for root, _, files in os.walk(folder):
+    for root, dirs, files in os.walk(folder):
         rel = os.path.relpath(root, folder)
-        for name in files:
+        # os.walk lists a symlink to a folder among the folders and does not enter it: it is
+        # an entry of this folder all the same (a folder holding only such a link is not empty)
+        links = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        for name in files + links:
             out.append(name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}")
     return sorted(out)
+
+
+def symlinks(folder: str) -> list[str]:
+    """Relative paths of the symlinks below a local ``folder`` (never followed); [] on object
+    stores, which have none (nothing is listed there).
+
+    Example:
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp(); os.symlink("/tmp", os.path.join(d, "vocab"))
+        >>> symlinks(d)
+        ['vocab']
+    """
+    if is_object_store(folder):
+        return []
+    return [p for p in list_files(folder) if os.path.islink(os.path.join(folder, p))]
 
 
 def list_entries(folder: str) -> list[str]:
@@ -93,14 +111,22 @@ def delete_tree(folder: str) -> None:
 
 def move_files(src_folder: str, dst_folder: str, relpaths: list[str]) -> None:
     """Moves files, replacing existing ones (local: atomic renames; object stores: batched
-    copy+delete)."""
+    copy+delete).
+
+    Raises:
+        ArtifactError: Local: a destination, or a folder between ``dst_folder`` and it, is a
+            symlink (checked for every file before the first move; nothing is moved then).
+    """
     if is_object_store(src_folder):
         for i in range(0, len(relpaths), _DELETE_BATCH):
             part = relpaths[i:i + _DELETE_BATCH]
             FileSystems.rename([fs.join(src_folder, p) for p in part],
                                [fs.join(dst_folder, p) for p in part])
         return
+    for rel in relpaths:  # checked before any move: a refusal leaves the folder as it was
+        fs.refuse_symlink(fs.join(dst_folder, rel), root=dst_folder)
     for rel in relpaths:
         dst = fs.join(dst_folder, rel)
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+        fs.refuse_symlink(dst, root=dst_folder)  # a link planted since the check above
         os.replace(fs.join(src_folder, rel), dst)

@@ -134,13 +134,20 @@ class OutputPolicy:
 def check_folder(folder: str, policy: OutputPolicy, *, overwrite: bool) -> bool:
     """Refuses a folder the job may not write; returns True if it holds a finished output.
 
+    A local folder holding a symlink anywhere below it is refused, whatever else it holds
+    (the link is named): a move or write into it could land outside the folder. A folder
+    holding only a symlink is not empty.
+
     Raises:
-        ArtifactError: The folder holds a finished output and ``overwrite`` is False, or it
-            holds anything else (listed in the message).
+        ArtifactError: The folder holds a finished output and ``overwrite`` is False, it
+            holds anything else (listed in the message), or a symlink.
     """
     content = [p for p in list_entries(folder) if not is_bookkeeping(p)]
     if not content:
         return False
+    if not is_object_store(folder):  # object stores have no symlinks: nothing more to ask
+        for rel in content:
+            fs.refuse_symlink(fs.join(folder, rel.rstrip("/")))
     if policy.finished(content):
         if not overwrite:
             raise ArtifactError(

@@ -31,8 +31,6 @@ import socket
 import tempfile
 from typing import Any
 
-from apache_beam.io.filesystems import FileSystems
-
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
 
@@ -46,6 +44,8 @@ def _is_object_store(path: str) -> bool:
 
 def _remove(path: str) -> None:
     if _is_object_store(path):
+        from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415 (lazy, ~2 s)
+
         FileSystems.delete([path])
     elif os.path.lexists(path):
         os.remove(path)
@@ -122,7 +122,7 @@ def _create_exclusive(path: str, data: bytes) -> bool:
 
 def _read_holder(path: str) -> LockHolder | None:
     if _is_object_store(path):
-        if not FileSystems.exists(path):
+        if not fs.exists(path):
             return None
     elif not os.path.exists(path):
         return None

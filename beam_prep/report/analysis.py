@@ -96,7 +96,7 @@ def _header(art: Artifacts) -> str:
 def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int) -> str:
     st = art.stats(name)
     kind = spec["kind"]
-    s: SidecarSummary = summarize_sidecar(art.file_path(name, "counts"), name=name, top_n=TOP_N)
+    s: SidecarSummary = summarize_sidecar(art, name, top_n=TOP_N)
     total = int(st.get("total_count", 0))
     distinct = int(st.get("distinct_values", s.tokens))
     oov = 1.0 - s.total / total if total else None

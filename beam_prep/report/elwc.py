@@ -21,7 +21,9 @@ import json
 import math
 from typing import Any
 
+from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
+from beam_prep.io.artifacts import check_line_length
 from beam_prep.report import svg
 from beam_prep.report.elwc_lists import per_list_labels, presence
 from beam_prep.report.page import (
@@ -80,12 +82,14 @@ def _rejected(root: str, rel: str | None) -> tuple[collections.Counter[str], lis
     path = fs.join(root, rel)
     if not fs.exists(path):
         return reasons, examples
+    fs.check_regular(path, what="rejected-lines file")
     with fs.open_read(path) as f:
         rest = b""
         while True:
             block = f.read(1 << 22)
             lines = (rest + block).split(b"\n")
             rest = lines.pop() if block else b""
+            check_line_length(rest, path)
             for line in lines:
                 if not line.strip():
                     continue
@@ -103,7 +107,7 @@ def _rejected(root: str, rel: str | None) -> tuple[collections.Counter[str], lis
 
 def _feature_spec(root: str) -> dict[str, Any] | None:
     path = fs.join(root, FEATURE_SPEC_FILE)
-    return json.loads(fs.read_text(path)) if fs.exists(path) else None
+    return _read_json(path) if fs.exists(path) else None
 
 
 def _features(spec: dict[str, Any] | None) -> str:
@@ -127,9 +131,48 @@ def _features(spec: dict[str, Any] | None) -> str:
     return kv_table(rows)
 
 
+MAX_JSON_BYTES = 64 << 20
+"""stats.json and feature_spec.json hold counts and settings: far below this."""
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    """A JSON object file, checked before it is read: a regular file (not a FIFO) of at most
+    :data:`MAX_JSON_BYTES`, finite numbers only."""
+    fs.check_regular(path, max_bytes=MAX_JSON_BYTES, what="make-elwc JSON file")
+
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        data = json.loads(fs.read_bytes(path).decode("utf-8"), parse_constant=constant)
+    except (ValueError, RecursionError) as e:
+        raise ArtifactError(f"{path} is not valid JSON ({e}). Fix: re-run `beam-prep "
+                            "make-elwc` into a fresh folder; never edit its files.") from None
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{path} must hold a JSON object. Received: a JSON "
+                            f"{type(data).__name__}. Fix: re-run `beam-prep make-elwc`.")
+    return data
+
+
 def render_elwc(root: str) -> str:
-    """The whole ELWC page as an HTML string (see the module docstring)."""
-    st: dict[str, Any] = json.loads(fs.read_text(fs.join(root, STATS_FILE)))
+    """The whole ELWC page as an HTML string (see the module docstring).
+
+    Raises:
+        ArtifactError: ``stats.json`` or ``feature_spec.json`` is not a regular file, not a
+            JSON object, or holds a value of the wrong type (one line naming the file).
+    """
+    try:
+        return _render_elwc(root)
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError,
+            IndexError) as e:
+        raise ArtifactError(
+            f"{fs.join(root, STATS_FILE)} (or {FEATURE_SPEC_FILE}) holds a value of the wrong "
+            f"type or range ({type(e).__name__}: {str(e)[:120]}). Fix: re-run `beam-prep "
+            "make-elwc` into a fresh folder; never edit its files.") from None
+
+
+def _render_elwc(root: str) -> str:
+    st: dict[str, Any] = _read_json(fs.join(root, STATS_FILE))
     inp = st.get("input", {})
     pol = st.get("policy", {})
     lists, docs = int(st.get("lists", 0)), int(st.get("documents", 0))

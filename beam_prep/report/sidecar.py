@@ -24,12 +24,11 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from beam_prep.errors import ArtifactError
-from beam_prep.io import filesystem as fs
 
 _BLOCK = 1 << 22
 
@@ -129,16 +128,17 @@ def _fast_counts(tail: bytes, has_df: bool) -> np.ndarray | None:
     return values
 
 
-def _bad_line(name: str, k: int, line: bytes, e: Exception) -> ArtifactError:
+def _bad_line(name: str, k: int, line: bytes, e: Exception, path: str = "?") -> ArtifactError:
     return ArtifactError(
-        f"Feature {name!r}: line {k + 1} of the counts sidecar is not "
+        f"Feature {name!r}: line {k + 1} of the counts sidecar {path} is not "
         f"[token, count] or [token, count, df] ({e}). Received: "
         f"{line[:80]!r}. Fix: re-run `beam-prep analyze`; the sidecar is written "
         "by the analysis and must not be edited.")
 
 
 def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
-                    growth: float = 1.06, name: str = "?") -> SidecarSummary:
+                    growth: float = 1.06, name: str = "?", path: str = "?",
+                    max_line: int | None = None) -> SidecarSummary:
     """Summarizes a sidecar read from a binary stream (see the module docstring).
 
     Args:
@@ -147,13 +147,21 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
         dense_ranks: Every rank up to this one is a curve point.
         growth: Ratio between consecutive curve ranks after ``dense_ranks``.
         name: Feature name for error messages.
+        path: The sidecar's path, for error messages.
+        max_line: Longest line accepted (default
+            :data:`beam_prep.io.artifacts.MAX_LINE_BYTES`): memory stays within a block and
+            a line, whatever the file holds.
 
     Returns:
         The :class:`SidecarSummary`.
 
     Raises:
-        ArtifactError: A line is not ``[token, count]`` / ``[token, count, df]``.
+        ArtifactError: A line is not ``[token, count]`` / ``[token, count, df]``, or is longer
+            than ``max_line``.
     """
+    from beam_prep.io import artifacts
+
+    limit = artifacts.MAX_LINE_BYTES if max_line is None else max_line
     top: list[tuple[str, int, int | None]] = []
     curve = _Curve(dense_ranks, growth)
     has_df = False
@@ -164,6 +172,7 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
         if block:
             cut = data.rfind(b"\n") + 1
             data, rest = data[:cut], data[cut:]
+            artifacts.check_line_length(rest, path, limit)
         pos = 0
         while len(top) < top_n and pos < len(data):  # decoded lines, one by one
             end = data.find(b"\n", pos)
@@ -177,7 +186,7 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
                 count = int(row[1])
                 top.append((str(row[0]), count, int(row[2]) if has_df else None))
             except (ValueError, IndexError, TypeError, KeyError) as e:
-                raise _bad_line(name, curve.k, line, e) from e
+                raise _bad_line(name, curve.k, line, e, path) from e
             curve.add(count)
         tail = data[pos:]
         fast = _fast_counts(tail, has_df) if tail else None
@@ -194,7 +203,8 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
                         continue
                     m = (_COUNT_DF if has_df else _COUNT).search(line)
                     if m is None:
-                        raise _bad_line(name, curve.k, line, ValueError("no count at the end"))
+                        raise _bad_line(name, curve.k, line, ValueError("no count at the end"),
+                                        path)
                     curve.add(int(m.group(1)))
         if not block:
             break
@@ -202,7 +212,9 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
                           has_df=has_df)
 
 
-def summarize_sidecar(path: str, *, name: str, top_n: int = 25) -> SidecarSummary:
-    """Streams the sidecar at ``path`` (local or ``gs://``) once; see :func:`summarize_lines`."""
-    with fs.open_read(path) as f:
-        return summarize_lines(f, top_n=top_n, name=name)
+def summarize_sidecar(art: Any, name: str, *, top_n: int = 25) -> SidecarSummary:
+    """Streams a feature's counts sidecar once (local or ``gs://``), after checking it against
+    the manifest (:meth:`beam_prep.io.artifacts.Artifacts.open_file`); see
+    :func:`summarize_lines`."""
+    with art.open_file(name, "counts") as f:
+        return summarize_lines(f, top_n=top_n, name=name, path=art.file_path(name, "counts"))

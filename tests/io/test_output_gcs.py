@@ -165,3 +165,33 @@ def test_make_elwc_gs_to_gs_overwrite_leaves_no_stale_shard(gcs):
     assert output.list_files(out) == sorted(fixed + ["train-00000-of-00001.tfrecord",
                                                      "rejected/rejected-00000-of-00001.jsonl"])
     assert _records(fs.read_bytes(f"{out}/train-00000-of-00001.tfrecord")) == 3
+
+
+def test_readers_on_the_object_store(gcs, tmp_path, capsys):
+    """diff, report (the default report.html takes and releases the folder's _LOCK) and
+    generate read a gs:// artifact directory through the checked reader; a counts file longer
+    than its manifest's ``bytes`` is refused while reading (no local stat on gs://)."""
+    from beam_prep import cli
+    from tests.codegen.artifact_fixtures import write_artifacts
+
+    local = write_artifacts(str(tmp_path / "art"), {"features": [
+        {"name": "country", "kind": "string"}]}, {"country": ["US", "DE", "US"]})
+    art = f"{gcs}/readers/art"
+    for root, _, files in os.walk(local):
+        for name in files:
+            full = os.path.join(root, name)
+            with open(full, "rb") as f:
+                fs.write_bytes(f"{art}/{os.path.relpath(full, local)}", f.read())
+    assert cli.main(["diff", art, art, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["features"][0]["vocab"]["jsd"] == 0.0
+    assert cli.main(["report", art]) == 0
+    assert output.list_files(art) == ["manifest.json", "report.html", "vocab/country.counts.jsonl",
+                                      "vocab/country.txt"]
+    assert cli.main(["generate", "--artifacts", art, "--output", str(tmp_path / "pp.py"),
+                     "--quiet"]) == 0
+    counts = f"{art}/vocab/country.counts.jsonl"
+    fs.write_bytes(counts, fs.read_bytes(counts) + b'["ZZ", 1]\n')
+    capsys.readouterr()
+    assert cli.main(["diff", art, art]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "more than the" in err[0] and "country.counts.jsonl" in err[0]

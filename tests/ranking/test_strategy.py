@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -63,9 +64,17 @@ def _artifacts(tmp_path, vocab_path, *, num_oov=3, mask=""):
     (root / "vocab").mkdir(parents=True)
     feats = {}
     for name in ("query_tokens", "document_tokens"):
-        (root / "vocab" / f"{name}.txt").write_text("\n".join(tokens) + "\n")
-        feats[name] = {"stats": {"vocabulary_size": len(tokens)},
-                       "files": {"vocabulary": {"path": f"vocab/{name}.txt"}}}
+        files = {}
+        for role, rel, body in (
+                ("vocabulary", f"vocab/{name}.txt", "".join(t + "\n" for t in tokens)),
+                ("counts", f"vocab/{name}.counts.jsonl",
+                 "".join(json.dumps([t, 1]) + "\n" for t in tokens))):
+            data = body.encode("utf-8")
+            (root / rel).write_bytes(data)
+            files[role] = {"path": rel, "sha256": hashlib.sha256(data).hexdigest(),
+                           "bytes": len(data)}
+        feats[name] = {"kind": "string", "stats": {"vocabulary_size": len(tokens)},
+                       "files": files}
     spec = Spec(tuple(StringFeature(n, num_oov_indices=num_oov, mask_token=mask)
                       for n in ("query_tokens", "document_tokens")))
     manifest = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,

@@ -1,0 +1,286 @@
+"""One validation of ``manifest.json``, run by every reader before any other file is opened.
+
+``generate``, ``layers_from_artifacts``, ``report``, ``diff`` and ``train`` all open an artifact
+directory through :class:`beam_prep.io.artifacts.Artifacts`, which parses the manifest with
+:func:`parse_manifest` and checks it with :func:`validate_manifest`. The checks follow the
+contract of docs/artifacts.md:
+
+* parsing: the file is a regular file of at most :data:`MAX_MANIFEST_BYTES`, UTF-8 JSON whose
+  top level is an object; ``NaN``/``Infinity``, a float that overflows (``1e400``) and an
+  integer outside int64 (``10**400``) are refused where they stand;
+* required keys and their types: ``format``, ``format_version``, ``fingerprint``, ``spec``,
+  ``features`` (one entry per spec feature, of the spec's kind), each entry's ``files`` (string,
+  integer and text features: ``vocabulary`` and ``counts``) and ``stats``;
+* every file entry: ``path`` a relative path inside the directory (no NUL, no ``..``, not
+  absolute), ``sha256`` 64 hex digits, ``bytes`` an integer >= 0; readers then check the file
+  on disk against ``bytes`` before reading it (:meth:`Artifacts.open_file`);
+* statistics, when present (older manifests lack some): counts are integers >= 0, ``mean``,
+  ``min``, ``max`` finite numbers or null, ``variance`` finite >= 0 or null, ``min <= max``,
+  ``boundaries`` null or a non-decreasing list of finite numbers, ``epsilon`` > 0;
+* ``input``, ``versions``, ``run`` (read by the report): the types the analysis writes.
+
+Unknown keys are accepted (a reader ignores what it does not use). Every failure is one
+:class:`~beam_prep.errors.ArtifactError` line naming the file, the key and its value, and the
+fix (re-run the analysis).
+
+Example:
+    >>> validate_manifest({"format": "beam_prep.artifacts"}, "art/manifest.json")
+    Traceback (most recent call last):
+    ...
+    beam_prep.errors.ArtifactError: art/manifest.json: `format_version` is missing. ...
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from beam_prep.errors import ArtifactError
+
+MAX_MANIFEST_BYTES = 256 << 20
+"""A manifest holds settings and statistics: kilobytes, megabytes with many boundaries."""
+INT64_MAX = 2**63 - 1
+VOCAB_KINDS = ("string", "integer", "text")
+KINDS = (*VOCAB_KINDS, "numeric", "hashed")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_COUNTS = ("vocabulary_size", "distinct_values", "total_count", "missing_count",
+           "document_count", "count", "nan_count", "infinite_count")
+_DROPS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
+_FIX = "Fix: re-run `beam-prep analyze` into a fresh directory; never edit its files."
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _error(path: str, key: str, value: Any, must: str) -> ArtifactError:
+    return ArtifactError(f"{path}: `{key}` must be {must}. Received: {key}={_shown(value)}. "
+                         f"{_FIX}")
+
+
+def parse_manifest(data: bytes, path: str) -> dict[str, Any]:
+    """Parses manifest bytes; refuses non-finite numbers, int64 overflow and a non-object.
+
+    Example:
+        >>> parse_manifest(b'{"a": 1}', "m.json")
+        {'a': 1}
+        >>> parse_manifest(b'{"a": NaN}', "m.json")
+        Traceback (most recent call last):
+        ...
+        beam_prep.errors.ArtifactError: m.json is not a valid manifest: NaN ...
+    """
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number (non-finite values are stored as null)")
+
+    def number(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"the number {text[:40]} overflows a float64")
+        return value
+
+    def integer(text: str) -> int:
+        if len(text.lstrip("-")) > 19 or abs(int(text)) > INT64_MAX:
+            raise ValueError(f"the integer {text[:40]}{'...' if len(text) > 40 else ''} "
+                             "is outside int64")
+        return int(text)
+
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ArtifactError(f"{path} is {len(data):,} bytes, more than a manifest can be "
+                            f"({MAX_MANIFEST_BYTES:,}). {_FIX}")
+    try:
+        manifest = json.loads(data.decode("utf-8"), parse_constant=constant,
+                              parse_float=number, parse_int=integer)
+    except (ValueError, RecursionError) as e:
+        raise ArtifactError(f"{path} is not a valid manifest: {e}. {_FIX}") from None
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{path} must hold a JSON object. Received: a JSON "
+                            f"{type(manifest).__name__}. {_FIX}")
+    return manifest
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _is_num(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+class _Checker:
+    """Checks values under a dotted key path; every failure raises one ArtifactError."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def need(self, obj: dict[str, Any], key: str, where: str) -> Any:
+        if key not in obj:
+            raise ArtifactError(f"{self.path}: `{where}{key}` is missing. {_FIX}")
+        return obj[key]
+
+    def check(self, ok: bool, key: str, value: Any, must: str) -> None:
+        if not ok:
+            raise _error(self.path, key, value, must)
+
+    def mapping(self, value: Any, key: str) -> dict[str, Any]:
+        self.check(isinstance(value, dict), key, value, "a JSON object")
+        return value
+
+    def count(self, value: Any, key: str) -> None:
+        self.check(_is_int(value) and 0 <= value <= INT64_MAX, key, value,
+                   "an integer >= 0")
+
+    def strings(self, value: Any, key: str) -> None:
+        self.check(isinstance(value, list) and all(isinstance(s, str) for s in value), key,
+                   value, "a list of strings")
+
+    def optional(self, obj: dict[str, Any], key: str, where: str,
+                 fn: Callable[[Any, str], Any]) -> None:
+        if key in obj:
+            fn(obj[key], where + key)
+
+
+def check_relpath_text(relpath: Any) -> str | None:
+    """Why a manifest path is not a relative path inside the directory (text rules only)."""
+    if not isinstance(relpath, str) or not relpath:
+        return "it is not a non-empty string"
+    if "\x00" in relpath:
+        return "it contains a NUL character"
+    if relpath.startswith(("/", "\\")) or "://" in relpath or relpath[1:2] == ":":
+        return "it is absolute"
+    if ".." in relpath.replace("\\", "/").split("/"):
+        return "it contains a '..' component"
+    return None
+
+
+def _file_entry(c: _Checker, meta: Any, key: str) -> None:
+    meta = c.mapping(meta, key)
+    rel = c.need(meta, "path", key + ".")
+    # where it leads (absolute, '..', NUL, a symlink outside) is checked by the reader with
+    # the directory at hand: beam_prep.io.artifacts.check_relpath
+    c.check(isinstance(rel, str) and rel != "", key + ".path", rel, "a non-empty string")
+    sha = c.need(meta, "sha256", key + ".")
+    c.check(isinstance(sha, str) and _SHA256.fullmatch(sha) is not None, key + ".sha256",
+            sha, "64 lower-case hex digits")
+    c.count(c.need(meta, "bytes", key + "."), key + ".bytes")
+
+
+def _stats(c: _Checker, st: dict[str, Any], key: str, feature: Any) -> None:
+    for name in _COUNTS:
+        c.optional(st, name, key, c.count)
+    for name in _DROPS:
+        if name in st:
+            d = c.mapping(st[name], f"{key}{name}")
+            for part in ("tokens", "count"):
+                c.optional(d, part, f"{key}{name}.", c.count)
+    if "terms_per_document_log2" in st:
+        terms = st["terms_per_document_log2"]
+        c.check(isinstance(terms, list) and len(terms) <= 33 and
+                all(_is_int(t) and 0 <= t <= INT64_MAX for t in terms),
+                key + "terms_per_document_log2", terms, "a list of at most 33 integers >= 0")
+    for name in ("mean", "min", "max", "variance", "epsilon"):
+        if name in st:
+            v = st[name]
+            c.check(v is None or _is_num(v), key + name, v, "a finite number or null")
+    if st.get("variance") is not None:
+        c.check(st["variance"] >= 0, key + "variance", st["variance"], ">= 0")
+    if st.get("epsilon") is not None:
+        c.check(st["epsilon"] > 0, key + "epsilon", st["epsilon"], "> 0")
+    if st.get("min") is not None and st.get("max") is not None:
+        c.check(st["min"] <= st["max"], key + "min", st["min"], f"<= max={st['max']!r}")
+    if "boundaries" in st and st["boundaries"] is not None:
+        b = st["boundaries"]
+        buckets = getattr(feature, "num_buckets", None)
+        ok = isinstance(b, list) and all(_is_num(x) for x in b)
+        ok = ok and all(x <= y for x, y in zip(b, b[1:], strict=False))
+        ok = ok and (not isinstance(buckets, int) or len(b) <= max(buckets - 1, 0))
+        most = f" (at most num_buckets - 1 = {buckets - 1})" if isinstance(buckets, int) else ""
+        c.check(ok, key + "boundaries", b,
+                f"null or a non-decreasing list of finite numbers{most}")
+    if "null_reasons" in st:
+        r = c.mapping(st["null_reasons"], key + "null_reasons")
+        c.check(all(isinstance(v, str) for v in r.values()), key + "null_reasons", r,
+                "a mapping of statistic to reason")
+
+
+def _input(c: _Checker, inp: Any) -> None:
+    inp = c.mapping(inp, "input")
+    c.optional(inp, "patterns", "input.", c.strings)
+    c.optional(inp, "rejected_files", "input.", c.strings)
+    for name in ("files", "splits", "rows_read", "rows_rejected"):
+        c.optional(inp, name, "input.", c.count)
+    for name in ("format", "rejected_file"):
+        if name in inp:
+            c.check(inp[name] is None or isinstance(inp[name], str), "input." + name,
+                    inp[name], "a string")
+    if "rejected_by_reason" in inp:
+        reasons = c.mapping(inp["rejected_by_reason"], "input.rejected_by_reason")
+        for reason, n in reasons.items():
+            c.count(n, f"input.rejected_by_reason.{reason}")
+    for rel in [*(inp.get("rejected_files") or []), inp.get("rejected_file")]:
+        if rel is not None:
+            why = check_relpath_text(rel)
+            c.check(why is None, "input.rejected_files", rel,
+                    f"relative paths inside the artifact directory ({why})")
+
+
+def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
+    """Checks a parsed manifest against the contract (see the module docstring).
+
+    Args:
+        manifest: The parsed ``manifest.json``.
+        path: Its path, for messages.
+        spec: The manifest's parsed :class:`~beam_prep.spec.Spec`, once built; with it, the
+            feature entries are checked against the spec's names and kinds.
+
+    Raises:
+        ArtifactError: The first violation: file, key, value and the fix, on one line.
+    """
+    c = _Checker(path)
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{path} must hold a JSON object. Received: a JSON "
+                            f"{type(manifest).__name__}. {_FIX}")
+    for key in ("format", "format_version", "fingerprint", "spec", "features"):
+        c.need(manifest, key, "")
+    c.check(isinstance(manifest["fingerprint"], str), "fingerprint", manifest["fingerprint"],
+            "a sha256 hex string")
+    c.mapping(manifest["spec"], "spec")
+    features = c.mapping(manifest["features"], "features")
+    if "input" in manifest:
+        _input(c, manifest["input"])
+    if "versions" in manifest:
+        v = c.mapping(manifest["versions"], "versions")
+        c.check(all(isinstance(x, str) for x in v.values()), "versions", v,
+                "a mapping of package to version string")
+    if manifest.get("run") is not None:
+        run = c.mapping(manifest["run"], "run")
+        if run.get("seconds") is not None:
+            c.check(_is_num(run["seconds"]) and run["seconds"] >= 0, "run.seconds",
+                    run["seconds"], "a finite number >= 0")
+    if manifest.get("run_seconds") is not None:
+        c.check(_is_num(manifest["run_seconds"]), "run_seconds", manifest["run_seconds"],
+                "a finite number")
+    names = spec.names() if spec is not None else tuple(features)
+    for name in names:
+        key = f"features.{name}"
+        entry = c.mapping(c.need(features, name, "features.") if spec is not None
+                          else features[name], key)
+        kind = c.need(entry, "kind", key + ".")
+        want = spec.feature(name).kind if spec is not None else None
+        c.check(kind in KINDS and (want is None or kind == want), key + ".kind", kind,
+                f"{want!r}, the spec's kind" if want else f"one of {list(KINDS)}")
+        files = c.mapping(entry.get("files", {}) if kind not in VOCAB_KINDS
+                          else c.need(entry, "files", key + "."), key + ".files")
+        for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()):
+            c.need(files, role, key + ".files.")
+        for role, meta in files.items():
+            _file_entry(c, meta, f"{key}.files.{role}")
+        st = c.mapping(c.need(entry, "stats", key + "."), key + ".stats")
+        _stats(c, st, key + ".stats.", spec.feature(name) if spec is not None else None)
+    if spec is not None:
+        extra = sorted(set(features) - set(names))
+        c.check(not extra, "features", extra, f"entries of the spec's features only "
+                f"{list(names)}")
