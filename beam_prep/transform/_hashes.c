@@ -257,6 +257,158 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ---- tf.train.Example serialization of whole batches ---------------------------------- */
+
+static inline size_t varint_size(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline unsigned char *put_varint(unsigned char *p, uint64_t v) {
+    while (v >= 0x80) { *p++ = (unsigned char)(v | 0x80); v >>= 7; }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+typedef struct {
+    Py_buffer key, values, splits;
+    int is_float;
+    const int64_t *s;
+} feat_t;
+
+/* Bytes of the packed values of feature f in row r. */
+static inline size_t payload_size(const feat_t *f, Py_ssize_t r) {
+    int64_t a = f->s[r], b = f->s[r + 1];
+    if (f->is_float) return (size_t)(b - a) * 4;
+    const int64_t *v = (const int64_t *)f->values.buf;
+    size_t n = 0;
+    for (int64_t i = a; i < b; i++) n += varint_size((uint64_t)v[i]);
+    return n;
+}
+
+/* Sizes of the nested messages of feature f in row r: list, Feature and map entry. */
+static inline void feature_sizes(const feat_t *f, size_t payload, size_t *list, size_t *feat,
+                                 size_t *entry) {
+    *list = payload ? 1 + varint_size(payload) + payload : 0;
+    *feat = 1 + varint_size(*list) + *list;
+    size_t klen = (size_t)f->key.len;
+    *entry = 1 + varint_size(klen) + klen + 1 + varint_size(*feat) + *feat;
+}
+
+static PyObject *py_serialize(PyObject *self, PyObject *args) {
+    Py_ssize_t n;
+    PyObject *specs;
+    if (!PyArg_ParseTuple(args, "nO", &n, &specs)) return NULL;
+    PyObject *seq = PySequence_Fast(specs, "features must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(seq);
+    feat_t *fs = (feat_t *)PyMem_Calloc(nf ? nf : 1, sizeof(feat_t));
+    size_t *sizes = NULL, *bodies = NULL;
+    PyObject *data = NULL, *offsets = NULL, *result = NULL;
+    Py_ssize_t got = 0;
+    if (fs == NULL) { PyErr_NoMemory(); goto done; }
+    for (; got < nf; got++) {
+        PyObject *k, *v, *sp;
+        int is_float;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, got), "OOOp", &k, &v, &sp,
+                              &is_float)) goto done;
+        feat_t *f = &fs[got];
+        if (PyObject_GetBuffer(k, &f->key, PyBUF_SIMPLE) < 0) goto done;
+        if (PyObject_GetBuffer(v, &f->values, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&f->key); goto done;
+        }
+        if (PyObject_GetBuffer(sp, &f->splits, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&f->key); PyBuffer_Release(&f->values); goto done;
+        }
+        f->is_float = is_float;
+        f->s = (const int64_t *)f->splits.buf;
+        Py_ssize_t width = is_float ? 4 : 8;
+        if (f->splits.len != (n + 1) * 8 || f->s[0] < 0 || f->s[n] * width > f->values.len) {
+            PyErr_SetString(PyExc_ValueError, "row splits do not match the values");
+            got++;
+            goto done;
+        }
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (f->s[r + 1] < f->s[r]) {
+                PyErr_SetString(PyExc_ValueError, "row splits must not decrease");
+                got++;
+                goto done;
+            }
+        }
+    }
+    /* Pass 1: each row's Features size (payloads cached per (row, feature)). */
+    sizes = (size_t *)PyMem_Malloc((size_t)(n ? n : 1) * (size_t)(nf ? nf : 1) * sizeof(size_t));
+    bodies = (size_t *)PyMem_Malloc((size_t)(n ? n : 1) * sizeof(size_t));
+    offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+    if (sizes == NULL || bodies == NULL || offsets == NULL) {
+        if (offsets != NULL) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *off = (int64_t *)PyBytes_AS_STRING(offsets);
+    off[0] = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        size_t body = 0;
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            size_t pl = payload_size(&fs[j], r), list, feat, entry;
+            sizes[r * nf + j] = pl;
+            feature_sizes(&fs[j], pl, &list, &feat, &entry);
+            body += 1 + varint_size(entry) + entry;
+        }
+        bodies[r] = body;
+        off[r + 1] = off[r] + (int64_t)(1 + varint_size(body) + body);
+    }
+    data = PyBytes_FromStringAndSize(NULL, off[n]);
+    if (data == NULL) goto done;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
+    /* Pass 2: write. */
+    for (Py_ssize_t r = 0; r < n; r++) {
+        *p++ = 0x0a; /* Example.features */
+        p = put_varint(p, bodies[r]);
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            const feat_t *f = &fs[j];
+            size_t pl = sizes[r * nf + j], list, feat, entry;
+            feature_sizes(f, pl, &list, &feat, &entry);
+            *p++ = 0x0a;
+            p = put_varint(p, entry);
+            *p++ = 0x0a;
+            p = put_varint(p, (uint64_t)f->key.len);
+            memcpy(p, f->key.buf, (size_t)f->key.len);
+            p += f->key.len;
+            *p++ = 0x12;
+            p = put_varint(p, feat);
+            *p++ = f->is_float ? 0x12 : 0x1a;
+            p = put_varint(p, list);
+            if (pl) {
+                *p++ = 0x0a;
+                p = put_varint(p, pl);
+                int64_t a = f->s[r], b = f->s[r + 1];
+                if (f->is_float) {
+                    memcpy(p, (const char *)f->values.buf + a * 4, (size_t)(b - a) * 4);
+                    p += (b - a) * 4;
+                } else {
+                    const int64_t *v = (const int64_t *)f->values.buf;
+                    for (int64_t i = a; i < b; i++) p = put_varint(p, (uint64_t)v[i]);
+                }
+            }
+        }
+    }
+    result = PyTuple_Pack(2, data, offsets);
+done:
+    for (Py_ssize_t j = 0; j < got && j < nf; j++) {
+        if (fs[j].splits.buf) PyBuffer_Release(&fs[j].splits);
+        if (fs[j].values.buf) PyBuffer_Release(&fs[j].values);
+        if (fs[j].key.buf) PyBuffer_Release(&fs[j].key);
+    }
+    PyMem_Free(fs);
+    PyMem_Free(sizes);
+    PyMem_Free(bodies);
+    Py_XDECREF(data);
+    Py_XDECREF(offsets);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"fingerprint64", py_fingerprint64, METH_VARARGS,
      "fingerprint64(data, offsets) -> bytes of n uint64: FarmHash Fingerprint64 per string"},
@@ -264,6 +416,9 @@ static PyMethodDef methods[] = {
      "siphash(data, offsets, k0, k1) -> bytes of n uint64: SipHash-2-4 per string"},
     {"frame", py_frame, METH_VARARGS,
      "frame(data, offsets) -> the records data[offsets[i]:offsets[i+1]] framed as TFRecords"},
+    {"serialize", py_serialize, METH_VARARGS,
+     "serialize(n, [(key, values, row_splits, is_float)]) -> (data, int64 offsets): n "
+     "tf.train.Example messages, values int64 or float32, row i = values[s[i]:s[i+1]]"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_hashes",

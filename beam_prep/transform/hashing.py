@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,12 +38,18 @@ CROSS_HASH_KEY = 0xDECAFCAFFE
 _CAT_MUL = np.uint64(0xC6A4A7935BD1E995)
 
 
-def _require() -> None:
+def require() -> None:
+    """Raises ArtifactError naming the fix when the C extension was not built."""
     if _native is None:
         raise ArtifactError(
             "The transform job needs the C extension beam_prep.transform._hashes, which this "
             f"install lacks ({_IMPORT_ERROR}). Fix: install a C compiler and reinstall "
             "beam-prep (pip install --force-reinstall --no-deps .).")
+
+
+def native() -> Any:
+    """The C extension module (call :func:`require` first)."""
+    return _native
 
 
 def string_buffers(arr: pa.Array) -> tuple[memoryview | bytes, np.ndarray]:
@@ -62,14 +70,14 @@ def string_buffers(arr: pa.Array) -> tuple[memoryview | bytes, np.ndarray]:
 
 def fingerprint64(arr: pa.Array) -> np.ndarray:
     """FarmHash Fingerprint64 of each string (a null hashes like ``""``), as uint64."""
-    _require()
+    require()
     data, offsets = string_buffers(arr)
     return np.frombuffer(_native.fingerprint64(data, offsets), np.uint64)
 
 
 def siphash(arr: pa.Array, key: tuple[int, int]) -> np.ndarray:
     """SipHash-2-4 of each string with the 128-bit ``key`` (TensorFlow's ``key=[k0, k1]``)."""
-    _require()
+    require()
     data, offsets = string_buffers(arr)
     return np.frombuffer(_native.siphash(data, offsets, int(key[0]), int(key[1])), np.uint64)
 
@@ -87,5 +95,5 @@ def fingerprint_cat64(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 def frame_records(data: bytes | memoryview | np.ndarray, offsets: np.ndarray) -> bytes:
     """Records ``data[offsets[i]:offsets[i + 1]]`` framed as one TFRecord file body."""
-    _require()
+    require()
     return _native.frame(data, np.ascontiguousarray(offsets, np.int64))
