@@ -57,6 +57,22 @@ def _validate(args: argparse.Namespace) -> None:
                          f"{args.input_split_bytes}")
 
 
+def _splits(files: Sequence[str], fmt: str, args: argparse.Namespace) -> list:
+    """Every input split, in file order: shard ``i`` of the output is split ``i``."""
+    return [s for f in files for s in list_splits(
+        f, fmt, parquet_rows_per_split=args.parquet_rows_per_split,
+        split_bytes=args.input_split_bytes)]
+
+
+def _count_splits(args: argparse.Namespace) -> int | None:
+    """The progress total; None when the splits cannot be listed (run() reports why)."""
+    try:
+        files = expand_patterns(args.input)
+        return len(_splits(files, args.input_format or infer_format(files[0]), args))
+    except Exception:  # noqa: BLE001 - cosmetic
+        return None
+
+
 def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
     """Runs the transform job and waits for it; returns the PipelineResult.
 
@@ -71,9 +87,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     files = expand_patterns(args.input)
     fmt = args.input_format or infer_format(files[0])
     check_columns(files, fmt, {c: c for c in encoder.columns}, csv_delimiter=args.csv_delimiter)
-    splits = [s for f in files for s in list_splits(
-        f, fmt, parquet_rows_per_split=args.parquet_rows_per_split,
-        split_bytes=args.input_split_bytes)]
+    splits = _splits(files, fmt, args)
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
@@ -130,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     dry_run = is_dry_run(beam_args)
     show = not args.quiet and not dry_run
     with SummaryRecorder("transform", json_path=args.summary_json, quiet=args.quiet) as rec:
-        with ProgressMonitor("beam-prep transform", unit="splits", total=None,
+        total = _count_splits(args) if show else None
+        with ProgressMonitor("beam-prep transform", unit="splits", total=total,
                              enabled=show):
             try:
                 result = run(argv)

@@ -86,3 +86,21 @@ def test_cli_verb_help_and_summary(artifacts, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "rows read: 5   written: 3   rejected: 2" in printed
     assert "color" in printed and "size" in printed
+
+
+def test_shards_follow_splits_and_concatenate_to_the_same_records(artifacts, tmp_path):
+    data = tmp_path / "many.csv"
+    colors = ["red", "blue"] * 40
+    data.write_text("color,size\n" + "".join(f"{c},{i}\n" for i, c in enumerate(colors)))
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    transform.run(["--artifacts", artifacts, "--input", str(data), "--output", str(whole),
+                   "--input_split_bytes", "0"])
+    transform.run(["--artifacts", artifacts, "--input", str(data), "--output", str(parts),
+                   "--input_split_bytes", "200", "--batch_size", "7"])
+    manifest = json.loads((parts / "transform.json").read_text())
+    names = [f["path"] for f in manifest["files"]]
+    assert len(names) > 1
+    assert names == [f"data/part-{i:05d}-of-{len(names):05d}.tfrecord" for i in range(len(names))]
+    assert sum(f["rows"] for f in manifest["files"]) == len(colors)
+    joined = b"".join((parts / n).read_bytes() for n in names)
+    assert joined == (whole / "data/part-00000-of-00001.tfrecord").read_bytes()
