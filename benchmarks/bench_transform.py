@@ -81,9 +81,13 @@ def main(argv: list[str] | None = None) -> int:
             results["beam_prep"] = json.load(f)
     if a.side in ("both", "tft"):
         out = os.path.join(a.work, "tft.json")
+        if os.path.exists(out):
+            os.remove(out)
+        # TensorFlow may crash in its own teardown after the timings are written (seen:
+        # SIGSEGV at exit): the JSON file, not the exit code, says whether the run finished.
         subprocess.run([sys.executable, os.path.join(HERE, "tft_transform_baseline.py"),
                         "--data", a.data, "--output", os.path.join(a.work, "tft_out"),
-                        "--json", out], check=True)
+                        "--json", out], check=False)
         with open(out) as f:
             results["tft"] = json.load(f)
     for name, r in results.items():

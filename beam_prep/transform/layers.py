@@ -107,6 +107,19 @@ def _index_in(values: Any, vocabulary: pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), np.int64)
 
 
+def per_distinct(values: Any, fn: Any) -> np.ndarray:
+    """``fn`` over a string array; a dictionary array's distinct values are mapped once and
+    its null indices as ``""`` (what a missing cell is at the layer input)."""
+    if not isinstance(values, pa.Array) or not pa.types.is_dictionary(values.type):
+        return fn(values)
+    dictionary = values.dictionary
+    if pa.types.is_large_string(dictionary.type):
+        dictionary = dictionary.cast(pa.string())
+    mapped = fn(pa.concat_arrays([dictionary, pa.array([""], dictionary.type)]))
+    indices = pc.fill_null(values.indices, len(values.dictionary))
+    return mapped[np.asarray(indices.to_numpy(zero_copy_only=False), np.int64)]
+
+
 class _Lookup:
     def __init__(self, path: str, args: dict[str, Any], integer: bool, feature: str) -> None:
         self.vocabulary = _vocabulary(path, args["vocabulary"], integer)
@@ -116,6 +129,11 @@ class _Lookup:
         self.feature = feature
 
     def __call__(self, values: Any) -> np.ndarray:
+        if self.integer:
+            return self._map(values)
+        return per_distinct(values, self._map)
+
+    def _map(self, values: Any) -> np.ndarray:
         found = _index_in(values, self.vocabulary)
         oov_start = 1 if self.mask is not None else 0
         out = found + (oov_start + self.num_oov)
@@ -141,7 +159,9 @@ class _Lookup:
 
 
 def _hash(values: Any, num_bins: int, salt: Any, mask_value: Any = None) -> np.ndarray:
-    """keras.layers.Hashing on a string array or an int64 ndarray."""
+    """keras.layers.Hashing on a string array (maybe dictionary) or an int64 ndarray."""
+    if isinstance(values, pa.Array) and pa.types.is_dictionary(values.type):
+        return per_distinct(values, lambda v: _hash(v, num_bins, salt, mask_value))
     mask = None
     bins = num_bins
     if mask_value is not None and bins > 1:
@@ -219,6 +239,8 @@ class _Text:
             self.idf = None
 
     def __call__(self, texts: pa.Array) -> Encoded:
+        if pa.types.is_dictionary(texts.type):
+            texts = pc.fill_null(texts.dictionary_decode(), "")
         tokens = tokenize(texts, self.feature)
         splits = np.asarray(tokens.offsets.to_numpy(zero_copy_only=False), np.int64)
         splits = splits - splits[0]

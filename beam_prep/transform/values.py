@@ -81,15 +81,20 @@ def read_columns(features: tuple[FeaturePlan, ...]) -> dict[str, str]:
     return out
 
 
-def _strings(arr: pa.Array) -> pa.Array:
+def _strings(arr: pa.Array, *, keep_dictionary: bool = False) -> pa.Array:
+    """A string column without nulls (``""``); a dictionary column (Parquet) may stay one,
+    nulls included, when ``keep_dictionary`` (the layers then map its distinct values once,
+    a null index as ``""``: :func:`beam_prep.transform.layers.per_distinct`)."""
     if pa.types.is_dictionary(arr.type):
+        if keep_dictionary:
+            return arr
         arr = arr.dictionary_decode()
     return pc.fill_null(arr, "") if arr.null_count else arr
 
 
-def _scalar(arr: pa.Array, dtype: str) -> Any:
+def _scalar(arr: pa.Array, dtype: str, *, keep_dictionary: bool = False) -> Any:
     if dtype == "string":
-        return _strings(arr)
+        return _strings(arr, keep_dictionary=keep_dictionary)
     if dtype == "int64":
         return np.asarray(pc.fill_null(arr.cast(pa.int64()), MISSING_INTEGER)
                           .to_numpy(zero_copy_only=False), np.int64)
@@ -150,7 +155,7 @@ def feature_value(fp: FeaturePlan, batch: pa.RecordBatch) -> Any:
     elif fp.list_input:
         return _ragged(batch.column(fp.column), fp.dtype)
     else:
-        value = _scalar(batch.column(fp.column), fp.dtype)
+        value = _scalar(batch.column(fp.column), fp.dtype, keep_dictionary=fp.fill is None)
         dtype = fp.dtype
     if fp.fill is not None and not isinstance(value, Ragged):
         value = _fill(value, dtype, dict(fp.fill.args)["default_value"])
