@@ -260,9 +260,9 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
 /* ---- tf.train.Example serialization of whole batches ---------------------------------- */
 
 static inline size_t varint_size(uint64_t v) {
-    size_t n = 1;
-    while (v >= 0x80) { v >>= 7; n++; }
-    return n;
+    /* 1 + floor(log2(v) / 7), from the position of the highest set bit. */
+    int bits = 64 - __builtin_clzll(v | 1);
+    return (size_t)((bits * 9 + 64) / 64);
 }
 
 static inline unsigned char *put_varint(unsigned char *p, uint64_t v) {
@@ -337,7 +337,8 @@ static PyObject *py_serialize(PyObject *self, PyObject *args) {
             }
         }
     }
-    /* Pass 1: each row's Features size (payloads cached per (row, feature)). */
+    /* Pass 1: each row's Features size. Float payloads are 4 bytes a value; int payloads
+     * (varints) are measured once here and kept for pass 2. */
     sizes = (size_t *)PyMem_Malloc((size_t)(n ? n : 1) * (size_t)(nf ? nf : 1) * sizeof(size_t));
     bodies = (size_t *)PyMem_Malloc((size_t)(n ? n : 1) * sizeof(size_t));
     offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
@@ -347,27 +348,32 @@ static PyObject *py_serialize(PyObject *self, PyObject *args) {
     }
     int64_t *off = (int64_t *)PyBytes_AS_STRING(offsets);
     off[0] = 0;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < n; r++) {
         size_t body = 0;
+        size_t *row_sizes = sizes + r * nf;
         for (Py_ssize_t j = 0; j < nf; j++) {
             size_t pl = payload_size(&fs[j], r), list, feat, entry;
-            sizes[r * nf + j] = pl;
+            row_sizes[j] = pl;
             feature_sizes(&fs[j], pl, &list, &feat, &entry);
             body += 1 + varint_size(entry) + entry;
         }
         bodies[r] = body;
         off[r + 1] = off[r] + (int64_t)(1 + varint_size(body) + body);
     }
+    Py_END_ALLOW_THREADS
     data = PyBytes_FromStringAndSize(NULL, off[n]);
     if (data == NULL) goto done;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(data);
     /* Pass 2: write. */
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < n; r++) {
         *p++ = 0x0a; /* Example.features */
         p = put_varint(p, bodies[r]);
+        const size_t *row_sizes = sizes + r * nf;
         for (Py_ssize_t j = 0; j < nf; j++) {
             const feat_t *f = &fs[j];
-            size_t pl = sizes[r * nf + j], list, feat, entry;
+            size_t pl = row_sizes[j], list, feat, entry;
             feature_sizes(f, pl, &list, &feat, &entry);
             *p++ = 0x0a;
             p = put_varint(p, entry);
@@ -393,6 +399,7 @@ static PyObject *py_serialize(PyObject *self, PyObject *args) {
             }
         }
     }
+    Py_END_ALLOW_THREADS
     result = PyTuple_Pack(2, data, offsets);
 done:
     for (Py_ssize_t j = 0; j < got && j < nf; j++) {
