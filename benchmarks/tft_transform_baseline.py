@@ -67,6 +67,10 @@ def run(argv: list[str] | None = None) -> dict:
     p.add_argument("--data", required=True, help="Directory written by gen_criteo.py.")
     p.add_argument("--output", required=True, help="Folder for the TFRecord output.")
     p.add_argument("--json", required=True, help="Where to write the timings.")
+    p.add_argument("--analyze_data", default=None,
+                   help="Directory whose data the (untimed) analysis reads; default --data.")
+    p.add_argument("--transform_fn", default=None,
+                   help="Keep the transform_fn here and reuse it when present.")
     args, beam_args = p.parse_known_args(argv)
     if not any(a.startswith("--runner") for a in beam_args):
         beam_args.append(RUNNER)
@@ -80,18 +84,20 @@ def run(argv: list[str] | None = None) -> dict:
     columns = sorted({c for _, c, _ in cats} | {c for _, c, _, _ in nums})
     source = _tfxio(args.data, "parquet", columns)
     temp_dir = tempfile.mkdtemp(prefix="tft_transform_")
-    fn_dir = os.path.join(temp_dir, "transform_fn")
+    fn_dir = args.transform_fn or os.path.join(temp_dir, "transform_fn")
     fn = make_preprocessing_fn(cats, nums)
 
-    def read(pipeline):
-        raw = pipeline | "Read" >> source.BeamSource()
-        return raw | "ToListColumns" >> beam.Map(_to_list_columns, schema=source.ArrowSchema())
+    def read(pipeline, src=source):
+        raw = pipeline | "Read" >> src.BeamSource()
+        return raw | "ToListColumns" >> beam.Map(_to_list_columns, schema=src.ArrowSchema())
 
-    with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
-        with tft_beam.Context(temp_dir=os.path.join(temp_dir, "tmp_analyze")):
-            transform_fn = ((read(pipeline), source.TensorAdapterConfig())
-                            | "Analyze" >> tft_beam.AnalyzeDataset(fn))
-            _ = transform_fn | "Write" >> tft_beam.WriteTransformFn(fn_dir)
+    if not os.path.exists(os.path.join(fn_dir, "transform_fn")):
+        analyzed = _tfxio(args.analyze_data or args.data, "parquet", columns)
+        with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
+            with tft_beam.Context(temp_dir=os.path.join(temp_dir, "tmp_analyze")):
+                transform_fn = ((read(pipeline, analyzed), analyzed.TensorAdapterConfig())
+                                | "Analyze" >> tft_beam.AnalyzeDataset(fn))
+                _ = transform_fn | "Write" >> tft_beam.WriteTransformFn(fn_dir)
 
     shutil.rmtree(args.output, ignore_errors=True)
     cpu0, wall0 = _cpu(), time.perf_counter()
