@@ -73,3 +73,15 @@ def test_frame_records_reads_back_with_tf_data(tmp_path):
     path.write_bytes(hashing.frame_records(b"".join(STRINGS), offsets))
     got = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
     assert got == STRINGS
+
+
+def test_the_transform_job_loads_neither_tensorflow_nor_keras():
+    import subprocess
+    import sys
+
+    code = ("import sys, beam_prep.pipelines.transform, beam_prep.transform.job; "
+            "print(sorted(m for m in ('tensorflow', 'keras', 'tensorflow_transform') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
