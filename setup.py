@@ -26,6 +26,14 @@ NATIVE = Extension("beam_prep.io._tfexample",
                    depends=["beam_prep/io/_crc32c.h"],
                    extra_compile_args=["-O2"], optional=True)
 
+# The transform job's column hashes (FarmHash Fingerprint64, SipHash) and TFRecord framing.
+# Required by `beam-prep transform` (it says so when missing); optional so that an install
+# without a compiler still gives the other jobs.
+HASHES = Extension("beam_prep.transform._hashes",
+                   ["beam_prep/transform/_hashes.c", "beam_prep/io/_crc32c.c"],
+                   depends=["beam_prep/io/_crc32c.h"],
+                   extra_compile_args=["-O2"], optional=True)
+
 INSTALL_REQUIRES = [
     "apache-beam[gcp]>=2.77,<2.78",
     "tensorflow>=2.21,<2.22",
@@ -72,5 +80,5 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES, "bench": TEST_REQUIRES + ["psutil"]},
     entry_points={"console_scripts": ["beam-prep=beam_prep.cli:main"]},
-    ext_modules=[NATIVE],
+    ext_modules=[NATIVE, HASHES],
 )

@@ -25,6 +25,8 @@ from beam_prep.errors import BeamPrepError
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "analyze": ("beam_prep.pipelines.analyze", "main",
                 "Beam job: read data, compute vocabularies and statistics, write artifacts."),
+    "transform": ("beam_prep.pipelines.transform", "main",
+                  "Beam job: write the dataset encoded by an artifact directory's layers."),
     "generate": ("beam_prep.codegen.cli", "main",
                  "Render a Keras 3 preprocessing module from an artifact directory."),
     "make-elwc": ("beam_prep.pipelines.make_elwc", "main",
@@ -42,7 +44,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 # Commands whose module imports Apache Beam: --help is answered from a Beam-free parser module.
 HELP_PARSERS = {"analyze": "beam_prep.pipelines.analyze_args",
-                "make-elwc": "beam_prep.pipelines.make_elwc_args"}
+                "make-elwc": "beam_prep.pipelines.make_elwc_args",
+                "transform": "beam_prep.pipelines.transform_args"}
 
 
 def _usage() -> str:

@@ -1,0 +1,374 @@
+"""The generated Keras layers, re-done in numpy and Arrow over whole batches.
+
+Each :class:`~beam_prep.codegen.plan.LayerPlan` class of the layer plan has one function
+here giving exactly what the Keras 3 layer returns (TensorFlow 2.21; checked against the
+generated layers in ``tests/transform/test_equality.py``):
+
+=================  =========================================================================
+layer              how
+=================  =========================================================================
+StringLookup,      ``pc.index_in`` on the vocabulary; mask token -> 0; OOV -> the OOV slot:
+IntegerLookup      one slot, or ``Fingerprint64 % n`` (strings) / ``floormod(x, n)``
+                   (integers) when ``num_oov_indices = n > 1``
+CategoryEncoding   one_hot / multi_hot / count of a scalar index: the same one-hot float32 row
+Hashing            ``Fingerprint64`` (no salt) or SipHash-2-4 keyed ``[salt, salt]``
+                   ``% num_bins``; integers hashed as their decimal string; with
+                   ``mask_value`` (list features) bins ``1..num_bins - 1``
+HashedCrossing     ``FingerprintCat64`` from ``0xDECAFCAFFE`` over the two values' hashes
+                   (Fingerprint64 of strings, the integer itself) ``% num_bins``
+TextVectorization  tokens of :func:`beam_prep.analyzers.text.tokenize`; int mode: ``""`` ->
+                   0, OOV -> 1, tokens from 2, a list per row (padding dropped) or exactly
+                   ``output_sequence_length`` ids; other modes: OOV -> 0, ``bincount``;
+                   tf_idf: count × idf (``ln(1 + N / (1 + df))`` float64 -> float32,
+                   ``[UNK]`` = mean of the others)
+Normalization      ``(x - mean) / max(sqrt(variance), 1e-7)`` in float32
+Activation         sigmoid, computed in float64 and rounded to float32
+Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
+ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
+Reshape            nothing (the text output is already ``(batch, width)``)
+=================  =========================================================================
+
+Example:
+    >>> enc = BatchEncoder("artifacts/")                         # doctest: +SKIP
+    >>> out = enc.encode(batch)                                  # doctest: +SKIP
+    >>> out["country"].values[:3, 0]                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from beam_prep.analyzers.text import tokenize
+from beam_prep.codegen.plan import (
+    EMPTY_VOCABULARY_TOKEN,
+    FeaturePlan,
+    LayerPlan,
+    ModulePlan,
+    OutputPlan,
+    TfIdfState,
+    VocabularyFile,
+    plan_from_artifacts,
+)
+from beam_prep.errors import InputError
+from beam_prep.io import filesystem as fs
+from beam_prep.io.artifacts import Artifacts
+from beam_prep.transform import hashing
+from beam_prep.transform.values import Ragged, feature_value, read_columns
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoded:
+    """One encoded output for a batch.
+
+    Attributes:
+        dtype: ``int64`` or ``float32``.
+        values: ``(n, width)`` for a fixed-width output; the flat values of a ragged one.
+        row_splits: int64 ``n + 1`` row starts of a ragged output; None when fixed-width.
+    """
+
+    dtype: str
+    values: np.ndarray
+    row_splits: np.ndarray | None = None
+
+
+class OutOfVocabulary(InputError):
+    """A lookup with ``num_oov_indices=0`` met a value outside its vocabulary."""
+
+    def __init__(self, feature: str, rows: np.ndarray) -> None:
+        super().__init__(f"Feature {feature!r} has num_oov_indices=0 and these rows hold a value "
+                         "outside its vocabulary (the Keras layer fails on them)")
+        self.feature = feature
+        self.rows = rows
+
+
+def _vocabulary(path: str, arg: Any, integer: bool) -> pa.Array:
+    if isinstance(arg, VocabularyFile):
+        data = fs.read_bytes(path.rstrip("/") + "/" + arg.relpath)
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        if integer:
+            return pa.array([int(x) for x in lines], pa.int64())
+        return pa.array(lines, pa.binary()).cast(pa.string())
+    return pa.array(list(arg), pa.int64() if integer else pa.string())
+
+
+def _index_in(values: Any, vocabulary: pa.Array) -> np.ndarray:
+    """Position of each value in ``vocabulary``, -1 when absent."""
+    if isinstance(values, np.ndarray):
+        values = pa.array(values, pa.int64())
+    found = pc.index_in(values, value_set=vocabulary)
+    return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), np.int64)
+
+
+def per_distinct(values: Any, fn: Any) -> np.ndarray:
+    """``fn`` over a string array; a dictionary array's distinct values are mapped once and
+    its null indices as ``""`` (what a missing cell is at the layer input)."""
+    if not isinstance(values, pa.Array) or not pa.types.is_dictionary(values.type):
+        return fn(values)
+    dictionary = values.dictionary
+    if pa.types.is_large_string(dictionary.type):
+        dictionary = dictionary.cast(pa.string())
+    mapped = fn(pa.concat_arrays([dictionary, pa.array([""], dictionary.type)]))
+    indices = pc.fill_null(values.indices, len(values.dictionary))
+    return mapped[np.asarray(indices.to_numpy(zero_copy_only=False), np.int64)]
+
+
+class _Lookup:
+    def __init__(self, path: str, args: dict[str, Any], integer: bool, feature: str) -> None:
+        self.vocabulary = _vocabulary(path, args["vocabulary"], integer)
+        self.num_oov = int(args["num_oov_indices"])
+        self.mask = args.get("mask_token")
+        self.integer = integer
+        self.feature = feature
+
+    def __call__(self, values: Any) -> np.ndarray:
+        if self.integer:
+            return self._map(values)
+        return per_distinct(values, self._map)
+
+    def _map(self, values: Any) -> np.ndarray:
+        found = _index_in(values, self.vocabulary)
+        oov_start = 1 if self.mask is not None else 0
+        out = found + (oov_start + self.num_oov)
+        oov = found < 0
+        if oov.any():
+            if self.num_oov == 0:
+                raise OutOfVocabulary(self.feature, np.nonzero(oov)[0])
+            if self.num_oov == 1:
+                out[oov] = oov_start
+            elif self.integer:
+                out[oov] = np.mod(values[oov], self.num_oov) + oov_start
+            else:
+                picked = values.filter(pa.array(oov))
+                h = hashing.fingerprint64(picked) % np.uint64(self.num_oov)
+                out[oov] = h.astype(np.int64) + oov_start
+        if self.mask is not None:
+            if self.integer:
+                out[values == self.mask] = 0
+            else:
+                eq = pc.equal(values, self.mask).to_numpy(zero_copy_only=False)
+                out[np.asarray(eq, bool)] = 0
+        return out
+
+
+def _hash(values: Any, num_bins: int, salt: Any, mask_value: Any = None) -> np.ndarray:
+    """keras.layers.Hashing on a string array (maybe dictionary) or an int64 ndarray."""
+    if isinstance(values, pa.Array) and pa.types.is_dictionary(values.type):
+        return per_distinct(values, lambda v: _hash(v, num_bins, salt, mask_value))
+    mask = None
+    bins = num_bins
+    if mask_value is not None and bins > 1:
+        bins -= 1
+        mask = (values == mask_value) if isinstance(values, np.ndarray) else np.asarray(
+            pc.equal(values, mask_value).to_numpy(zero_copy_only=False), bool)
+    strings = pa.array(values, pa.int64()).cast(pa.string()) if isinstance(
+        values, np.ndarray) else values
+    if salt is None:
+        h = hashing.fingerprint64(strings)
+    else:
+        key = (salt, salt) if isinstance(salt, int) else tuple(salt)
+        h = hashing.siphash(strings, key)
+    out = (h % np.uint64(bins)).astype(np.int64)
+    if mask is not None:
+        out = np.where(mask, 0, out + 1)
+    return out
+
+
+def _cross(values: tuple, num_bins: int) -> np.ndarray:
+    h = np.full(len(values[0]), hashing.CROSS_HASH_KEY, np.uint64)
+    for v in values:
+        part = v.view(np.uint64) if isinstance(v, np.ndarray) else hashing.fingerprint64(v)
+        h = hashing.fingerprint_cat64(h, part)
+    return (h % np.uint64(num_bins)).astype(np.int64)
+
+
+def _one_hot(index: np.ndarray, depth: int) -> np.ndarray:
+    out = np.zeros((len(index), depth), np.float32)
+    out[np.arange(len(index)), index] = 1.0
+    return out
+
+
+def _bincount_rows(splits: np.ndarray, ids: np.ndarray, width: int, binary: bool,
+                   first: int = 0) -> np.ndarray:
+    """``(n, width)`` float32 counts of ``ids - first`` per row (ids below ``first`` skipped)."""
+    n = len(splits) - 1
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(splits))
+    keep = ids >= first
+    flat = rows[keep] * width + (ids[keep] - first)
+    counts = np.bincount(flat, minlength=n * width).astype(np.float32).reshape(n, width)
+    return np.minimum(counts, 1.0) if binary else counts
+
+
+def _pad(splits: np.ndarray, ids: np.ndarray, length: int) -> np.ndarray:
+    n = len(splits) - 1
+    out = np.zeros((n, length), np.int64)
+    lengths = np.minimum(np.diff(splits), length)
+    rows = np.repeat(np.arange(n), lengths)
+    cols = np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    out[rows, cols] = ids[np.repeat(splits[:-1], lengths) + cols]
+    return out
+
+
+def _normalize(x: np.ndarray, mean: float, variance: float) -> np.ndarray:
+    scale = np.maximum(np.sqrt(np.float32(variance)), np.float32(1e-7))
+    return ((x - np.float32(mean)) / scale).astype(np.float32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+
+
+class _Text:
+    def __init__(self, path: str, args: dict[str, Any], feature: Any,
+                 tf_idf: tuple[pa.Array, np.ndarray] | None) -> None:
+        self.feature = feature
+        self.mode = args["output_mode"]
+        self.length = args.get("output_sequence_length")
+        if tf_idf is not None:
+            self.vocabulary, self.idf = tf_idf
+        else:
+            self.vocabulary = _vocabulary(path, args["vocabulary"], False)
+            self.idf = None
+
+    def __call__(self, texts: pa.Array) -> Encoded:
+        if pa.types.is_dictionary(texts.type):
+            texts = pc.fill_null(texts.dictionary_decode(), "")
+        tokens = tokenize(texts, self.feature)
+        splits = np.asarray(tokens.offsets.to_numpy(zero_copy_only=False), np.int64)
+        splits = splits - splits[0]
+        flat = tokens.values if len(tokens.values) else pa.array([], pa.string())
+        found = _index_in(flat, self.vocabulary)
+        if self.mode == "int":
+            ids = np.where(found < 0, 1, found + 2)
+            if len(flat):
+                ids[np.asarray(pc.equal(flat, "").to_numpy(zero_copy_only=False), bool)] = 0
+            if self.length is not None:
+                return Encoded("int64", _pad(splits, ids, self.length))
+            return Encoded("int64", ids, splits)
+        ids = np.where(found < 0, 0, found + 1)
+        width = len(self.vocabulary) + 1
+        counts = _bincount_rows(splits, ids, width, self.mode == "multi_hot")
+        if self.mode == "tf_idf":
+            return Encoded("float32", (counts * self.idf[None, :]).astype(np.float32))
+        # Keras returns int64 for multi_hot/count text output (OutputPlan dtype).
+        return Encoded("int64", counts.astype(np.int64))
+
+
+def tf_idf_state(path: str, relpaths: tuple[str, str], document_count: int
+                 ) -> tuple[pa.Array, np.ndarray]:
+    """``([UNK] + tokens, idf weights)`` as the generated layer computes them at build time."""
+    text = fs.read_bytes(path.rstrip("/") + "/" + relpaths[0])
+    tokens = text.split(b"\n")[:-1] if text else []
+    sidecar = fs.read_text(path.rstrip("/") + "/" + relpaths[1])
+    df = np.array([int(json.loads(line)[2]) for line in sidecar.splitlines() if line], np.int64)
+    if not tokens:
+        tokens, df = [EMPTY_VOCABULARY_TOKEN.encode()], np.zeros(1, np.int64)
+    idf = np.log(1 + document_count / (1 + df)).astype(np.float32)
+    weights = np.concatenate([[np.mean(idf, dtype=np.float32)], idf]).astype(np.float32)
+    return pa.array(tokens, pa.binary()).cast(pa.string()), weights
+
+
+class BatchEncoder:
+    """Encodes Arrow batches exactly as the generated layers of an artifact directory do.
+
+    Args:
+        path: Artifact directory.
+        verify: Check the vocabulary checksums against the manifest.
+
+    Attributes:
+        plan: The layer plan (the same the code generator renders).
+        columns: Data column -> Arrow type to read.
+        outputs: ``(key, dtype)`` of every output, in plan order.
+    """
+
+    def __init__(self, path: str, *, verify: bool = True) -> None:
+        self.path = path
+        art = Artifacts(path, verify=verify)
+        self.plan: ModulePlan = plan_from_artifacts(art)
+        self.columns = read_columns(self.plan.features)
+        self._spec = {f.name: f for f in art.spec.features}
+        self.outputs = tuple((o.key, "float32" if o.dtype == "float32" else "int64")
+                             for o in self.plan.outputs())
+        self._chains = {fp.name: [self._build(fp, o) for o in fp.outputs]
+                        for fp in self.plan.features}
+
+    def _build(self, fp: FeaturePlan, output: OutputPlan) -> list[Any]:
+        tf_idf = None
+        if fp.tf_idf is not None:
+            tf_idf = tf_idf_state(self.path, (fp.tf_idf.vocabulary, fp.tf_idf.counts),
+                                  fp.tf_idf.document_count)
+        return [(lp.cls, self._layer(lp, fp, tf_idf)) for lp in output.layers]
+
+    def _layer(self, lp: LayerPlan, fp: FeaturePlan, tf_idf: Any) -> Any:
+        args = dict(lp.args)
+        cls = lp.cls
+        if cls in ("StringLookup", "IntegerLookup"):
+            return _Lookup(self.path, args, cls == "IntegerLookup", fp.name)
+        if cls == "TextVectorization":
+            assert not any(isinstance(v, TfIdfState) for v in args.values()) or tf_idf
+            return _Text(self.path, args, self._spec[fp.name], tf_idf)
+        if cls == "CategoryEncoding":
+            return lambda v: Encoded("float32", _one_hot(v, args["num_tokens"]))
+        if cls == "Hashing":
+            return lambda v: _hash(v, args["num_bins"], args.get("salt"),
+                                   args.get("mask_value"))
+        if cls == "HashedCrossing":
+            return lambda v: _cross(v, args["num_bins"])
+        if cls == "Normalization":
+            return lambda v: _normalize(v, args["mean"], args["variance"])
+        if cls == "Activation":
+            return _sigmoid
+        if cls == "Discretization":
+            bounds = np.asarray(args["bin_boundaries"], np.float32)
+            return lambda v: np.searchsorted(bounds, v, side="right").astype(np.int64)
+        if cls == "Reshape":
+            return lambda v: v
+        if cls == "ListEncoding":
+            return lambda v: _list_encoding(v, args)
+        raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
+
+    def encode(self, batch: pa.RecordBatch) -> dict[str, Encoded]:
+        """Every output of the plan for ``batch`` (columns of :attr:`columns`).
+
+        Raises:
+            OutOfVocabulary: A lookup without OOV slots met an unknown value.
+        """
+        out: dict[str, Encoded] = {}
+        for fp in self.plan.features:
+            value = feature_value(fp, batch)
+            for output, chain in zip(fp.outputs, self._chains[fp.name]):
+                x = value
+                for cls, layer in chain:
+                    # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
+                    if isinstance(x, Ragged) and cls != "ListEncoding":
+                        x = Ragged(x.row_splits, layer(x.values))
+                    else:
+                        x = layer(x)
+                out[output.key] = _as_encoded(x, output)
+        return out
+
+
+def _list_encoding(v: Ragged, args: dict[str, Any]) -> Encoded:
+    mode = args["mode"]
+    if mode == "pad":
+        return Encoded("int64", _pad(v.row_splits, v.values, args["max_values"]))
+    if mode == "ragged":
+        return Encoded("int64", v.values, v.row_splits)
+    return Encoded("float32", _bincount_rows(v.row_splits, v.values, args["num_tokens"],
+                                             mode == "multi_hot", first=1))
+
+
+def _as_encoded(x: Any, output: OutputPlan) -> Encoded:
+    if isinstance(x, Encoded):
+        return x
+    if output.dtype == "float32":
+        return Encoded("float32", np.asarray(x, np.float32).reshape(-1, 1))
+    return Encoded("int64", np.asarray(x, np.int64).reshape(-1, 1))

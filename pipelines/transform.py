@@ -1,0 +1,180 @@
+"""`beam-prep transform`: encode a dataset with an artifact directory's layers, materialized.
+
+TF Transform's ``TransformDataset`` without TensorFlow: the library transform
+:class:`beam_prep.transform.job.TransformDataset` does the work; this module parses flags
+(every flag it does not know goes to Beam), takes the output folder (lock, staging, manifest
+last: :mod:`beam_prep.io.output`) and prints progress and a summary.
+
+Example:
+    $ beam-prep transform --artifacts artifacts/ --input 'data/*.parquet' --output encoded/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from beam_prep.pipelines.analyze import DEFAULT_LOCAL_RUNNER
+from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
+from beam_prep.pipelines.job_logging import (
+    hide_tracebacks_of_our_errors,
+    quiet_beam_worker_notices,
+)
+from beam_prep.pipelines.transform_args import build_parser
+
+from beam_prep.analyzers.pipeline import FAILED_REPORT, raise_if_failed
+from beam_prep.errors import BeamPrepError, InputError
+from beam_prep.io import filesystem as fs
+from beam_prep.io.output import OutputRun
+from beam_prep.io.output_finalize import FinalizeOutput
+from beam_prep.io.readers import check_columns, expand_patterns, infer_format, list_splits
+from beam_prep.progress import ProgressMonitor
+from beam_prep.run_summary import SummaryRecorder
+from beam_prep.transform.job import (
+    MANIFEST,
+    TRANSFORM_OUTPUT,
+    TransformDataset,
+    manifest_info,
+)
+from beam_prep.transform.layers import BatchEncoder
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if not 0 <= args.max_bad_fraction <= 1:
+        raise InputError(f"--max_bad_fraction must be in [0, 1]. Received: "
+                         f"{args.max_bad_fraction}")
+    for flag in ("batch_size", "parquet_rows_per_split"):
+        if getattr(args, flag) < 1:
+            raise InputError(f"--{flag} must be a positive integer. Received: "
+                             f"{getattr(args, flag)}")
+    if args.input_split_bytes < 0:
+        raise InputError(f"--input_split_bytes must be 0 (no split) or positive. Received: "
+                         f"{args.input_split_bytes}")
+
+
+def _splits(files: Sequence[str], fmt: str, args: argparse.Namespace) -> list:
+    """Every input split, in file order: shard ``i`` of the output is split ``i``."""
+    return [s for f in files for s in list_splits(
+        f, fmt, parquet_rows_per_split=args.parquet_rows_per_split,
+        split_bytes=args.input_split_bytes)]
+
+
+def _count_splits(args: argparse.Namespace) -> int | None:
+    """The progress total; None when the splits cannot be listed (run() reports why)."""
+    try:
+        files = expand_patterns(args.input)
+        return len(_splits(files, args.input_format or infer_format(files[0]), args))
+    except Exception:  # noqa: BLE001 - cosmetic
+        return None
+
+
+def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
+    """Runs the transform job and waits for it; returns the PipelineResult.
+
+    Raises:
+        InputError, ArtifactError, SpecError: Bad flags, input, artifacts or output folder
+            (before the pipeline starts when they can be detected then), or too many
+            rejected rows (after it, nothing moved into place).
+    """
+    args, beam_args = parse_job_args(build_parser(), argv)
+    _validate(args)
+    encoder = BatchEncoder(args.artifacts)  # checks the artifacts and their checksums
+    files = expand_patterns(args.input)
+    fmt = args.input_format or infer_format(files[0])
+    check_columns(files, fmt, {c: c for c in encoder.columns}, csv_delimiter=args.csv_delimiter)
+    splits = _splits(files, fmt, args)
+    options = PipelineOptions(beam_args)
+    if options.view_as(StandardOptions).runner is None:
+        options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
+    template = template_location(beam_args)
+    with OutputRun(args.output, TRANSFORM_OUTPUT, overwrite=args.overwrite,
+                   force_unlock=args.force_unlock) as out:
+        pipeline = beam.Pipeline(options=options)
+        info = manifest_info(encoder, args.output_format, args.input, fmt, args.artifacts)
+        manifest = pipeline | "Transform" >> TransformDataset(
+            args.artifacts, splits, out.staging, info, fmt=args.output_format,
+            batch_size=args.batch_size, max_bad_fraction=args.max_bad_fraction,
+            csv_delimiter=args.csv_delimiter, skip_corrupt_tail=args.skip_corrupt_tail)
+        _ = manifest | "FinalizeOutput" >> FinalizeOutput(out.finalizer(
+            report=FAILED_REPORT, failure_level=logging.ERROR if template else logging.INFO))
+        result = pipeline.run()
+        if template:
+            out.hand_over()
+            return result
+        result.wait_until_finish()
+        if not is_dry_run(beam_args):
+            raise_if_failed(out.staging, args.output)
+            out.commit()
+    return result
+
+
+def _our_error(e: Exception) -> str | None:
+    """The message of our error inside an exception Beam wrapped around it (else None)."""
+    for marker in ("InputError: ", "SpecError: ", "ArtifactError: "):
+        if marker in str(e):
+            return str(e).split(marker, 1)[1].split("\n")[0]
+    return None
+
+
+def summarize(manifest: dict) -> str:
+    """Human-readable end-of-run summary."""
+    c = manifest["counts"]
+    lines = [f"rows read: {c['rows_read']:,}   written: {c['rows_written']:,}   rejected: "
+             f"{c['rows_rejected']:,}" + (f" {json.dumps(c['rejected_by_reason'])}"
+                                          if c["rows_rejected"] else ""),
+             f"  {len(manifest['files'])} {manifest['output_format']} shard(s), "
+             f"{sum(f['bytes'] for f in manifest['files']):,} bytes; "
+             f"{len(manifest['outputs'])} encoded outputs"]
+    for o in manifest["outputs"]:
+        shape = "ragged" if o["ragged"] else f"width {o['width']}"
+        lines.append(f"  {o['key']:<24} {o['dtype']:<8} {shape}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry: runs the job with progress, prints the summary; returns the exit code."""
+    args, beam_args = parse_job_args(build_parser(), argv)
+    hide_tracebacks_of_our_errors()
+    quiet_beam_worker_notices()
+    dry_run = is_dry_run(beam_args)
+    show = not args.quiet and not dry_run
+    with SummaryRecorder("transform", json_path=args.summary_json, quiet=args.quiet) as rec:
+        total = _count_splits(args) if show else None
+        with ProgressMonitor("beam-prep transform", unit="splits", total=total,
+                             enabled=show):
+            try:
+                result = run(argv)
+            except BeamPrepError:
+                raise
+            except Exception as e:  # Beam wraps errors raised in DoFns: surface ours.
+                detail = _our_error(e)
+                if detail is None:
+                    raise
+                print(f"beam-prep transform: error: {detail}", file=sys.stderr)
+                rec.fail(detail, error_type=type(e).__name__)
+                return 1
+        if dry_run or template_location(beam_args):
+            rec.dry_run(details={"note": "nothing was written by this process"})
+            return 0
+        path = fs.join(args.output, MANIFEST)
+        manifest = json.loads(fs.read_text(path))
+        c = manifest["counts"]
+        rec.succeed(counts={"rows_read": c["rows_read"], "rows_written": c["rows_written"],
+                            "rows_rejected": c["rows_rejected"],
+                            "shards": len(manifest["files"])},
+                    outputs={"output": args.output, "manifest": path},
+                    details={"rejected_by_reason": c["rejected_by_reason"],
+                             "state": str(result.state)})
+    if not args.quiet:
+        print(summarize(manifest))
+    return 0
+
+
+if __name__ == "__main__":
+    logging.getLogger().setLevel(logging.WARNING)
+    sys.exit(main())
