@@ -79,6 +79,9 @@ class RunSummary:
     def format(self) -> str:
         """The text summary (counts with thousands separators, then outputs).
 
+        Every character that is not printable (ESC, other controls, bidi overrides, line
+        breaks) is shown as its Python escape: a path is text the terminal must not run.
+
         Example:
             >>> print(RunSummary("train", "ok", 3.25, counts={"steps": 1200},
             ...                  outputs={"export": "/m/export"}).format())
@@ -95,7 +98,13 @@ class RunSummary:
                 else (f"{value:.4g}" if isinstance(value, float) else str(value))
             lines.append(f"  {name}: {shown}")
         lines += [f"  wrote {name}: {path}" for name, path in self.outputs.items()]
-        return "\n".join(lines)
+        return "\n".join(_visible(line) for line in lines)
+
+
+def _visible(line: str) -> str:
+    """``line`` with every non-printable character written as its escape (``\\x1b``)."""
+    return line if line.isprintable() else "".join(
+        c if c.isprintable() else repr(c)[1:-1] for c in line)
 
 
 def write_json(summary: RunSummary, path: str) -> None:

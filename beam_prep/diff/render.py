@@ -4,6 +4,11 @@ Tokens are shown with Python ``repr`` (quotes, escapes for control characters, a
 characters) so a hostile token cannot break or forge a table line. The JSON document is
 canonical (sorted keys) and holds every measured value; undefined values are ``null``.
 
+Both outputs go to a terminal: no character that is not printable (ESC and other C0/C1
+controls, bidi overrides, U+2028, invisible format characters) is ever written raw, in a
+token, a path or a message. The table shows it as its Python escape (``\\x1b``), the JSON
+as its JSON escape (``\\u001b``), so ``json.loads`` still gives back the exact string.
+
 Example:
     >>> from beam_prep.diff.compare import diff_artifacts      # doctest: +SKIP
     >>> print(render_table(diff_artifacts("old/", "new/")))     # doctest: +SKIP
@@ -29,10 +34,41 @@ def to_dict(report: DiffReport) -> dict[str, Any]:
     return {"format": JSON_FORMAT, "format_version": JSON_FORMAT_VERSION, **body}
 
 
+def _json_visible(text: str) -> str:
+    """JSON text with every non-printable character but the layout newlines as ``\\uXXXX``.
+
+    ``json.dumps`` escapes only C0 controls; outside strings JSON text holds only printable
+    characters, spaces and the indentation newlines, so every other character replaced
+    here is inside a string, where the escape reads back as the same character.
+    """
+    if text.replace("\n", "").isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch == "\n" or ch.isprintable():
+            out.append(ch)
+        else:
+            units = ch.encode("utf-16-be")
+            out.extend(f"\\u{int.from_bytes(units[i:i + 2], 'big'):04x}"
+                       for i in range(0, len(units), 2))
+    return "".join(out)
+
+
+def _visible(line: str) -> str:
+    """A table line with every non-printable character as its Python escape (``\\x1b``)."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+
+
 def render_json(report: DiffReport) -> str:
-    """Canonical JSON text of :func:`to_dict` (sorted keys, 2-space indent, no NaN)."""
-    return json.dumps(to_dict(report), sort_keys=True, indent=2, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+    """Canonical JSON text of :func:`to_dict` (sorted keys, 2-space indent, no NaN).
+
+    Non-printable characters are escaped (see the module docstring); the text is ASCII
+    only where the data is.
+    """
+    return _json_visible(json.dumps(to_dict(report), sort_keys=True, indent=2,
+                                    ensure_ascii=False, allow_nan=False)) + "\n"
 
 
 def _tok(token: str) -> str:
@@ -116,4 +152,4 @@ def render_table(report: DiffReport) -> str:
         lines += [f"DRIFT: {len(flags)} flag(s)", *(f"  - {f.message}" for f in flags)]
     else:
         lines.append("No drift flag raised.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(_visible(line) for line in lines) + "\n"

@@ -6,7 +6,10 @@ would re-order the page (control characters, bidi overrides, line separators, lo
 as ``\\uXXXX``. The result is safe both as element content and as a quoted attribute value.
 Right-to-left tokens are kept as they are and isolated with ``<bdi>`` (:func:`token`).
 
-The page is one self-contained document: inline CSS, no script, no external resource.
+The page is one self-contained document: inline CSS, no script, no external resource. Its
+Content-Security-Policy (:data:`CSP`, the first element of ``<head>``) says so to the browser
+too: should a future card forget to escape, a planted script, event handler,
+``javascript:`` URL, external image or form still does nothing.
 
 Example:
     >>> text('<b a="1">&')
@@ -55,6 +58,10 @@ svg .mark{stroke:#8250df;stroke-width:1.5}svg .gap{fill:none;stroke:#8c959f;
 stroke-dasharray:2 3}
 svg .cuttext{fill:#cf222e}svg .marktext{fill:#8250df}svg .muted{fill:#57606a}
 """
+
+#: The page's policy: nothing but its own inline style (no script, image, font, frame, fetch,
+#: ``<base>`` or form target; base-uri and form-action do not fall back to default-src).
+CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 _VISIBLE_CATEGORIES_REPLACED = ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")
 
@@ -134,9 +141,10 @@ def card(title_html: str, body: str, *, data_name: str | None = None) -> str:
 
 
 def document(title: str, parts: Sequence[str]) -> str:
-    """The complete page: doctype, inline CSS, the parts in order; no script, no links."""
+    """The complete page: doctype, policy, inline CSS, the parts in order; no script."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{text(title)}</title><style>{_CSS}</style></head>"
         f"<body><main>{''.join(parts)}</main></body></html>\n"
