@@ -142,11 +142,13 @@ def multi(tmp: str) -> dict:
 
     from beam_prep.ranking.train.launcher import build_launcher
 
-    pid = int(os.environ["KERAS_DISTRIBUTION_PROCESS_ID"])
+    pid = int(os.environ.get("KERAS_DISTRIBUTION_PROCESS_ID", "0"))
+    multi_host = "KERAS_DISTRIBUTION_NUM_PROCESSES" in os.environ
     paths, hp = _sample_launcher_hp(os.path.join(tmp, f"p{pid}"), "data_parallel",
                                     batch=4, epochs=2)
     hp = type(hp).from_dict(hp.to_dict(), overrides=[
-        "distribution.multi_host=true", f"training.model_dir={os.path.join(tmp, 'model')}"])
+        f"distribution.multi_host={str(multi_host).lower()}",
+        f"training.model_dir={os.path.join(tmp, 'model')}"])
     lau = build_launcher(hp, layers=_vocab_layers(paths["vocab"]))
     res = lau.run()
     return {"process_index": jax.process_index(), "process_count": jax.process_count(),

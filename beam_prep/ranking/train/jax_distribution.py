@@ -47,7 +47,7 @@ def initialize_multi_host() -> None:
     Raises:
         SpecError: JAX cannot reach or form the cluster (message names the variables).
     """
-    if jax.process_count() > 1:
+    if jax.distributed.is_initialized():
         return
     try:
         keras.distribution.initialize()
