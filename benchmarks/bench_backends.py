@@ -41,8 +41,8 @@ def run_seed(seed: int, workdir: str, spec: str, train: str, test: str) -> dict:
     """One seed on the backend of this process (KERAS_BACKEND)."""
     import keras
 
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
     from beam_prep.ranking.train.hparams import RankingHparams
-    from beam_prep.ranking.train.launcher import build_launcher
 
     backend = keras.backend.backend()
     model_dir = f"{workdir}/model_{backend}_{seed}"

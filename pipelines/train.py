@@ -50,7 +50,7 @@ def run(argv: Sequence[str] | None = None) -> Any:
 def _train(args: argparse.Namespace) -> tuple[Any, Any]:
     """Loads the config and trains; returns ``(TrainResult, RankingHparams)``."""
     from beam_prep.quiet_tf import import_tensorflow_quietly
-    from beam_prep.ranking.train.backend import use_backend
+    from beam_prep.ranking.train.backend import make_launcher, use_backend
     from beam_prep.ranking.train.epoch_log import EpochPrinter
     from beam_prep.ranking.train.hparams import RankingHparams
 
@@ -65,11 +65,9 @@ def _train(args: argparse.Namespace) -> tuple[Any, Any]:
                          "(see examples/train.yaml).") from e
     use_backend(hparams)  # KERAS_BACKEND, before TensorFlow (which imports Keras)
     import_tensorflow_quietly()  # before Keras: no oneDNN/CUDA/absl start-up lines
-    from beam_prep.ranking.train.launcher import build_launcher
-
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     printer = None if quiet or verbose else EpochPrinter(epochs=hparams.training.epochs)
-    launcher = build_launcher(hparams, epoch_printer=printer, verbose=1 if verbose else 0)
+    launcher = make_launcher(hparams, epoch_printer=printer, verbose=1 if verbose else 0)
     return launcher.run(), hparams
 
 

@@ -92,7 +92,7 @@ def launcher(tmp: str) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from beam_prep.ranking.train.launcher import build_launcher
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
     from tests.ranking import test_launcher as tl
 
     out: dict = {}
@@ -140,7 +140,7 @@ def multi(tmp: str) -> dict:
     import jax
     import numpy as np
 
-    from beam_prep.ranking.train.launcher import build_launcher
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
 
     pid = int(os.environ.get("KERAS_DISTRIBUTION_PROCESS_ID", "0"))
     multi_host = "KERAS_DISTRIBUTION_NUM_PROCESSES" in os.environ

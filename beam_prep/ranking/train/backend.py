@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import RankingHparams, check_backend_strategy
@@ -72,3 +73,20 @@ def use_backend(hparams: RankingHparams) -> str:
                             "importing Keras (or run `beam-prep train`).")
     os.environ["KERAS_BACKEND"] = name
     return name
+
+
+def make_launcher(hparams: RankingHparams, **kwargs: Any) -> Any:
+    """The launcher of the running Keras backend (arguments of ``RankingLauncher``).
+
+    ``JaxRankingLauncher`` (:mod:`.jax_backend`) on JAX, ``RankingLauncher`` on TensorFlow.
+    Call :func:`use_backend` first when Keras may not be imported yet.
+    """
+    import keras
+
+    if keras.backend.backend() == "jax":
+        from beam_prep.ranking.train.jax_backend import JaxRankingLauncher
+
+        return JaxRankingLauncher(hparams, **kwargs)
+    from beam_prep.ranking.train.launcher import RankingLauncher
+
+    return RankingLauncher(hparams, **kwargs)

@@ -442,12 +442,5 @@ def _from_artifacts(path: str | None, spec: ElwcFeatureSpec
 
 
 def build_launcher(hparams: RankingHparams, **kwargs: Any) -> RankingLauncher:
-    """The launcher of the running Keras backend (same arguments as :class:`RankingLauncher`).
-
-    On ``KERAS_BACKEND=jax`` it is :class:`~.jax_backend.JaxRankingLauncher`.
-    """
-    if keras.backend.backend() == "jax":
-        from beam_prep.ranking.train.jax_backend import JaxRankingLauncher
-
-        return JaxRankingLauncher(hparams, **kwargs)
+    """Convenience constructor (same arguments as :class:`RankingLauncher`)."""
     return RankingLauncher(hparams, **kwargs)
