@@ -148,12 +148,13 @@ def multi(tmp: str) -> dict:
                                     batch=4, epochs=2)
     hp = type(hp).from_dict(hp.to_dict(), overrides=[
         f"distribution.multi_host={str(multi_host).lower()}",
-        f"training.model_dir={os.path.join(tmp, 'model')}"])
+        f"training.model_dir={os.path.join(tmp, 'model')}",
+        f"training.export_dir={os.path.join(tmp, 'export')}"])
     lau = build_launcher(hp, layers=_vocab_layers(paths["vocab"]))
     res = lau.run()
     return {"process_index": jax.process_index(), "process_count": jax.process_count(),
             "devices": jax.device_count(), "history": res.history, "steps": res.steps,
-            "chief": lau.chief,
+            "chief": lau.chief, "export": res.export_path,
             "weights_sum": float(sum(np.abs(np.asarray(w)).sum() for w in res.model.get_weights()))}
 
 

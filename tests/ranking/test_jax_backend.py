@@ -223,6 +223,9 @@ def test_two_processes_train_together_over_jax_cpu_collectives(tmp_path):
     assert [o["process_index"] for o in outs] == [0, 1]
     assert all(o["process_count"] == 2 and o["devices"] == 2 for o in outs)
     assert [o["chief"] for o in outs] == [True, False]
+    # Process 0 alone exports (replicated weights are readable on every process).
+    assert [o["export"] for o in outs] == [str(tmp_path / "export"), None]
+    assert (tmp_path / "export" / "saved_model.pb").is_file()
     assert outs[0]["history"] == outs[1]["history"]
     assert outs[0]["weights_sum"] == outs[1]["weights_sum"]
     # The same run in one process over 2 virtual devices.
