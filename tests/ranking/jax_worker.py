@@ -68,6 +68,27 @@ def step(tmp: str) -> dict:
             "mesh": (list(launcher.distribution.device_mesh.shape)
                      if launcher.distribution is not None else None),
         }
+    out["errors"] = _config_errors(tmp)
+    return out
+
+
+def _config_errors(tmp: str) -> dict:
+    """Messages of the JAX-only checks: batch over the data replicas, mesh size, custom loop."""
+    from beam_prep.errors import SpecError
+    from beam_prep.ranking.train.jax_backend import JaxRankingLauncher
+
+    cases = {"odd_batch": ("data_parallel", {"batch": 3}, []),
+             "mesh": ("model_parallel", {}, ["distribution.model_parallel_size=3"]),
+             "custom_loop": ("data_parallel", {"loop": "custom"}, [])}
+    out = {}
+    for name, (strategy, over, extra) in cases.items():
+        paths, hp = _sample_launcher_hp(os.path.join(tmp, "err_" + name), strategy, **over)
+        hp = type(hp).from_dict(hp.to_dict(), overrides=extra)
+        try:
+            JaxRankingLauncher(hp, layers=_vocab_layers(paths["vocab"])).validate(None)
+            out[name] = None
+        except SpecError as e:
+            out[name] = str(e)
     return out
 
 

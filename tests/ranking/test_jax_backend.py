@@ -81,6 +81,14 @@ def test_model_parallel_shards_tables_by_rows_with_the_same_loss(step):
     assert _max_diff(mp["weights"], single["weights"]) < 1e-6
 
 
+def test_jax_only_settings_fail_with_the_field_and_the_fix(step):
+    errors = step["errors"]
+    assert "`data.train_batch_size` must be divisible by the 2 data" in errors["odd_batch"]
+    assert "use a multiple of 2" in errors["odd_batch"]
+    assert "`distribution.model_parallel_size` must divide the 2 devices" in errors["mesh"]
+    assert "`training.loop: custom` is the TensorFlow loop" in errors["custom_loop"]
+
+
 def test_checkpoints_are_written_and_a_run_resumes(launched):
     _, out = launched
     assert out["sample"]["ckpts"] == ["ckpt-0001.weights.h5", "ckpt-0002.weights.h5"]
