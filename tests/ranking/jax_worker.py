@@ -179,7 +179,32 @@ def multi(tmp: str) -> dict:
             "weights_sum": float(sum(np.abs(np.asarray(w)).sum() for w in res.model.get_weights()))}
 
 
+LOSS_LABELS = [[2.0, 1.0, 0.0, -1.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, -1.0]]
+LOSS_SCORES = [[0.5, 1.5, -0.2, 9.0], [0.1, 0.0, 0.3, -0.4], [1.0, 2.0, 3.0, 4.0]]
+
+
+def losses_and_metrics() -> dict:
+    """Every loss (per list) and metric of the launcher on fixed labels/scores."""
+    import numpy as np
+
+    from beam_prep.ranking.train.hparams import LOSSES
+    from beam_prep.ranking.train.losses import get_loss
+    from beam_prep.ranking.train.metrics import ranking_metrics
+
+    y, s = np.array(LOSS_LABELS, np.float32), np.array(LOSS_SCORES, np.float32)
+    out = {name: np.asarray(get_loss(name, reduction=None)(y, s)).tolist() for name in LOSSES}
+    out["softmax_gains"] = np.asarray(
+        get_loss("softmax", softmax_targets="gains", reduction=None)(y, s)).tolist()
+    for m in ranking_metrics([2, 4]):
+        m.update_state(y, s)
+        out[m.name] = float(m.result())
+    return out
+
+
 def main(mode: str, tmp: str) -> None:
+    if mode == "losses":
+        print("RESULT " + json.dumps(losses_and_metrics()), flush=True)
+        return
     result = {"step": step, "launcher": launcher, "multi": multi}[mode](tmp)
     print("RESULT " + json.dumps(result), flush=True)
 
