@@ -4,7 +4,8 @@ Usage: python -m tests.ranking.jax_worker <mode> <tmp_dir>
 
 modes:
   step       one SGD step on the sample, single device vs DataParallel vs ModelParallel (tables
-             sharded by rows) from the same initial weights; writes the weights and losses
+             sharded by rows) from the same initial weights; the JAX-only config errors; every
+             loss and metric on fixed values
   launcher   the launcher (data_parallel, early stopping, TensorBoard, export) on the synthetic
              early-stopping data of test_launcher, then the sample with its vocabulary copied
              into tmp (export + the JAX model's scores); then a resume run
@@ -69,6 +70,7 @@ def step(tmp: str) -> dict:
                      if launcher.distribution is not None else None),
         }
     out["errors"] = _config_errors(tmp)
+    out["losses"] = losses_and_metrics()
     return out
 
 
@@ -202,9 +204,6 @@ def losses_and_metrics() -> dict:
 
 
 def main(mode: str, tmp: str) -> None:
-    if mode == "losses":
-        print("RESULT " + json.dumps(losses_and_metrics()), flush=True)
-        return
     result = {"step": step, "launcher": launcher, "multi": multi}[mode](tmp)
     print("RESULT " + json.dumps(result), flush=True)
 

@@ -89,12 +89,12 @@ def test_jax_only_settings_fail_with_the_field_and_the_fix(step):
     assert "`training.loop: custom` is the TensorFlow loop" in errors["custom_loop"]
 
 
-def test_losses_and_metrics_on_jax_equal_the_tensorflow_values(tmp_path):
+def test_losses_and_metrics_on_jax_equal_the_tensorflow_values(step):
     """The TF values are the oracle (tests/ranking/test_losses.py checks them against numpy)."""
     from tests.ranking.jax_worker import losses_and_metrics
 
     expected = losses_and_metrics()
-    got = _worker("losses", tmp_path)
+    got = step["losses"]
     assert sorted(got) == sorted(expected)
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
