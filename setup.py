@@ -60,6 +60,14 @@ TEST_REQUIRES = [
     "jsonschema>=4",
 ]
 
+# The ranking launcher on KERAS_BACKEND=jax (docs/training.md); the default install is TF only.
+# jax 0.10.2 (CPU wheels from PyPI) is the version tested here; on TPU hosts install
+# jax[tpu] of the same version instead.
+JAX_REQUIRES = [
+    "jax>=0.10,<0.11",
+    "jaxlib>=0.10,<0.11",
+]
+
 setup(
     name="beam-prep",
     version=VERSION,
@@ -78,7 +86,8 @@ setup(
     package_data={"beam_prep": ["py.typed"], "beam_prep.templates": ["*.j2"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "bench": TEST_REQUIRES + ["psutil"]},
+    extras_require={"test": TEST_REQUIRES, "bench": TEST_REQUIRES + ["psutil"],
+                    "jax": JAX_REQUIRES},
     entry_points={"console_scripts": ["beam-prep=beam_prep.cli:main"]},
     ext_modules=[NATIVE, HASHES],
 )

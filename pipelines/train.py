@@ -50,11 +50,9 @@ def run(argv: Sequence[str] | None = None) -> Any:
 def _train(args: argparse.Namespace) -> tuple[Any, Any]:
     """Loads the config and trains; returns ``(TrainResult, RankingHparams)``."""
     from beam_prep.quiet_tf import import_tensorflow_quietly
-
-    import_tensorflow_quietly()  # before Keras: no oneDNN/CUDA/absl start-up lines
+    from beam_prep.ranking.train.backend import make_launcher, use_backend
     from beam_prep.ranking.train.epoch_log import EpochPrinter
     from beam_prep.ranking.train.hparams import RankingHparams
-    from beam_prep.ranking.train.launcher import RankingLauncher
 
     try:
         hparams = RankingHparams.load(args.config, overrides=args.overrides)
@@ -65,9 +63,11 @@ def _train(args: argparse.Namespace) -> tuple[Any, Any]:
         raise InputError(f"Cannot read the training config ({reason}). Received: "
                          f"--config={args.config!r}. Pass the path of a YAML config "
                          "(see examples/train.yaml).") from e
+    use_backend(hparams)  # KERAS_BACKEND, before TensorFlow (which imports Keras)
+    import_tensorflow_quietly()  # before Keras: no oneDNN/CUDA/absl start-up lines
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     printer = None if quiet or verbose else EpochPrinter(epochs=hparams.training.epochs)
-    launcher = RankingLauncher(hparams, epoch_printer=printer, verbose=1 if verbose else 0)
+    launcher = make_launcher(hparams, epoch_printer=printer, verbose=1 if verbose else 0)
     return launcher.run(), hparams
 
 

@@ -273,7 +273,22 @@ class PreprocessingLayers:
         """A function for ``tf.data.Dataset.map``: ``fn(features, *rest)``."""
         if stage not in ("all", "data"):
             raise SpecError(f"`stage` must be 'all' or 'data' in tf.data. Received: {stage!r}")
-        preprocessor = self.build_preprocessor(stage=stage)
+        import keras
+
+        if keras.backend.backend() == "tensorflow":
+            preprocessor = self.build_preprocessor(stage=stage)
+        else:  # JAX/torch: no keras.Model on tf.data's tensors (see the generated module)
+            layers = self.build_layers()
+
+            def preprocessor(raw: dict[str, Any]) -> dict[str, Any]:
+                values = self.feature_values(raw)
+                out = {}
+                for key, (name, where) in self.outputs.items():
+                    x = values[name]
+                    if not (stage == "data" and where == "model"):
+                        x = _apply_on_tf(layers[key], x)
+                    out[key] = x
+                return out
 
         def preprocess(features: dict[str, Any], *rest: Any) -> Any:
             raw = self.raw_columns(features)
@@ -296,6 +311,23 @@ class PreprocessingLayers:
 
     def __repr__(self) -> str:
         return f"PreprocessingLayers({self.path!r}, outputs={list(self.outputs)})"
+
+
+def _apply_on_tf(chain: list[Any], x: Any) -> Any:
+    """The generated module's ``_apply_on_tf``: a layer chain on tf.Tensors on any backend."""
+    import keras
+    import tensorflow as tf
+
+    for layer in chain:
+        if isinstance(layer, keras.layers.Reshape):
+            x = tf.reshape(x, (-1, *layer.target_shape))
+        elif type(layer).__module__.startswith("beam_prep."):
+            x = layer.call(x)
+        else:
+            if not layer.built:  # a Model builds them on its symbolic inputs
+                layer.build(x.shape)
+            x = layer(x)
+    return x
 
 
 def layers_from_artifacts(path: str, *, verify: bool = True) -> PreprocessingLayers:

@@ -656,6 +656,41 @@ def raw_columns(features: dict[str, Any]) -> dict[str, tf.Tensor]:
     return out
 
 
+def _layers_fn(
+    layers: dict[str, list[keras.layers.Layer]], stage: str
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``build_preprocessor``'s outputs as a plain function of the raw inputs (no Model)."""
+
+    def encode(inputs: dict[str, Any]) -> dict[str, Any]:
+        values = inputs
+        return {
+            key: values[name] if stage == "data" and where == "model"
+            else _apply_on_tf(layers[key], values[name])
+            for key, (name, where) in OUTPUTS.items()
+        }
+
+    return encode
+
+
+def _apply_on_tf(chain: list[keras.layers.Layer], x: Any) -> Any:
+    """``_apply`` on tf.Tensors whatever the Keras backend.
+
+    Keras' preprocessing layers switch to TensorFlow inside tf.data by themselves; ``Reshape``
+    and this module's own layers (written with ``tf`` ops) would convert their inputs to the
+    backend's arrays in ``__call__``, so they are run as ``tf.reshape`` / ``layer.call``.
+    """
+    for layer in chain:
+        if isinstance(layer, keras.layers.Reshape):
+            x = tf.reshape(x, (-1, *layer.target_shape))
+        elif type(layer).__module__ == __name__:
+            x = layer.call(x)
+        else:
+            if not layer.built:  # a Model builds them on its symbolic inputs
+                layer.build(x.shape)
+            x = layer(x)
+    return x
+
+
 def make_dataset_fn(
     artifacts_dir: str = ARTIFACTS_DIR, *, stage: str = "all", verify: bool = True
 ) -> Callable[..., Any]:
@@ -674,7 +709,12 @@ def make_dataset_fn(
         raise ValueError(
             f"`stage` must be 'all' or 'data' in tf.data. Received: stage={stage!r}"
         )
-    preprocessor = build_preprocessor(artifacts_dir, stage=stage, verify=verify)
+    if keras.backend.backend() == "tensorflow":
+        preprocessor = build_preprocessor(artifacts_dir, stage=stage, verify=verify)
+    else:
+        # On JAX or torch a keras.Model computes with that backend and cannot take the
+        # symbolic tensors of tf.data; the preprocessing layers run on TensorFlow there.
+        preprocessor = _layers_fn(build_layers(artifacts_dir, verify=verify), stage)
 
     def preprocess(features: dict[str, Any], *rest: Any) -> Any:
         raw = raw_columns(features)

@@ -40,7 +40,8 @@ from typing import Any, Literal, get_args
 from beam_prep.config import check_fields, check_keys, field_error, from_mapping, load_yaml
 from beam_prep.errors import SpecError
 
-Strategy = Literal["default", "mirrored", "multi_worker", "tpu"]
+Strategy = Literal["default", "mirrored", "multi_worker", "tpu", "data_parallel", "model_parallel"]
+Backend = Literal["auto", "tensorflow", "jax"]
 LossName = Literal["softmax", "approx_ndcg", "pairwise_logistic", "list_mle"]
 OptimizerName = Literal["adam", "adagrad", "sgd"]
 TrainingLoop = Literal["auto", "fit", "custom"]
@@ -48,6 +49,10 @@ Activation = Literal["relu", "gelu", "tanh", "swish"]
 SoftmaxTargets = Literal["labels", "gains"]
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+BACKENDS: tuple[str, ...] = get_args(Backend)
+# Strategies of each Keras backend (``default`` = one device on either).
+TF_STRATEGIES: tuple[str, ...] = ("default", "mirrored", "multi_worker", "tpu")
+JAX_STRATEGIES: tuple[str, ...] = ("default", "data_parallel", "model_parallel")
 LOSSES: tuple[str, ...] = get_args(LossName)
 OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
 TRAINING_LOOPS: tuple[str, ...] = get_args(TrainingLoop)
@@ -249,13 +254,37 @@ class DistributionHparams:
             ``multi_worker`` (``TF_CONFIG``) or ``tpu``. Parameter-server training is not
             offered: Keras 3 ``fit`` does not support ``ParameterServerStrategy``.
         tpu: TPU name or ``grpc://`` address for ``TPUClusterResolver`` (``""`` = local).
+        backend: Keras backend: ``tensorflow``, ``jax`` or ``auto`` (``KERAS_BACKEND``, else
+            TensorFlow). On JAX the strategies are ``default``, ``data_parallel``
+            (``keras.distribution.DataParallel``) and ``model_parallel`` (large embedding
+            tables sharded by rows); see docs/training.md.
+        model_parallel_size: Devices on the ``model`` axis of the ``model_parallel`` mesh
+            (null = all devices); the batch is split over the other axis.
+        multi_host: JAX only: call ``keras.distribution.initialize`` (``jax.distributed``)
+            first; addresses come from the ``KERAS_DISTRIBUTION_*`` variables or, on Cloud
+            TPU, from the TPU environment.
     """
 
     strategy: Strategy = "default"
     tpu: str = ""
+    backend: Backend = "auto"
+    model_parallel_size: int | None = None
+    multi_host: bool = False
 
     def validate(self) -> None:  # noqa: D102
         check_fields(self, where="`distribution`")
+        _int("distribution", "model_parallel_size", self.model_parallel_size, optional=True)
+        if self.backend != "auto":
+            check_backend_strategy(self.backend, self.strategy)
+
+
+def check_backend_strategy(backend: str, strategy: str) -> None:
+    """SpecError unless ``strategy`` runs on the Keras ``backend`` (see the tuples above)."""
+    allowed = JAX_STRATEGIES if backend == "jax" else TF_STRATEGIES
+    if strategy not in allowed:
+        raise _fail("distribution", "strategy", strategy,
+                    f"one of {', '.join(map(repr, allowed))} on the {backend} backend (set "
+                    "`distribution.backend` or KERAS_BACKEND to match the strategy)")
 
 
 SECTIONS: tuple[str, ...] = ("data", "model", "training", "distribution")

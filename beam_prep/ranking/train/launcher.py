@@ -265,6 +265,7 @@ class RankingLauncher:
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
                                  hparams.training.steps_per_execution)
         self.chief = is_chief(self.strategy)
+        self.jit_compile = hparams.distribution.strategy == "tpu"
 
     def validate(self, element_spec: Any) -> None:
         """Strategy-specific checks (TPU: static shapes, batch divisibility, ...)."""
@@ -291,7 +292,7 @@ class RankingLauncher:
                                   softmax_targets=hp.training.softmax_targets),
                     metrics=ranking_metrics(hp.training.metrics_k),
                     steps_per_execution=hp.training.steps_per_execution,
-                    jit_compile=hp.distribution.strategy == "tpu")
+                    jit_compile=self.jit_compile)
         return model
 
     def _dir(self, sub: str) -> str:
@@ -321,11 +322,15 @@ class RankingLauncher:
         seconds = time.perf_counter() - start
         export_path = None
         if self.hp.training.export_dir and self.chief:
-            from beam_prep.ranking.train.export import export_ranker
-
-            export_path = export_ranker(model, self.preprocessor, self.hp.training.export_dir,
-                                        parse_fn=self.datasets.parse_fn)
+            export_path = self.export(model, train_ds.element_spec)
         return TrainResult(model, history, steps, seconds, export_path)
+
+    def export(self, model: keras.Model, element_spec: Any) -> str:
+        """Writes the SavedModel to ``training.export_dir`` (:mod:`.export`); returns it."""
+        from beam_prep.ranking.train.export import export_ranker
+
+        return export_ranker(model, self.preprocessor, self.hp.training.export_dir,
+                             parse_fn=self.datasets.parse_fn)
 
     def steps_per_epoch(self) -> int:
         """``training.steps_per_epoch`` or one pass over the training files."""

@@ -1,0 +1,109 @@
+"""The ranking launcher on the JAX backend (``KERAS_BACKEND=jax``).
+
+Same config, data, model, losses and metrics as the TensorFlow launcher
+(:class:`~.launcher.RankingLauncher`, which this subclasses); what changes:
+
+* **Input pipeline** stays TensorFlow: ``tf.data``, the ELWC reader and the preprocessing
+  layers run on the host; Keras hands the batches to JAX as arrays.
+* **Distribution**: ``keras.distribution`` instead of ``tf.distribute``
+  (:mod:`.jax_distribution`): ``default``, ``data_parallel``, ``model_parallel``; with
+  ``distribution.multi_host`` JAX's cluster is initialised first and only process 0 writes
+  ``model_dir`` and the export.
+* **Training loop**: Keras ``fit``, compiled with XLA (``jit_compile=True``); callbacks as on
+  TensorFlow (``ModelCheckpoint`` weights, ``BackupAndRestore``, ``TensorBoard``,
+  ``EarlyStopping`` keeping the best epoch). The custom ``tf.function`` loop is TensorFlow
+  only.
+* **Embeddings**: keras-rs ``DistributedEmbedding`` takes its JAX path (SparseCore on TPU
+  when ``jax-tpu-embedding`` is installed, plain lookups elsewhere).
+* **Export**: :mod:`.jax_export` (``jax2tf``), same signatures as on TensorFlow.
+
+Example:
+    >>> import os; os.environ["KERAS_BACKEND"] = "jax"                   # doctest: +SKIP
+    >>> result = JaxRankingLauncher(RankingHparams.load("train.yaml")).run()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import keras
+import tensorflow as tf
+
+from beam_prep.errors import SpecError
+from beam_prep.ranking.train.hparams import RankingHparams, check_backend_strategy
+from beam_prep.ranking.train.jax_distribution import (
+    data_replicas,
+    initialize_multi_host,
+    make_distribution,
+    mesh_shape,
+    padded_rows,
+)
+from beam_prep.ranking.train.launcher import RankingLauncher
+
+
+class JaxRankingLauncher(RankingLauncher):
+    """:class:`~.launcher.RankingLauncher` on JAX (see the module docstring).
+
+    Args:
+        hparams: The config (``distribution.strategy``: ``default``, ``data_parallel`` or
+            ``model_parallel``).
+        **kwargs: ``layers``, ``vocab_rows``, ``parse_fn``, ``epoch_printer``, ``verbose`` of
+            :class:`~.launcher.RankingLauncher` (no ``strategy``: JAX has no tf.distribute).
+
+    Raises:
+        SpecError: Not on the JAX backend, a TensorFlow-only strategy or loop, or a batch
+            that does not split over the devices.
+    """
+
+    def __init__(self, hparams: RankingHparams, **kwargs: Any) -> None:
+        if keras.backend.backend() != "jax":
+            raise SpecError("JaxRankingLauncher needs KERAS_BACKEND=jax set before Keras is "
+                            f"imported. Received: backend={keras.backend.backend()!r}")
+        if kwargs.get("strategy") is not None:
+            raise SpecError("The JAX launcher takes no tf.distribute strategy; set "
+                            "`distribution.strategy` to data_parallel or model_parallel.")
+        dist = hparams.distribution
+        check_backend_strategy("jax", dist.strategy)
+        if hparams.training.loop == "custom":
+            raise SpecError("`training.loop: custom` is the TensorFlow loop (tf.function + "
+                            "tf.distribute); on JAX use 'fit' or 'auto'. Received: "
+                            "loop='custom'")
+        if dist.multi_host:
+            initialize_multi_host()
+        # The tf.data pipeline still runs on TensorFlow's default (one-device) strategy.
+        super().__init__(hparams, strategy=tf.distribute.get_strategy(), **kwargs)
+        self.loop = "fit"
+        self.jit_compile = True
+        self.chief = jax.process_index() == 0
+        self.sharded_tables: dict[str, int] = {}
+        if dist.strategy == "model_parallel":
+            shards = mesh_shape(jax.device_count(), dist.model_parallel_size)[1]
+            for name, rows in self.preprocessor.id_rows.items():
+                if rows >= hparams.model.distributed_embedding_min_rows:
+                    self.preprocessor.id_rows[name] = padded_rows(rows, shards)
+                    self.sharded_tables[name] = self.preprocessor.id_rows[name]
+        self.distribution = make_distribution(dist.strategy, tables=self.sharded_tables,
+                                              model_parallel_size=dist.model_parallel_size)
+        keras.distribution.set_distribution(self.distribution)
+
+    def validate(self, element_spec: Any) -> None:
+        """The global batches split evenly over the data replicas and the processes."""
+        split = max(data_replicas(self.distribution), jax.process_count())
+        data = self.hp.data
+        sizes = {"train_batch_size": data.train_batch_size}
+        if data.valid_pattern:
+            sizes["valid_batch_size"] = data.resolved_valid_batch_size
+        for field, size in sizes.items():
+            if size % split:
+                raise SpecError(f"`data.{field}` must be divisible by the {split} data "
+                                f"replicas/processes of strategy "
+                                f"{self.hp.distribution.strategy!r}. Received: "
+                                f"{field}={size}; use a multiple of {split}.")
+
+    def export(self, model: keras.Model, element_spec: Any) -> str:
+        """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF."""
+        from beam_prep.ranking.train.jax_export import export_jax_ranker
+
+        return export_jax_ranker(model, self.preprocessor, self.hp.training.export_dir,
+                                 parse_fn=self.datasets.parse_fn, feature_spec=element_spec[0])

@@ -1,0 +1,212 @@
+"""Subprocess body of the JAX backend tests (KERAS_BACKEND and XLA_FLAGS are set by the caller).
+
+Usage: python -m tests.ranking.jax_worker <mode> <tmp_dir>
+
+modes:
+  step       one SGD step on the sample, single device vs DataParallel vs ModelParallel (tables
+             sharded by rows) from the same initial weights; the JAX-only config errors; every
+             loss and metric on fixed values
+  launcher   the launcher (data_parallel, early stopping, TensorBoard, export) on the synthetic
+             early-stopping data of test_launcher, then the sample with its vocabulary copied
+             into tmp (export + the JAX model's scores); then a resume run
+  multi      one process of a 2-process data_parallel run (KERAS_DISTRIBUTION_* in the env)
+  module     the generated preprocessing module of tests' artifacts, in tf.data, on this backend
+
+Prints one JSON line prefixed by RESULT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+
+def _sample_launcher_hp(tmp: str, strategy: str, **over):
+    from beam_prep.ranking.train.hparams import RankingHparams
+    from tests.ranking.train_fixtures import config_yaml, copy_sample
+
+    paths = copy_sample(os.path.join(tmp, "data"))
+    text = config_yaml(paths, os.path.join(tmp, "model"), strategy=strategy, **over)
+    return paths, RankingHparams.from_yaml_text(text, overrides=[
+        "distribution.backend=jax", "model.distributed_embedding_min_rows=0"])
+
+
+def step(tmp: str) -> dict:
+    import keras
+    import numpy as np
+
+    from beam_prep.ranking.train.jax_backend import JaxRankingLauncher
+    from beam_prep.ranking.train.losses import get_loss
+
+    out: dict = {}
+    weights0 = None
+    features = labels = None
+    for strategy in ("default", "data_parallel", "model_parallel"):
+        paths, hp = _sample_launcher_hp(os.path.join(tmp, strategy), strategy)
+        keras.distribution.set_distribution(None)
+        launcher = JaxRankingLauncher(hp, layers=_vocab_layers(paths["vocab"]))
+        ds = launcher.datasets.train_dataset()
+        model = launcher.build_model(ds.element_spec)
+        if features is None:
+            features, labels = next(iter(ds))
+            features = {k: v.numpy() for k, v in features.items()}
+            labels = labels.numpy()
+        if weights0 is None:
+            weights0 = [np.asarray(w) for w in model.get_weights()]
+        # Padded (sharded) tables have extra rows: copy the common ones.
+        model.set_weights([_fit(w0, w.shape) for w0, w in zip(weights0, model.get_weights())])
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss=get_loss("softmax"),
+                      jit_compile=True)
+        loss = float(model.train_on_batch(features, labels, return_dict=True)["loss"])
+        out[strategy] = {
+            "loss": loss,
+            "weights": [np.asarray(w)[:weights0[i].shape[0]].tolist()
+                        for i, w in enumerate(model.get_weights())],
+            "specs": {v.path: str(getattr(v.value.sharding, "spec", None)) for v in model.weights},
+            "rows": dict(launcher.preprocessor.id_rows),
+            "mesh": (list(launcher.distribution.device_mesh.shape)
+                     if launcher.distribution is not None else None),
+        }
+    out["errors"] = _config_errors(tmp)
+    out["losses"] = losses_and_metrics()
+    return out
+
+
+def _config_errors(tmp: str) -> dict:
+    """Messages of the JAX-only checks: batch over the data replicas, mesh size, custom loop."""
+    from beam_prep.errors import SpecError
+    from beam_prep.ranking.train.jax_backend import JaxRankingLauncher
+
+    cases = {"odd_batch": ("data_parallel", {"batch": 3}, []),
+             "mesh": ("model_parallel", {}, ["distribution.model_parallel_size=3"]),
+             "custom_loop": ("data_parallel", {"loop": "custom"}, [])}
+    out = {}
+    for name, (strategy, over, extra) in cases.items():
+        paths, hp = _sample_launcher_hp(os.path.join(tmp, "err_" + name), strategy, **over)
+        hp = type(hp).from_dict(hp.to_dict(), overrides=extra)
+        try:
+            JaxRankingLauncher(hp, layers=_vocab_layers(paths["vocab"])).validate(None)
+            out[name] = None
+        except SpecError as e:
+            out[name] = str(e)
+    return out
+
+
+def _fit(w0, shape):
+    import numpy as np
+
+    if w0.shape == shape:
+        return w0
+    out = np.zeros(shape, w0.dtype)
+    out[:w0.shape[0]] = w0
+    return out
+
+
+def _vocab_layers(vocab: str) -> dict:
+    import keras
+
+    return {"query_tokens": keras.layers.StringLookup(vocabulary=vocab),
+            "document_tokens": keras.layers.StringLookup(vocabulary=vocab)}
+
+
+def launcher(tmp: str) -> dict:
+    import numpy as np
+    import tensorflow as tf
+
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
+    from tests.ranking import test_launcher as tl
+
+    out: dict = {}
+    # 1. Early stopping + TensorBoard on the synthetic data (fit on data_parallel).
+    paths = tl._write_data(os.path.join(tmp, "es_data"))
+    hp = tl._hparams(paths, os.path.join(tmp, "es_model"))
+    hp = type(hp).from_dict({**hp.to_dict(), "distribution": {
+        "backend": "jax", "strategy": "data_parallel"}})
+    lau = build_launcher(hp)
+    res = lau.run()
+    labels, scores = [], []
+    for features, y in lau.datasets.valid_dataset():
+        labels.append(y.numpy())
+        scores.append(np.asarray(res.model(features, training=False)))
+    out["es"] = {"history": res.history, "steps": res.steps, "type": type(lau).__name__,
+                 "ndcg_of_returned_model": tl._numpy_ndcg(np.concatenate(labels),
+                                                          np.concatenate(scores), 2),
+                 "train_scalars": tl._scalars(os.path.join(tmp, "es_model", "logs", "train")),
+                 "valid_scalars": tl._scalars(os.path.join(tmp, "es_model", "logs",
+                                                           "validation"))}
+    # 2. The sample (string lookups over a vocabulary copied here), exported.
+    sample_tmp = os.path.join(tmp, "sample")
+    paths, hp = _sample_launcher_hp(sample_tmp, "data_parallel", epochs=2)
+    hp = type(hp).from_dict(hp.to_dict(), overrides=[
+        f"training.export_dir={os.path.join(sample_tmp, 'export')}"])
+    lau = build_launcher(hp, layers=_vocab_layers(paths["vocab"]))
+    res = lau.run()
+    records = [r.numpy() for r in tf.data.TFRecordDataset(tf.io.gfile.glob(paths["train"]))]
+    feats, _ = lau.datasets.parse_fn(tf.constant(records))
+    scores = np.asarray(res.model(lau.preprocessor(feats), training=False))
+    np.save(os.path.join(sample_tmp, "jax_scores.npy"), scores)
+    shutil.copytree(paths["dir"], os.path.join(sample_tmp, "records"))
+    out["sample"] = {"history": res.history, "steps": res.steps, "export": res.export_path,
+                     "ckpts": sorted(os.listdir(os.path.join(sample_tmp, "model", "ckpt")))}
+    # 3. Resume: two more epochs over the same model_dir continue from step 6.
+    hp2 = type(hp).from_dict(hp.to_dict(), overrides=["training.epochs=4",
+                                                      "training.export_dir=null"])
+    res2 = build_launcher(hp2, layers=_vocab_layers(paths["vocab"])).run()
+    out["resumed"] = {"history": res2.history, "steps": res2.steps}
+    shutil.rmtree(paths["dir"])  # the artifacts (vocabulary) are gone: the export must not care
+    return out
+
+
+def multi(tmp: str) -> dict:
+    import jax
+    import numpy as np
+
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
+
+    pid = int(os.environ.get("KERAS_DISTRIBUTION_PROCESS_ID", "0"))
+    multi_host = "KERAS_DISTRIBUTION_NUM_PROCESSES" in os.environ
+    paths, hp = _sample_launcher_hp(os.path.join(tmp, f"p{pid}"), "data_parallel",
+                                    batch=4, epochs=2)
+    hp = type(hp).from_dict(hp.to_dict(), overrides=[
+        f"distribution.multi_host={str(multi_host).lower()}",
+        f"training.model_dir={os.path.join(tmp, 'model')}",
+        f"training.export_dir={os.path.join(tmp, 'export')}"])
+    lau = build_launcher(hp, layers=_vocab_layers(paths["vocab"]))
+    res = lau.run()
+    return {"process_index": jax.process_index(), "process_count": jax.process_count(),
+            "devices": jax.device_count(), "history": res.history, "steps": res.steps,
+            "chief": lau.chief, "export": res.export_path,
+            "weights_sum": float(sum(np.abs(np.asarray(w)).sum() for w in res.model.get_weights()))}
+
+
+LOSS_LABELS = [[2.0, 1.0, 0.0, -1.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, -1.0]]
+LOSS_SCORES = [[0.5, 1.5, -0.2, 9.0], [0.1, 0.0, 0.3, -0.4], [1.0, 2.0, 3.0, 4.0]]
+
+
+def losses_and_metrics() -> dict:
+    """Every loss (per list) and metric of the launcher on fixed labels/scores."""
+    import numpy as np
+
+    from beam_prep.ranking.train.hparams import LOSSES
+    from beam_prep.ranking.train.losses import get_loss
+    from beam_prep.ranking.train.metrics import ranking_metrics
+
+    y, s = np.array(LOSS_LABELS, np.float32), np.array(LOSS_SCORES, np.float32)
+    out = {name: np.asarray(get_loss(name, reduction=None)(y, s)).tolist() for name in LOSSES}
+    out["softmax_gains"] = np.asarray(
+        get_loss("softmax", softmax_targets="gains", reduction=None)(y, s)).tolist()
+    for m in ranking_metrics([2, 4]):
+        m.update_state(y, s)
+        out[m.name] = float(m.result())
+    return out
+
+
+def main(mode: str, tmp: str) -> None:
+    result = {"step": step, "launcher": launcher, "multi": multi}[mode](tmp)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,253 @@
+"""The ranking launcher on the JAX backend, on CPU with 2 virtual devices.
+
+Every JAX run is a subprocess (``tests/ranking/jax_worker.py``) with ``KERAS_BACKEND=jax`` and
+``XLA_FLAGS=--xla_force_host_platform_device_count=2`` (Keras fixes its backend at import, and
+this pytest process runs on TensorFlow). Oracles: the single-device run (DataParallel and
+ModelParallel steps), test_launcher's numpy NDCG and stopping rule (early stopping), the JAX
+model's own scores (export, compared in a process where ``import jax`` fails).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+if importlib.util.find_spec("jax") is None:
+    pytest.skip("jax is not installed (pip install beam-prep[jax])", allow_module_level=True)
+
+from tests.ranking import test_launcher as tl  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+JAX_ENV = {"KERAS_BACKEND": "jax", "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _run(args: list[str], env: dict | None = None, timeout: int = 600) -> dict:
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, **JAX_ENV, **(env or {})}, timeout=timeout)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def _worker(mode: str, tmp, env: dict | None = None) -> dict:
+    return _run(["-m", "tests.ranking.jax_worker", mode, str(tmp)], env)
+
+
+@pytest.fixture(scope="module")
+def step(tmp_path_factory):
+    return _worker("step", tmp_path_factory.mktemp("jax_step"))
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("jax_launcher")
+    return tmp, _worker("launcher", tmp)
+
+
+def _max_diff(a: list, b: list) -> float:
+    return max(float(np.abs(np.asarray(x) - np.asarray(y)).max()) for x, y in zip(a, b))
+
+
+def test_data_parallel_step_equals_the_single_device_step(step):
+    single, dp = step["default"], step["data_parallel"]
+    assert single["mesh"] is None and dp["mesh"] == [2]   # the batch is split over 2 devices
+    assert dp["loss"] == pytest.approx(single["loss"], abs=1e-6)
+    assert _max_diff(dp["weights"], single["weights"]) < 1e-6
+
+
+def test_model_parallel_shards_tables_by_rows_with_the_same_loss(step):
+    single, mp = step["default"], step["model_parallel"]
+    assert mp["mesh"] == [1, 2]
+    tables = {k: v for k, v in mp["specs"].items() if k.endswith("_table/embeddings")}
+    assert sorted(tables) == sorted(
+        f"scorer/scorer_embeddings/distributed_embedding/{n}_table/embeddings"
+        for n in single["rows"])
+    assert set(tables.values()) == {"PartitionSpec('model', None)"} or set(
+        tables.values()) == {"P('model', None)"}
+    dense = [v for k, v in mp["specs"].items() if "dense" in k or "logit" in k]
+    assert all("model" not in v for v in dense)            # everything else replicated
+    # Rows padded to a multiple of the 2 shards; the extra rows are never looked up.
+    assert mp["rows"] == {k: 2 * math.ceil(r / 2) for k, r in single["rows"].items()}
+    assert mp["loss"] == pytest.approx(single["loss"], abs=1e-6)
+    assert _max_diff(mp["weights"], single["weights"]) < 1e-6
+
+
+def test_jax_only_settings_fail_with_the_field_and_the_fix(step):
+    errors = step["errors"]
+    assert "`data.train_batch_size` must be divisible by the 2 data" in errors["odd_batch"]
+    assert "use a multiple of 2" in errors["odd_batch"]
+    assert "`distribution.model_parallel_size` must divide the 2 devices" in errors["mesh"]
+    assert "`training.loop: custom` is the TensorFlow loop" in errors["custom_loop"]
+
+
+def test_losses_and_metrics_on_jax_equal_the_tensorflow_values(step):
+    """The TF values are the oracle (tests/ranking/test_losses.py checks them against numpy)."""
+    from tests.ranking.jax_worker import losses_and_metrics
+
+    expected = losses_and_metrics()
+    got = step["losses"]
+    assert sorted(got) == sorted(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_checkpoints_are_written_and_a_run_resumes(launched):
+    _, out = launched
+    assert out["sample"]["ckpts"] == ["ckpt-0001.weights.h5", "ckpt-0002.weights.h5"]
+    assert out["sample"]["steps"] == 6
+    # epochs=4 over the same model_dir: BackupAndRestore resumes after epoch 2 (step 6).
+    assert len(out["resumed"]["history"]["loss"]) == 2
+    assert out["resumed"]["steps"] == 12
+
+
+def test_early_stopping_keeps_the_best_epoch(launched):
+    _, out = launched
+    es = out["es"]
+    assert es["type"] == "JaxRankingLauncher"
+    values = es["history"]["val_ndcg_2"]
+    epochs_run, best = tl._expected_stop(values)
+    assert len(values) == epochs_run < tl.EPOCHS
+    assert es["steps"] == epochs_run * tl.STEPS
+    assert es["ndcg_of_returned_model"] == pytest.approx(values[best], abs=1e-6)
+    assert values[best] > values[-1]
+
+
+def test_tensorboard_logs_hold_the_history(launched):
+    _, out = launched
+    es = out["es"]
+    np.testing.assert_allclose([v for _, v in es["train_scalars"]["epoch_loss"]],
+                               es["history"]["loss"], rtol=1e-6)
+    np.testing.assert_allclose([v for _, v in es["valid_scalars"]["epoch_ndcg_2"]],
+                               es["history"]["val_ndcg_2"], rtol=1e-6)
+
+
+NO_JAX_LOAD = """
+import sys
+sys.modules["jax"] = None      # any `import jax` now fails
+sys.modules["jaxlib"] = None
+import json, os
+import numpy as np
+import tensorflow as tf
+tmp = sys.argv[1]
+model = tf.saved_model.load(os.path.join(tmp, "export"))
+files = sorted(tf.io.gfile.glob(os.path.join(tmp, "records", "train-*.tfrecord")))
+records = tf.constant([r.numpy() for r in tf.data.TFRecordDataset(files)])
+elwc = model.signatures["serving_default"](serialized=records)["scores"].numpy()
+from tensorflow.core.example import example_pb2
+from tensorflow_serving.apis import input_pb2
+elwc_proto = input_pb2.ExampleListWithContext.FromString(records.numpy()[0])
+examples = []
+for doc in elwc_proto.examples:            # each document + the context, as one tf.Example
+    ex = example_pb2.Example()
+    ex.CopyFrom(doc)
+    for k, v in elwc_proto.context.features.feature.items():
+        ex.features.feature[k].CopyFrom(v)
+    examples.append(ex.SerializeToString())
+first = min(len(examples), elwc.shape[1])
+examples = examples[:first]
+one = model.signatures["score_examples"](serialized=tf.constant(examples))["scores"].numpy()
+print("RESULT " + json.dumps({
+    "signatures": sorted(model.signatures), "elwc": elwc.tolist(), "one": one.tolist(),
+    "first": first, "assets": sorted(os.listdir(os.path.join(tmp, "export", "assets"))),
+    "jax_imported": [m for m in sys.modules if m.startswith("jax") and sys.modules[m]]}))
+"""
+
+
+def test_export_serves_the_jax_scores_without_jax(launched):
+    tmp, out = launched
+    sample = tmp / "sample"
+    assert out["sample"]["export"] == str(sample / "export")
+    assert not (sample / "data" / "data").exists()   # the vocabulary the layers read is gone
+    got = _run(["-c", NO_JAX_LOAD, str(sample)], env={"KERAS_BACKEND": "tensorflow"})
+    assert got["jax_imported"] == []
+    assert got["signatures"] == ["score_examples", "serving_default"]
+    assert got["assets"] == ["vocab.txt"]
+    jax_scores = np.load(sample / "jax_scores.npy")
+    np.testing.assert_allclose(got["elwc"], jax_scores, atol=1e-5)
+    # Each document alone (tf.Example with its context) scores as inside its list.
+    np.testing.assert_allclose(got["one"], jax_scores[0][:got["first"]], atol=1e-5)
+
+
+def test_cli_trains_on_jax_from_the_config(tmp_path):
+    """`beam-prep train` with `distribution.backend: jax` and no KERAS_BACKEND in the env."""
+    paths = tl._write_data(str(tmp_path / "data"))
+    hp = tl._hparams(paths, str(tmp_path / "model"), epochs=2, early_stopping_metric=None)
+    cfg = tmp_path / "train.yaml"
+    cfg.write_text(yaml.safe_dump({**hp.to_dict(), "distribution": {
+        "backend": "jax", "strategy": "data_parallel"}}))
+    env = {k: v for k, v in {**os.environ, **JAX_ENV}.items() if k != "KERAS_BACKEND"}
+    proc = subprocess.run([sys.executable, "-m", "beam_prep.pipelines.train", "--config",
+                           str(cfg), "--quiet", "--summary_json", str(tmp_path / "s.json")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["counts"]["steps"] == 2 * tl.STEPS
+    assert os.path.isdir(tmp_path / "model" / "logs")
+
+
+def test_a_tensorflow_strategy_on_jax_is_refused():
+    from beam_prep.errors import SpecError
+    from beam_prep.ranking.train.backend import resolve_backend, use_backend
+    from beam_prep.ranking.train.hparams import RankingHparams
+
+    base = {"data": {"feature_spec": "f", "train_pattern": "t", "list_size": 2,
+                     "train_batch_size": 2}, "training": {"model_dir": "m"}}
+    with pytest.raises(SpecError, match="strategy.*'data_parallel'.*on the jax backend"):
+        RankingHparams.from_dict({**base, "distribution": {"backend": "jax",
+                                                           "strategy": "mirrored"}})
+    with pytest.raises(SpecError, match="on the tensorflow backend"):
+        RankingHparams.from_dict({**base, "distribution": {"backend": "tensorflow",
+                                                           "strategy": "model_parallel"}})
+    assert resolve_backend("auto", env={"KERAS_BACKEND": "jax"}) == "jax"
+    with pytest.raises(SpecError, match="KERAS_BACKEND='torch'"):
+        resolve_backend("auto", env={"KERAS_BACKEND": "torch"})
+    # This pytest process runs Keras on TensorFlow: asking for JAX now is an error, not a
+    # silent TensorFlow run.
+    hp = RankingHparams.from_dict({**base, "distribution": {"backend": "jax"}})
+    with pytest.raises(SpecError, match="already imported with the 'tensorflow' backend"):
+        use_backend(hp)
+
+
+@pytest.mark.slow
+def test_two_processes_train_together_over_jax_cpu_collectives(tmp_path):
+    """Two processes on 127.0.0.1 (1 CPU device each, gloo collectives) = one process with 2."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=1",
+           "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
+           "KERAS_DISTRIBUTION_JOB_ADDRESSES": f"127.0.0.1:{port}",
+           "KERAS_DISTRIBUTION_NUM_PROCESSES": "2"}
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "tests.ranking.jax_worker", "multi", str(tmp_path)], cwd=ROOT,
+        env={**os.environ, **JAX_ENV, **env, "KERAS_DISTRIBUTION_PROCESS_ID": str(i)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outs = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=600)
+        lines = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
+        assert p.returncode == 0 and lines, stderr[-4000:]
+        outs.append(json.loads(lines[-1][len("RESULT "):]))
+    assert [o["process_index"] for o in outs] == [0, 1]
+    assert all(o["process_count"] == 2 and o["devices"] == 2 for o in outs)
+    assert [o["chief"] for o in outs] == [True, False]
+    # Process 0 alone exports (replicated weights are readable on every process).
+    assert [o["export"] for o in outs] == [str(tmp_path / "export"), None]
+    assert (tmp_path / "export" / "saved_model.pb").is_file()
+    assert outs[0]["history"] == outs[1]["history"]
+    assert outs[0]["weights_sum"] == outs[1]["weights_sum"]
+    # The same run in one process over 2 virtual devices.
+    single = _worker("multi", tmp_path / "single", env={"KERAS_DISTRIBUTION_PROCESS_ID": "0"})
+    np.testing.assert_allclose(single["history"]["loss"], outs[0]["history"]["loss"],
+                               rtol=1e-5)
