@@ -818,7 +818,7 @@ def _layers_fn(
     """``build_preprocessor``'s outputs as a plain function of the raw inputs (no Model)."""
 
     def encode(inputs: dict[str, Any]) -> dict[str, Any]:
-        values = inputs
+        values = feature_values(inputs)
         return {
             key: values[name] if stage == "data" and where == "model"
             else _apply_on_tf(layers[key], values[name])
