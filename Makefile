@@ -57,7 +57,7 @@ test-fuzz: install-test
 		$(BIN)/python -m pytest -q -n 2 -m "hypothesis and not slow"
 
 lint: wheel-site
-	$(BIN)/ruff check beam_prep pipelines tests benchmarks examples
+	$(BIN)/ruff check .
 	cd build && PYTHONPATH=$(abspath $(WHEEL_SITE)) $(abspath $(BIN))/lint-imports --config ../.importlinter
 
 # AddressSanitizer: a copy of the package under $(ASAN_DIR) whose _tfexample is built with
