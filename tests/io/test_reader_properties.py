@@ -162,3 +162,25 @@ def test_jsonl_number_in_a_string_column_follows_the_documented_rule(tmp_path):
         assert rows == ["3", "100000000000000000000", "7", "0"]
         assert [(r.row, r.reason) for r in rejected] == [(2, "wrong_type"), (4, "wrong_type")]
         assert seen == 6
+
+
+def test_numbers_in_a_string_column_same_rule_in_csv_jsonl_and_parquet(tmp_path):
+    """README "Numbers in a string column": integers read as their decimal text, floats and
+    booleans reject the row; a CSV cell is text as written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def strings(path, fmt):
+        rows, rejected, _ = _read(str(path), fmt, 10)
+        return rows, sorted(r.row for r in rejected)
+
+    pq.write_table(pa.table({"s": pa.array([7, -12], pa.int64())}), tmp_path / "i.parquet")
+    pq.write_table(pa.table({"s": pa.array([1.5, None])}), tmp_path / "f.parquet")
+    pq.write_table(pa.table({"s": pa.array([True, None])}), tmp_path / "b.parquet")
+    (tmp_path / "d.jsonl").write_text('{"s": 7}\n{"s": -12}\n{"s": 1.5}\n{"s": true}\n')
+    (tmp_path / "d.csv").write_text("s,x\n7,1\n-12,1\n1.50,1\ntrue,1\n")
+    assert strings(tmp_path / "i.parquet", "parquet") == (["7", "-12"], [])
+    assert strings(tmp_path / "f.parquet", "parquet") == ([None], [1])
+    assert strings(tmp_path / "b.parquet", "parquet") == ([None], [1])
+    assert strings(tmp_path / "d.jsonl", "jsonl") == (["7", "-12"], [3, 4])
+    assert strings(tmp_path / "d.csv", "csv") == (["7", "-12", "1.50", "true"], [])
