@@ -70,7 +70,7 @@ setup(
     package_data={"beam_prep": ["py.typed"], "beam_prep.templates": ["*.j2"]},
     include_package_data=True,
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "bench": TEST_REQUIRES + ["psutil"]},
+    extras_require={"test": TEST_REQUIRES, "bench": TEST_REQUIRES + ["psutil", "lightgbm>=4.0"]},
     entry_points={"console_scripts": ["beam-prep=beam_prep.cli:main"]},
     ext_modules=[NATIVE],
 )
