@@ -16,7 +16,7 @@ Two modes:
 For every fold and seed, both models are trained on the same lists: ours through
 ``beam-prep make-elwc`` + the launcher (config ``examples/train.yaml`` + overrides), LightGBM
 (``lightgbm.train``, objective ``lambdarank``, the settings of LightGBM's own lambdarank
-example: 100 trees, learning rate 0.1, 31 leaves, ``min_data_in_leaf=50``,
+example: 100 trees (``--lgb_trees``), learning rate 0.1, 31 leaves, ``min_data_in_leaf=50``,
 ``min_sum_hessian_in_leaf=5``, ``seed``, one thread) on the raw text files. Without
 bagging LightGBM is deterministic: its spread over seeds is 0.
 
@@ -176,14 +176,14 @@ def _tied(labels: np.ndarray, scores: np.ndarray) -> int:
     return n
 
 
-def run_lightgbm(seed: int, src: str, num_features: int) -> dict:
+def run_lightgbm(seed: int, src: str, num_features: int, trees: int = 100) -> dict:
     """LightGBM lambdarank on ``src``/rank.train; NDCG@10 on ``src``/rank.test."""
     import lightgbm
 
     x, y, sizes = read_lightgbm(os.path.join(src, "rank.train"), num_features)
     xt, yt, st = read_lightgbm(os.path.join(src, "rank.test"), num_features)
     cpu = time.process_time()
-    model = lightgbm.train({**LGB_PARAMS, "seed": seed},
+    model = lightgbm.train({**LGB_PARAMS, "seed": seed, "num_iterations": trees},
                            lightgbm.Dataset(x, y, group=sizes))
     cpu = time.process_time() - cpu
     s = model.predict(xt, num_threads=1)
@@ -203,6 +203,8 @@ def main() -> None:  # noqa: D103
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--cv", type=int, default=0, help="K folds of rank.train (0 = test mode)")
     ap.add_argument("--workdir", default="/tmp/bench_rank")
+    ap.add_argument("--lgb_trees", type=int, default=100, help="LightGBM boosting rounds")
+    ap.add_argument("--lgb_only", action="store_true", help="skip our model (LightGBM CV)")
     ap.add_argument("overrides", nargs="*", help="section.key=value on examples/train.yaml")
     args = ap.parse_args()
     start = time.perf_counter()
@@ -213,10 +215,13 @@ def main() -> None:  # noqa: D103
     rows = []
     for k, src in enumerate(srcs):
         wd = os.path.join(args.workdir, f"run_{k}")
-        spec, train, test = convert(src, wd, args.num_features)
+        if not args.lgb_only:
+            spec, train, test = convert(src, wd, args.num_features)
         for seed in seeds:
-            lgb = run_lightgbm(seed, src, args.num_features)
-            ours = run_ours(seed, wd, spec, train, test, lgb["lists"], args.overrides)
+            lgb = run_lightgbm(seed, src, args.num_features, args.lgb_trees)
+            ours = ({"ndcg_10": 0.0, "keras_rs": 0.0, "steps": 0,
+                     "train_cpu_s": 0.0, "tied_scores": 0} if args.lgb_only else
+                    run_ours(seed, wd, spec, train, test, lgb["lists"], args.overrides))
             rows.append({"fold": k, "seed": seed, "ours": round(ours["ndcg_10"], 4),
                          "lightgbm": round(lgb["ndcg_10"], 4), "steps": ours["steps"],
                          "ours_cpu_s": ours["train_cpu_s"], "lgb_cpu_s": lgb["train_cpu_s"],
@@ -240,6 +245,7 @@ def main() -> None:  # noqa: D103
         "lightgbm_mean": round(statistics.fmean(by_seed["lightgbm"]), 4),
         "ours_cpu_s_mean": round(statistics.fmean(r["ours_cpu_s"] for r in rows), 1),
         "wall_s": round(time.perf_counter() - start, 1),
+        "lightgbm_trees": args.lgb_trees,
         "config": os.path.relpath(CONFIG, ROOT), "overrides": args.overrides}), flush=True)
 
 

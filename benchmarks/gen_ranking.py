@@ -46,7 +46,7 @@ def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> np
          - 0.4 * np.abs(signed[:, 2]) + 0.5 * bounded[:, 3] * bounded[:, 4]
          + 2.0 * rel)
     r += rng.normal(0.0, 0.5, len(sizes))[q]        # query difficulty
-    return r + rng.normal(0.0, 0.35, len(r))         # label noise
+    return r + rng.normal(0.0, 1.0, len(r))         # label noise
 
 
 def generate(queries: int, *, features: int = 24, seed: int = 0

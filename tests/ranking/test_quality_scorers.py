@@ -167,3 +167,26 @@ def test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process(tmp_path,
     # the per-document signature works too (a one-document list, mask included for dasalc)
     loaded = tf.saved_model.load(export_dir)
     assert "score_examples" in loaded.signatures
+
+
+def test_feature_stats_use_real_entries_only_and_match_numpy():
+    from beam_prep.ranking.train.scorers import input_transforms
+    from beam_prep.ranking.train.scorers.input_stats import feature_stats
+
+    f = RNG.lognormal(size=(6, L, 1))
+    labels = np.array([[1, 0, -1, -1, -1]] * 3 + [[2, 1, 0, 0, -1]] * 3, "float32")
+    f[labels < 0] = 1e6  # padding must not move the statistics
+    q = RNG.normal(size=(6, 2))
+    batches = [({"f": f[:3], "q": q[:3]}, labels[:3]), ({"f": f[3:], "q": q[3:]}, labels[3:])]
+    stats = feature_stats(batches, ["f", "q"], bins=4)
+    real = f[labels >= 0][:, 0]
+    np.testing.assert_allclose(stats["f"]["median"], [np.median(real)], rtol=1e-6)
+    np.testing.assert_allclose(stats["f"]["edges"][0],
+                               np.percentile(real, [0, 25, 50, 75, 100]), rtol=1e-6)
+    np.testing.assert_allclose(stats["q"]["median"], np.median(q, axis=0), rtol=1e-6)
+    layers = input_transforms(ModelHparams(input_transform="piecewise_linear",
+                                           piecewise_bins=4), ["f", "q"], stats)
+    assert tuple(layers["f"](f).shape) == (6, L, 1, 4)
+    with pytest.raises(SpecError, match="needs statistics of feature 'g'"):
+        input_transforms(ModelHparams(input_transform="robust"), ["g"], stats)
+    assert input_transforms(ModelHparams(), ["f"], stats) == {}
