@@ -40,6 +40,8 @@ from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
 from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
+from beam_prep.ranking.train.scorers.ensemble import run_ensemble
+from beam_prep.ranking.train.scorers.input_stats import model_parts
 from beam_prep.ranking.train.strategy import (
     is_chief,
     make_strategy,
@@ -261,29 +263,13 @@ class RankingLauncher:
                                          sequence_length=hparams.data.sequence_length,
                                          vocab_rows=vocab_rows,
                                          include_mask=hparams.model.scorer == "dasalc")
-        self._member_kwargs = {"layers": layers, "vocab_rows": vocab_rows, "parse_fn": parse_fn,
-                               "strategy": self.strategy, "epoch_printer": epoch_printer,
-                               "verbose": verbose}
+        self._shared = dict(layers=layers, vocab_rows=vocab_rows, parse_fn=parse_fn,
+                            strategy=self.strategy, epoch_printer=epoch_printer, verbose=verbose)
         self.datasets = DatasetBuilder(hparams.data, self.preprocessor, parse_fn=parse_fn,
                                        seed=hparams.training.seed)
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
                                  hparams.training.steps_per_execution)
         self.chief = is_chief(self.strategy)
-
-    def input_transforms(self) -> dict[str, Any]:
-        """``model.input_transform`` layers; their statistics come from the training lists."""
-        from beam_prep.ranking.train.scorers import NEEDS_STATS, input_transforms
-        from beam_prep.ranking.train.scorers.input_stats import feature_stats
-
-        pre = self.preprocessor
-        names = [n for n in (*pre.context_names, *pre.example_names) if n not in pre.id_rows]
-        stats = {}
-        if self.hp.model.resolved_input_transform in NEEDS_STATS:
-            batches = self.datasets.build(self.hp.data.train_pattern,
-                                          self.hp.data.train_batch_size, training=False)
-            stats = feature_stats(batches.as_numpy_iterator(), names,
-                                  bins=self.hp.model.piecewise_bins)
-        return input_transforms(self.hp.model, names, stats)
 
     def validate(self, element_spec: Any) -> None:
         """Strategy-specific checks (TPU: static shapes, batch divisibility, ...)."""
@@ -297,16 +283,12 @@ class RankingLauncher:
 
     def build_model(self, element_spec: Any) -> keras.Model:
         """The model under the strategy's scope (compiled for the fit loop)."""
-        from beam_prep.ranking.train.scorers import scorer_class
-
         hp = self.hp
         keras.utils.set_random_seed(hp.training.seed)
         with self.strategy.scope():
             model = RankingModelBuilder(self.preprocessor, hp.model,
                                         global_batch_size=hp.data.train_batch_size,
-                                        scorer_cls=scorer_class(hp.model.scorer),
-                                        transforms=self.input_transforms()
-                                        ).build(element_spec[0])
+                                        **model_parts(self)).build(element_spec[0])
             if self.loop == "fit":
                 model.compile(
                     optimizer=make_optimizer(hp.training.optimizer, hp.training.learning_rate),
@@ -329,8 +311,8 @@ class RankingLauncher:
             InputError: The training or validation files are missing or hold no record.
         """
         self.datasets.check_inputs()
-        if self.hp.model.ensemble > 1:
-            return self._run_ensemble()
+        if self.hp.model.ensemble > 1:  # N members, one averaged model (scorers.ensemble)
+            return run_ensemble(self, RankingLauncher, TrainResult)
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
@@ -345,22 +327,6 @@ class RankingLauncher:
             history, steps = self._custom(model, train_ds, valid_ds)
         seconds = time.perf_counter() - start
         return TrainResult(model, history, steps, seconds, self._export(model))
-
-    def _run_ensemble(self) -> TrainResult:
-        """``model.ensemble`` members (seed + i, ``model_dir/member_<i>``), one averaged model."""
-        from beam_prep.ranking.train.scorers.ensemble import (
-            average_model,
-            member_hparams,
-            merged_history,
-        )
-
-        results = [RankingLauncher(member_hparams(self.hp, i), **self._member_kwargs).run()
-                   for i in range(self.hp.model.ensemble)]
-        model = average_model([r.model for r in results],
-                              self.datasets.train_dataset().element_spec[0])
-        return TrainResult(model, merged_history([r.history for r in results]),
-                           sum(r.steps for r in results), sum(r.seconds for r in results),
-                           self._export(model))
 
     def _export(self, model: keras.Model) -> str | None:
         if not (self.hp.training.export_dir and self.chief):

@@ -62,3 +62,26 @@ def merged_history(histories: Sequence[Mapping[str, list[float]]]) -> dict[str, 
     for i, h in enumerate(histories):
         out.update({f"member_{i}/{k}": list(v) for k, v in h.items()})
     return out
+
+
+def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
+    """Trains ``model.ensemble`` members (seed + i, ``model_dir/member_<i>``) like ``launcher``.
+
+    Args:
+        launcher: The configured ``RankingLauncher`` (its preprocessor, strategy and parser
+            are shared by the members).
+        launcher_cls: ``RankingLauncher`` (passed in: this module does not import it).
+        result_cls: ``TrainResult``.
+
+    Returns:
+        A ``TrainResult`` of the averaged model (exported when ``training.export_dir`` is
+        set), :func:`merged_history`, steps and seconds summed over the members.
+    """
+    hp = launcher.hp
+    results = [launcher_cls(member_hparams(hp, i), **launcher._shared).run()
+               for i in range(hp.model.ensemble)]
+    model = average_model([r.model for r in results],
+                          launcher.datasets.train_dataset().element_spec[0])
+    return result_cls(model, merged_history([r.history for r in results]),
+                      sum(r.steps for r in results), sum(r.seconds for r in results),
+                      launcher._export(model))

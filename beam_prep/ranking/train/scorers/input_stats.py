@@ -42,3 +42,22 @@ def feature_stats(batches: Iterable[tuple[dict[str, Any], Any]], names: Sequence
             break
     return {n: numpy_stats(np.concatenate(v), bins) for n, v in rows.items()
             if n != MASK_KEY and v}
+
+
+def model_parts(launcher: Any) -> dict[str, Any]:
+    """``RankingModelBuilder`` arguments for a ``RankingLauncher``: ``scorer_cls``, ``transforms``.
+
+    ``transforms`` are the ``model.input_transform`` layers of its float features; their
+    statistics (``piecewise_linear``, ``robust``) come from one pass over its training lists.
+    """
+    from beam_prep.ranking.train.scorers import NEEDS_STATS, input_transforms, scorer_class
+
+    hp, pre = launcher.hp, launcher.preprocessor
+    names = [n for n in (*pre.context_names, *pre.example_names) if n not in pre.id_rows]
+    stats = {}
+    if hp.model.resolved_input_transform in NEEDS_STATS:
+        batches = launcher.datasets.build(hp.data.train_pattern, hp.data.train_batch_size,
+                                          training=False)
+        stats = feature_stats(batches.as_numpy_iterator(), names, bins=hp.model.piecewise_bins)
+    return {"scorer_cls": scorer_class(hp.model.scorer),
+            "transforms": input_transforms(hp.model, names, stats)}
