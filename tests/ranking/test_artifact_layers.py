@@ -1,7 +1,7 @@
 """The ranking launcher's layers from an artifact directory (``data.artifacts``).
 
-``_from_artifacts`` raised ``TypeError: argument of type 'PreprocessingLayers' is not
-iterable`` before; the oracle for the values is the runtime twin's own layer chain.
+``layers_and_rows`` (then ``launcher._from_artifacts``) raised
+``TypeError: argument of type 'PreprocessingLayers' is not iterable`` before; the oracle for the values is the runtime twin's own layer chain.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ tf = pytest.importorskip("tensorflow")
 
 from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo  # noqa: E402
-from beam_prep.ranking.train.artifact_layers import FeatureChain  # noqa: E402
-from beam_prep.ranking.train.launcher import _from_artifacts  # noqa: E402
+from beam_prep.ranking.train.artifact_layers import FeatureChain, layers_and_rows  # noqa: E402
 from beam_prep.ranking.train.model import Preprocessor  # noqa: E402
 from tests.codegen.artifact_fixtures import write_artifacts  # noqa: E402
 from tests.codegen.conftest import DEFAULTS_DATA, DEFAULTS_PRICE_BOUNDARIES, DEFAULTS_SPEC  # noqa: E402,E501
@@ -26,7 +25,7 @@ def test_layers_from_artifacts_feed_the_ranking_preprocessor(tmp_path):
     spec = ElwcFeatureSpec(context=(FeatureInfo("country", "string", (), ""),),
                            example=(FeatureInfo("price", "float", (), 0.0),
                                     FeatureInfo("city", "string", (), "")))
-    layers, rows = _from_artifacts(path, spec)
+    layers, rows = layers_and_rows(path, spec)
     assert set(layers) == {"country", "price", "city"}
     assert isinstance(layers["country"], FeatureChain)  # FillMissing, then the lookup
     assert layers["country"].output_mode == "int"
