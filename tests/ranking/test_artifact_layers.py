@@ -1,7 +1,8 @@
 """The ranking launcher's layers from an artifact directory (``data.artifacts``).
 
 ``layers_and_rows`` (then ``launcher._from_artifacts``) raised
-``TypeError: argument of type 'PreprocessingLayers' is not iterable`` before; the oracle for the values is the runtime twin's own layer chain.
+``TypeError: argument of type 'PreprocessingLayers' is not iterable`` before;
+the oracle for the values is the runtime twin's own layer chain.
 """
 
 from __future__ import annotations
