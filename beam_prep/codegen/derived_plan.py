@@ -33,6 +33,7 @@ import dataclasses
 from typing import Any
 
 from beam_prep.errors import SpecError
+from beam_prep.input_names import input_name
 from beam_prep.spec.derived import input_types
 
 #: Raw input dtype of an expression input column, by its expression type (the Arrow type
@@ -154,7 +155,7 @@ def check_names(features: Any) -> None:
         names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
         return names + ([("layer", fp.fill.name)] if fp.fill is not None else [])
 
-    _unique(features, lambda fp: [("input", r.name) for r in feature_raw_inputs(fp)]
+    _unique(features, lambda fp: [("input", input_name(r.name)) for r in feature_raw_inputs(fp)]
             + layers(fp))
     _unique(features, lambda fp: [("output", o.key) for o in fp.outputs] + layers(fp))
 
