@@ -1,0 +1,57 @@
+"""Issue 21 (hostile review): ELWC feature names Keras refuses as layer names.
+
+make-elwc keeps any column name as the ELWC feature name (``price/usd``, ``c d``); the
+trainer's feature dict stays keyed by it and only the ``keras.Input`` / layer names go
+through ``beam_prep.input_names.input_name``. Before the fix ``create_inputs`` raised
+Keras' raw ``ValueError: Argument name ... cannot contain character '/'``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo
+from beam_prep.ranking.train.hparams import ModelHparams
+from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
+from tests.ranking.train_fixtures import VOCAB
+
+
+def test_hostile_float_feature_names_build_and_score_like_numpy():
+    spec = ElwcFeatureSpec(context=(FeatureInfo("ctx/usd", "float", (2,), 0.0),),
+                           example=(FeatureInfo("price/usd", "float", (), 0.0),))
+    pre = Preprocessor(spec, {}, list_size=3)
+    rng = np.random.default_rng(0)
+    feats = {"ctx/usd": tf.constant(rng.normal(size=(2, 2)), tf.float32),
+             "price/usd": tf.constant(rng.normal(size=(2, 3)), tf.float32)}
+    inputs = pre(feats)
+    assert set(inputs) == {"ctx/usd", "price/usd"}  # the dict keys stay the feature names
+    spec_in = {k: tf.TensorSpec([None, *v.shape[1:]], v.dtype) for k, v in inputs.items()}
+    model = RankingModelBuilder(pre, ModelHparams(hidden_sizes=(5, 4))).build(spec_in)
+    got = model(inputs).numpy()
+    w = [v.numpy() for v in model.weights]  # oracle: the same MLP in numpy
+    want = np.zeros((2, 3))
+    for b in range(2):
+        for i in range(3):
+            h = np.concatenate([[feats["price/usd"].numpy()[b, i]], feats["ctx/usd"].numpy()[b]])
+            h = np.maximum(h @ w[0] + w[1], 0)
+            h = np.maximum(h @ w[2] + w[3], 0)
+            want[b, i] = (h @ w[4] + w[5])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_hostile_id_feature_name_gets_an_embedding():
+    import keras
+
+    spec = ElwcFeatureSpec(context=(FeatureInfo("q tokens", "string", (None,)),),
+                           example=(FeatureInfo("doc/tokens", "string", (None,)),))
+    layers = {"q tokens": keras.layers.StringLookup(vocabulary=VOCAB, name="q_lookup"),
+              "doc/tokens": keras.layers.StringLookup(vocabulary=VOCAB, name="doc_lookup")}
+    pre = Preprocessor(spec, layers, list_size=2, sequence_length=3)
+    inputs = pre({"q tokens": tf.ragged.constant([["relevant"]]),
+                  "doc/tokens": tf.RaggedTensor.from_uniform_row_length(
+                      tf.ragged.constant([["answer"], []]), 2)})
+    spec_in = {k: tf.TensorSpec([None, *v.shape[1:]], v.dtype) for k, v in inputs.items()}
+    model = RankingModelBuilder(pre, ModelHparams(hidden_sizes=(4,))).build(spec_in)
+    got = model(inputs).numpy()
+    assert got.shape == (1, 2) and np.isfinite(got).all()
