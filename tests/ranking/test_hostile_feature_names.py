@@ -8,6 +8,8 @@ Keras' raw ``ValueError: Argument name ... cannot contain character '/'``.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import tensorflow as tf
 
@@ -55,3 +57,60 @@ def test_hostile_id_feature_name_gets_an_embedding():
     model = RankingModelBuilder(pre, ModelHparams(hidden_sizes=(4,))).build(spec_in)
     got = model(inputs).numpy()
     assert got.shape == (1, 2) and np.isfinite(got).all()
+
+
+RENAMED = {"query_tokens": "q tokens", "document_tokens": "doc/tokens"}
+
+
+def _renamed(record: bytes) -> bytes:
+    from tensorflow_serving.apis import input_pb2
+
+    elwc = input_pb2.ExampleListWithContext()
+    elwc.ParseFromString(record)
+    for features in [elwc.context.features, *(e.features for e in elwc.examples)]:
+        for old, new in RENAMED.items():
+            if old in features.feature:
+                features.feature[new].CopyFrom(features.feature[old])
+                del features.feature[old]
+    return elwc.SerializeToString()
+
+
+def test_train_and_export_with_hostile_feature_names(tmp_path):
+    """The TF Ranking sample with its features renamed 'q tokens' / 'doc/tokens'."""
+    import keras
+
+    from beam_prep.ranking.train.export import ELWC_SIGNATURE
+    from beam_prep.ranking.train.hparams import RankingHparams
+    from beam_prep.ranking.train.launcher import RankingLauncher
+    from tests.ranking.train_fixtures import (
+        SAMPLE,
+        SPEC,
+        config_yaml,
+        copy_sample,
+        elwc_parse_fn,
+        hand_elwc,
+    )
+
+    paths = copy_sample(tmp_path)
+    records = [_renamed(r.numpy()) for r in tf.data.TFRecordDataset(SAMPLE)]
+    with tf.io.TFRecordWriter(os.path.join(paths["dir"], "train-00000.tfrecord")) as w:
+        for r in records:
+            w.write(r)
+    spec = ElwcFeatureSpec(
+        context=(FeatureInfo("q tokens", "string", (None,)),),
+        example=(FeatureInfo("doc/tokens", "string", (None,)),), label=SPEC.label)
+    spec.save(paths["spec"])
+    layers = {n: keras.layers.StringLookup(vocabulary=paths["vocab"], name=f"lookup_{i}")
+              for i, n in enumerate(RENAMED.values())}
+    export_dir = str(tmp_path / "export")
+    hp = RankingHparams.from_yaml_text(config_yaml(paths, str(tmp_path / "m"), epochs=1),
+                                       overrides=[f"training.export_dir={export_dir}"])
+    launcher = RankingLauncher(hp, layers=layers, vocab_rows={}, parse_fn=elwc_parse_fn(spec, 4))
+    result = launcher.run()
+    records.append(_renamed(hand_elwc()))
+    features, _ = launcher.datasets.parse_fn(tf.constant(records))
+    want = result.model(launcher.preprocessor(features), training=False).numpy()
+    loaded = tf.saved_model.load(export_dir)
+    got = loaded.signatures[ELWC_SIGNATURE](serialized=tf.constant(records))["scores"].numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.ptp(got[-1, :3]) > 1e-4  # the renamed features reach the scorer
