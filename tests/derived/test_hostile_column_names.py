@@ -106,3 +106,66 @@ def test_hostile_columns_build_predict_export_and_serve(analyzed, side, tmp_path
     assert run.returncode == 0, run.stderr[-3000:]
     got = np.asarray(json.loads(run.stdout.strip().splitlines()[-1]), np.float32)
     np.testing.assert_array_equal(got, want)
+
+
+LIST_SPEC = {"features": [
+    {"name": "tags", "kind": "string", "column": "tag/list", "shape": "list", "max_values": 3},
+    {"name": "ids", "kind": "integer", "column": "id list", "shape": "list",
+     "output_mode": "count"},
+    {"name": "price", "kind": "numeric", "column": "price/usd"},
+]}
+
+
+@pytest.fixture(scope="module")
+def analyzed_lists(tmp_path_factory):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    root = tmp_path_factory.mktemp("hostile_lists")
+    pq.write_table(pa.table({
+        "tag/list": pa.array([["a", "b"], ["b"], [], ["a", "c", "a"]], pa.list_(pa.string())),
+        "id list": pa.array([[1, 2], [2, 2], [3], []], pa.list_(pa.int64())),
+        "price/usd": [1.0, 2.0, 3.0, 4.0]}), str(root / "data.parquet"))
+    (root / "spec.yaml").write_text(json.dumps(LIST_SPEC))
+    out = str(root / "artifacts")
+    analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.parquet"),
+                 "--output", out])
+    module_path = root / "preprocessing.py"
+    module_path.write_text(render_module(Artifacts(out)), encoding="utf-8")
+    generated = import_module_from(str(module_path), "bp_generated_hostile_lists")
+    return generated, layers_from_artifacts(out)
+
+
+@pytest.mark.parametrize("side", ["generated", "runtime"])
+def test_hostile_list_columns_export_and_serve(analyzed_lists, side, tmp_path):
+    generated, pp = analyzed_lists
+    module = generated if side == "generated" else pp
+    names = generated.INPUT_NAMES if side == "generated" else pp.input_names
+    specs = generated.OUTPUT_SPECS if side == "generated" else pp.output_specs
+    assert names == generated.INPUT_NAMES == pp.input_names
+    assert set(names) == {"tag/list", "id list", "price/usd"}
+    assert all(_valid_signature_name(n) for n in names.values()), names
+    model = module.build_inference_model(_trainer(specs))
+    rows = {"tag/list": [["b", "a", ""], ["c", "", ""]],
+            "id list": [[2, 2, 9], [1, -2**63, -2**63]], "price/usd": [[2.5], [4.0]]}
+    batch = {"tag/list": np.array(rows["tag/list"], object),
+             "id list": np.array(rows["id list"], np.int64),
+             "price/usd": np.array(rows["price/usd"], np.float64)}
+    want = np.asarray(model(batch))
+    export_dir = str(tmp_path / "export")
+    model.export(export_dir, verbose=False)
+    client = textwrap.dedent("""
+        import json, sys
+        import tensorflow as tf
+        names, rows = json.loads(sys.argv[2])
+        fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+        spec = fn.structured_input_signature[1]
+        (value,) = fn(**{names[c]: tf.constant(v, spec[names[c]].dtype)
+                         for c, v in rows.items()}).values()
+        print(json.dumps(value.numpy().tolist()))
+    """)
+    run = subprocess.run([sys.executable, "-c", client, export_dir, json.dumps([names, rows])],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = np.asarray(json.loads(run.stdout.strip().splitlines()[-1]), np.float32)
+    np.testing.assert_array_equal(got, want)
