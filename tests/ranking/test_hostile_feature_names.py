@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo
@@ -114,3 +115,22 @@ def test_train_and_export_with_hostile_feature_names(tmp_path):
     got = loaded.signatures[ELWC_SIGNATURE](serialized=tf.constant(records))["scores"].numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert np.ptp(got[-1, :3]) > 1e-4  # the renamed features reach the scorer
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_distributed_tables_and_jax_export_with_hostile_feature_names(backend, tmp_path):
+    """keras_rs tables named after 'doc/tokens'; the JAX launcher and its jax2tf export (~30 s)."""
+    import json
+    import subprocess
+    import sys
+
+    if backend == "jax":
+        pytest.importorskip("jax")
+    run = subprocess.run(
+        [sys.executable, "-m", "tests.ranking.hostile_names_worker", backend, str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "KERAS_BACKEND": backend})
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["max_diff"] < 1e-5 and out["spread"] > 1e-4, out
