@@ -169,3 +169,22 @@ def test_hostile_list_columns_export_and_serve(analyzed_lists, side, tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     got = np.asarray(json.loads(run.stdout.strip().splitlines()[-1]), np.float32)
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_column_named_like_another_columns_input_name_is_refused_at_generation(tmp_path):
+    from beam_prep.errors import SpecError
+    from beam_prep.input_names import input_name
+
+    taken = input_name("price/usd")
+    (tmp_path / "data.csv").write_text(f'"price/usd",{taken}\n1.0,2.0\n3.0,4.0\n')
+    (tmp_path / "spec.yaml").write_text(json.dumps({"features": [
+        {"name": "p", "kind": "numeric", "column": "price/usd"},
+        {"name": "q", "kind": "numeric", "column": taken}]}))
+    out = str(tmp_path / "artifacts")
+    analyze.run(["--spec", str(tmp_path / "spec.yaml"), "--input", str(tmp_path / "data.csv"),
+                 "--output", out])
+    with pytest.raises(SpecError, match=rf"Columns 'price/usd' and '{taken}' both get the "
+                                        rf"model input name '{taken}'"):
+        render_module(Artifacts(out))
+    with pytest.raises(SpecError, match="Fix: rename one of the columns"):
+        layers_from_artifacts(out)
