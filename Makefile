@@ -4,6 +4,7 @@
 #   make test         install (with the test extra), lint (ruff + layer contracts on the built
 #                     wheel) and run the default test suite
 #   make test-slow    the slow tests only (multi-worker training, quality, large data)
+#   make test-fuzz    the hypothesis tests with a random seed and 25x their examples (nightly)
 #   make asan         the C extension built with AddressSanitizer; decoder/fuzz tests through it
 
 PYTHON ?= python3.11
@@ -11,7 +12,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= quickstart_out
 
-.PHONY: install install-test wheel-site quickstart test test-slow lint clean
+.PHONY: install install-test wheel-site quickstart test test-slow test-fuzz lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,8 +49,15 @@ test: lint
 test-slow: install-test
 	$(BIN)/python -m pytest -q -m slow
 
+# The hypothesis tests with a random seed (printed on failure) and FUZZ_SCALE times their
+# examples; nightly-style. `make test` runs them derandomized (profile `ci`, tests/conftest.py).
+FUZZ_SCALE ?= 25
+test-fuzz: install-test
+	HYPOTHESIS_PROFILE=fuzz BEAM_PREP_FUZZ_SCALE=$(FUZZ_SCALE) \
+		$(BIN)/python -m pytest -q -n 2 -m "hypothesis and not slow"
+
 lint: wheel-site
-	$(BIN)/ruff check beam_prep pipelines tests benchmarks examples
+	$(BIN)/ruff check .
 	cd build && PYTHONPATH=$(abspath $(WHEEL_SITE)) $(abspath $(BIN))/lint-imports --config ../.importlinter
 
 # AddressSanitizer: a copy of the package under $(ASAN_DIR) whose _tfexample is built with

@@ -13,7 +13,7 @@ between the float64 and the exact moments.
 
 Example:
     git worktree add /tmp/wt_old 5cc4d82^
-    python benchmarks/bench_code_ab.py --trees /tmp/wt_old,/work/main \\
+    python benchmarks/bench_code_ab.py --trees /tmp/wt_old,. \\
         --data /data/criteo_2000000 --repeats 3 --out /tmp/ab
 """
 

@@ -30,10 +30,17 @@ from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from beam_prep.quiet_tf import import_tensorflow_quietly, native_stderr_filtered
+
+# TensorFlow's start-up notices on a CPU machine (oneDNN, "Could not find cuda drivers", and
+# later "failed call to cuInit") are not errors of this script: import TensorFlow with them
+# filtered out, before Keras, and run main() under the same filter (tf_notices_filtered).
+# Anything else TensorFlow writes still reaches stderr. BEAM_PREP_TF_LOGS=1 shows everything.
+tf = import_tensorflow_quietly()
 
 import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+
+tf_notices_filtered = native_stderr_filtered
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = os.path.join(HERE, "data", "sample.csv")
@@ -82,6 +89,7 @@ def read_csv(path: str, pp: Any, batch_size: int) -> tf.data.Dataset:
     """Batched ``(raw features dict, label)`` from the CSV; missing numbers become NaN."""
     with open(path, encoding="utf-8") as f:
         header = f.readline().strip().split(",")
+        rows = sum(1 for line in f if line.strip())
     defaults: list[Any] = []
     for column in header:
         if column == LABEL:
@@ -92,6 +100,9 @@ def read_csv(path: str, pp: Any, batch_size: int) -> tf.data.Dataset:
         defaults.append({"string": "", "int64": tf.constant(-1, tf.int64),
                          "float64": tf.constant(np.nan, tf.float64)}[dtype])
     ds = tf.data.experimental.CsvDataset(path, defaults, header=True)
+    # A CSV dataset has no known length: Keras would warn "Your input ran out of data" at the
+    # end of every epoch. The row count (the sample has no quoted newlines) tells it.
+    ds = ds.apply(tf.data.experimental.assert_cardinality(rows))
     ds = ds.map(lambda *cols: dict(zip(header, cols)))
     return ds.batch(batch_size).map(lambda f: (f, tf.cast(f.pop(LABEL), tf.float32)))
 
@@ -187,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="Module written by `beam-prep generate` (default: runtime twin).")
     parser.add_argument("--epochs", type=int, default=2)
     args = parser.parse_args(argv)
-    result = run(args.artifacts, args.output, data=args.data,
-                 preprocessing=args.preprocessing, epochs=args.epochs)
+    with tf_notices_filtered():
+        result = run(args.artifacts, args.output, data=args.data,
+                     preprocessing=args.preprocessing, epochs=args.epochs)
     print(f"trained: final loss {result['loss']:.4f}")
     print(f"exported: {result['export_dir']}")
     print(f"tf.data vs tf.saved_model.load: max |diff| = {result['max_abs_diff_saved_model']}")

@@ -47,8 +47,9 @@ def run(argv: Sequence[str] | None = None) -> Any:
     return _train(_parser().parse_args(list(sys.argv[1:] if argv is None else argv)))[0]
 
 
-def _train(args: argparse.Namespace) -> tuple[Any, Any]:
-    """Loads the config and trains; returns ``(TrainResult, RankingHparams)``."""
+def _train(args: argparse.Namespace) -> tuple[Any, Any, list[int]]:
+    """Loads the config and trains; returns ``(TrainResult, RankingHparams, epochs run)``
+    (0-based epoch indexes, counted from the restored state)."""
     from beam_prep.quiet_tf import import_tensorflow_quietly
     from beam_prep.ranking.train.backend import make_launcher, use_backend
     from beam_prep.ranking.train.epoch_log import EpochPrinter
@@ -66,9 +67,10 @@ def _train(args: argparse.Namespace) -> tuple[Any, Any]:
     use_backend(hparams)  # KERAS_BACKEND, before TensorFlow (which imports Keras)
     import_tensorflow_quietly()  # before Keras: no oneDNN/CUDA/absl start-up lines
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
-    printer = None if quiet or verbose else EpochPrinter(epochs=hparams.training.epochs)
+    # Silent with --quiet / --verbose (Keras prints then): it still records the epochs run.
+    printer = EpochPrinter(epochs=hparams.training.epochs, silent=quiet or verbose)
     launcher = make_launcher(hparams, epoch_printer=printer, verbose=1 if verbose else 0)
-    return launcher.run(), hparams
+    return launcher.run(), hparams, list(printer.seen)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with SummaryRecorder("train", json_path=args.summary_json, quiet=args.quiet) as rec:
         try:
             with native_stderr_filtered():  # TensorFlow's CPU-machine notices, see quiet_tf
-                result, hparams = _train(args)
+                result, hparams, seen = _train(args)
         except BeamPrepError as e:
             print(f"beam-prep train: error: {e}", file=sys.stderr)
             rec.fail(str(e), error_type=type(e).__name__)
@@ -87,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         final = {k: float(v[-1]) for k, v in result.history.items() if v}
         counts: dict[str, Any] = {"steps": int(result.steps),
                                   "epochs": len(result.history.get("loss", []))}
+        counts.update(_epoch_counts(result, hparams, seen))
         counts.update(final)
         outputs = {"model_dir": str(hparams.training.model_dir)}
         if result.export_path:
@@ -96,6 +99,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          for k, v in result.history.items()},
                              "train_seconds": round(float(result.seconds), 3)})
     return 0
+
+
+def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
+    """Summary lines: a resumed ``model_dir``, and which epoch the exported model holds."""
+    from beam_prep.ranking.train.epoch_log import exported_epoch
+
+    tr = hparams.training
+    # Both loops number epochs from the restored state: a first epoch > 0 is a resume, and
+    # a run that trained nothing after taking steps found every epoch done already.
+    done_before = seen[0] if seen else (tr.epochs if result.steps else 0)
+    counts: dict[str, Any] = {}
+    if done_before:
+        counts["resumed"] = (f"{tr.model_dir} held {done_before} of {tr.epochs} epochs; "
+                             "continued from there (a new training.model_dir starts over)")
+    best = exported_epoch(result.history, first_epoch=done_before + 1,
+                          metric=tr.early_stopping_metric)
+    if best is None:
+        counts["exported_epoch"] = "the restored state (no epoch left to train)"
+    else:
+        counts["exported_epoch"] = f"{best[0]} of {tr.epochs} ({best[1]})"
+    return counts
 
 
 if __name__ == "__main__":

@@ -198,11 +198,13 @@ class PreprocessingLayers:
                        for key, (name, where) in self.outputs.items()}
         return keras.Model(inputs, outputs, name=f"beam_prep_preprocessor_{stage}")
 
-    def feature_values(self, inputs: dict[str, Any]) -> dict[str, Any]:
+    def feature_values(self, inputs: dict[str, Any], *, on_tf: bool = False) -> dict[str, Any]:
         """Each feature's value before its layers: its raw input, or its computed value.
 
         A derived feature's ``DerivedFeature`` layer runs ``beam_prep.expr.tf.evaluate`` on
-        the same typed tree the generated module renders as ``derive_<feature>``.
+        the same typed tree the generated module renders as ``derive_<feature>``. ``on_tf``:
+        the inputs are tf.data's tensors under another Keras backend (JAX), so casts are
+        ``tf.cast`` and layers run through ``call`` (Keras would convert to the backend's arrays).
         """
         values: dict[str, Any] = {}
         for fp in self.plan.features:
@@ -213,8 +215,9 @@ class PreprocessingLayers:
                 value = inputs[fp.column]
                 if self.input_dtypes[fp.column] != fp.dtype:
                     import keras
+                    import tensorflow as tf
 
-                    value = keras.ops.cast(value, fp.dtype)
+                    value = (tf.cast if on_tf else keras.ops.cast)(value, fp.dtype)
                 values[fp.name] = value
                 continue
             import functools
@@ -225,7 +228,8 @@ class PreprocessingLayers:
             d = fp.derived
             layer = DerivedFeature(functools.partial(expr_tf.evaluate, d.tree), list(d.columns),
                                    d.output_dtype, list_output=d.list_output, name=d.layer)
-            values[fp.name] = layer({c: inputs[c] for c in d.columns})
+            x = {c: inputs[c] for c in d.columns}
+            values[fp.name] = layer.call(x) if on_tf else layer(x)
         return values
 
     def encoded_inputs(self) -> dict[str, Any]:
@@ -282,7 +286,7 @@ class PreprocessingLayers:
             layers = self.build_layers()
 
             def preprocessor(raw: dict[str, Any]) -> dict[str, Any]:
-                values = self.feature_values(raw)
+                values = self.feature_values(raw, on_tf=True)
                 out = {}
                 for key, (name, where) in self.outputs.items():
                     x = values[name]

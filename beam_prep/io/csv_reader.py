@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import io
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from typing import IO
@@ -69,6 +70,36 @@ class _Cursor(io.RawIOBase):
         return len(data)
 
 
+def _pyarrow_decode_error_hook(previous):  # type: ignore[no-untyped-def]
+    def hook(unraisable) -> None:  # type: ignore[no-untyped-def]
+        name = getattr(unraisable.object, "__qualname__", "")
+        if (isinstance(unraisable.exc_value, UnicodeDecodeError)
+                and name.startswith(_HANDLER_NAMES)):
+            return  # pyarrow's CSV row handler; the parse error that follows is reported
+        previous(unraisable)
+
+    hook._beam_prep_csv = True  # type: ignore[attr-defined]
+    return hook
+
+
+_HANDLER_NAMES = ("iter_csv.<locals>.on_invalid", "csv_header.<locals>.")
+
+
+def _quiet_pyarrow_decode_errors() -> None:
+    """Drops one known unraisable exception, from pyarrow, and nothing else.
+
+    pyarrow's CSV reader (``pyarrow._csv._handle_invalid_row``) decodes a row with the
+    wrong number of columns as UTF-8 before it calls our invalid-row handler. When the row
+    is not UTF-8 the decode fails inside a C callback: Python prints "Exception ignored in"
+    with a traceback to stderr, and the parse then fails with ``ArrowInvalid``, which
+    :func:`_parse_error_message` turns into one clear error. The hook installed here drops
+    only a ``UnicodeDecodeError`` whose callback is one of this module's handlers and hands
+    every other unraisable exception to the hook it wraps. Idempotent.
+    """
+    if not getattr(sys.unraisablehook, "_beam_prep_csv", False):
+        sys.unraisablehook = _pyarrow_decode_error_hook(sys.unraisablehook)
+
+
 def _file_size(f: IO[bytes]) -> int:
     here = f.tell()
     f.seek(0, io.SEEK_END)  # Beam's CompressedFile.seek returns None: ask tell()
@@ -97,6 +128,7 @@ def csv_header(f: IO[bytes], *, source: str, delimiter: str = ","
     if not f.read(1):
         f.seek(0)
         return [], f
+    _quiet_pyarrow_decode_errors()
     block, size = 1 << 16, None
     lock = threading.Lock()
     while True:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import IO
 
 import pyarrow as pa
@@ -29,7 +29,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from beam_prep.errors import InputError
-from beam_prep.io.columns import type_problem
+from beam_prep.io.columns import REASON_TYPE, type_problem
 
 REASON_COLUMNS = "wrong_column_count"
 REASON_JSON = "malformed_json"
@@ -87,10 +87,16 @@ def truncate(text: str, limit: int = 2000) -> str:
 
 
 def iter_jsonl(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
-               block_bytes: int = 1 << 24, first_row: int = 1) -> Iterator[RawBatch]:
+               block_bytes: int = 1 << 24, first_row: int = 1,
+               text_columns: Collection[str] = ()) -> Iterator[RawBatch]:
     """Streams JSON Lines; malformed lines are rejected without losing their neighbours.
 
     ``first_row`` numbers the first line of ``f`` (a byte range of a larger file).
+    ``text_columns`` are the columns read as strings. In them a JSON integer is kept as its
+    decimal text (``0`` → ``"0"``, as the CSV cell ``0`` would be) and a JSON number with a
+    fraction or exponent, or a boolean, rejects the line (reason ``wrong_type``): its text
+    is not unique (``1.5``, ``1.50``, ``15e-1``), so write it as a JSON string. The rule
+    holds per line, whatever the other lines of the batch hold.
     """
     carry = b""
     next_row = first_row
@@ -111,14 +117,15 @@ def iter_jsonl(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source:
                 lines.pop()
             for start in range(0, len(lines), batch_size):
                 part = lines[start:start + batch_size]
-                yield _parse_jsonl_lines(part, columns, next_row, source)
+                yield _parse_jsonl_lines(part, columns, next_row, source,
+                                         frozenset(text_columns))
                 next_row += len(part)
         if not chunk:
             return
 
 
 def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: int,
-                       source: str) -> RawBatch:
+                       source: str, text_columns: frozenset[str] = frozenset()) -> RawBatch:
     import numpy as np
 
     blank = [i for i, line in enumerate(lines) if not line.strip()]
@@ -141,6 +148,10 @@ def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: in
                 explicit_schema=pa.schema([(c, pa.string()) for c in dates])))
         if any(type_problem(f.type) is not None for f in wanted if f.name not in dates):
             raise ValueError("nested values")  # objects, lists of lists: rejected line by line
+        if any(f.name in text_columns and _holds_floats(f.type) for f in wanted):
+            # pyarrow widens a column of integers and floats to double: 3 would read as
+            # 3.0. Decide such lines one by one (integers kept as text, floats rejected).
+            raise ValueError("numbers in a text column")
         return RawBatch(select(table, columns), first_row,
                         pa.array(first_row + np.arange(len(lines), dtype=np.int64)), [])
     except (pa.ArrowInvalid, ValueError):
@@ -166,20 +177,49 @@ def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: in
             rejected.append(RejectedRow(source, number, REASON_JSON, str(e)[:200],
                                         truncate(text)))
             continue
-        rows.append({c: obj.get(c) for c in columns})
+        row = {c: obj.get(c) for c in columns}
+        problem = next((c for c in columns if c in text_columns
+                        and isinstance(row[c], (bool, float))), None)
+        if problem is not None:
+            rejected.append(RejectedRow(
+                source, number, REASON_TYPE,
+                f"column {problem!r}: the JSON {_json_kind(row[problem])} "
+                f"{json.dumps(row[problem])} is not read as text; write it as a JSON string",
+                truncate(line.decode("utf-8", errors="replace"))))
+            continue
+        for c in text_columns.intersection(columns):
+            if isinstance(row[c], int):
+                row[c] = str(row[c])  # the integer's decimal text, however large
+        rows.append(row)
         numbers.append(number)
     arrays = []
     for c in columns:
         values = [r[c] for r in rows]
         kinds = {type(v) for v in values if v is not None}
+        typed = None
         if kinds <= {int} or kinds <= {int, float} or kinds <= {str} or kinds <= {bool}:
-            arrays.append(pa.array(values))
-        else:  # mixed types: keep text; the typed conversion rejects what does not fit
-            arrays.append(pa.array([None if v is None else json.dumps(v) if not isinstance(
-                v, str) else v for v in values], pa.large_string()))
+            try:
+                typed = pa.array(values)
+            except (OverflowError, pa.ArrowInvalid):  # an integer beyond int64: as text
+                pass
+        # Mixed types: keep text; the typed conversion rejects what does not fit. A boolean
+        # reads as 1 / 0, as a column of booleans does.
+        arrays.append(typed if typed is not None else pa.array(
+            [None if v is None else v if isinstance(v, str) else str(int(v))
+             if isinstance(v, bool) else json.dumps(v) for v in values], pa.large_string()))
     batch = pa.RecordBatch.from_arrays(arrays, names=list(columns)) if columns else (
         pa.RecordBatch.from_pydict({}))
     return RawBatch(batch, first_row, pa.array(numbers, pa.int64()), rejected)
+
+
+def _holds_floats(t: pa.DataType) -> bool:
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        t = t.value_type
+    return pa.types.is_floating(t)
+
+
+def _json_kind(value: object) -> str:
+    return "boolean" if isinstance(value, bool) else "number"
 
 
 PARQUET_MAX_BATCH_ROWS = 1 << 20

@@ -189,7 +189,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                                            first_row=split.first_row)
         else:
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size,
-                                          source=split.path, first_row=split.first_row)
+                                          source=split.path, first_row=split.first_row,
+                                          text_columns=dictionary_columns)
         return
     with _open(split) as f:
         if split.format == "csv":
@@ -197,7 +198,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                                         source=split.path,
                                         delimiter=csv_delimiter)
         elif split.format == "jsonl":
-            yield from formats.iter_jsonl(f, columns, batch_size=batch_size, source=split.path)
+            yield from formats.iter_jsonl(f, columns, batch_size=batch_size, source=split.path,
+                                          text_columns=dictionary_columns)
         elif split.format == "parquet":
             yield from formats.iter_parquet(f, columns, batch_size=batch_size,
                                             row_groups=split.row_groups,

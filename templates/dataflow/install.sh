@@ -6,6 +6,18 @@
 set -euo pipefail
 python=${1:?usage: install.sh PYTHON WHEEL}
 wheel=${2:?usage: install.sh PYTHON WHEEL}
+# The Dockerfile passes dist/beam_prep-*.whl: with an old wheel left in dist/ the glob gives two,
+# and installing "the first" would silently pick 0.1.0 over 0.2.0. Exactly one, or stop.
+if [ "$#" -ne 2 ]; then
+  echo "install.sh: expected exactly one beam_prep wheel, got $(($# - 1)): ${*:2}." \
+    "Keep one wheel in dist/ (rm -f dist/beam_prep-*.whl; pip wheel --no-deps --wheel-dir dist .)" \
+    "and build again." >&2
+  exit 2
+fi
+if [ ! -f "$wheel" ]; then
+  echo "install.sh: no wheel at $wheel. Build it first: pip wheel --no-deps --wheel-dir dist ." >&2
+  exit 2
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 # Dependencies first, exactly as locked (the versions of the launching environment), then the
 # wheel without resolving anything again: the image can never drift from the lock.

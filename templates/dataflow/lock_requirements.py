@@ -46,7 +46,8 @@ def main() -> int:
     py = ".".join(platform.python_version_tuple()[:2])
     print("# Worker (and Flex Template launcher) dependencies of beam_prep, pinned to the versions")
     print(f"# of the launching environment (Python {py}). Regenerate with:")
-    print("#   python templates/dataflow/lock_requirements.py > templates/dataflow/requirements.txt")
+    print("#   python templates/dataflow/lock_requirements.py"
+          " > templates/dataflow/requirements.txt")
     for name in sorted(pins):
         print(f"{name}=={pins[name]}")
     return 0

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from beam_prep.analyzers import exact_sums as es
+from tests.fuzzing import examples
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
 FLOAT32 = st.floats(allow_nan=False, allow_infinity=False, width=32)
@@ -24,7 +25,7 @@ INTEGERS = st.one_of(st.integers(-(2**24), 2**24), st.integers(-(2**40), 2**40),
                      st.integers(-(2**53), 2**53)).map(float)
 SCALED = st.builds(math.ldexp, st.floats(-1.0, 1.0), st.integers(-1074, 1023))  # any exponent
 VALUE = st.one_of(FINITE, FLOAT32, INTEGERS, SCALED, st.sampled_from([0.0, -0.0, 5e-324]))
-SETTINGS = settings(max_examples=150, deadline=None,
+SETTINGS = settings(max_examples=examples(150), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fuzzing import examples
+
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 pa = pytest.importorskip("pyarrow")
@@ -85,7 +87,7 @@ STRINGS = st.one_of(st.none(), st.sampled_from(["", "|", "||", "a||b|", " | ", "
                     st.text(alphabet=st.sampled_from(list("ab |\\,") + ["ß", "日"]), max_size=8))
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=st.lists(STRINGS, min_size=1, max_size=6),
        sep=st.sampled_from(["|", " ", ",", "ab"]))
 def test_split_in_the_layer_equals_the_arrow_analysis(texts, sep):

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from beam_prep.expr import MISSING_INTEGER, check, parse
 from beam_prep.expr import arrow as arrow_side
 from beam_prep.expr import tf as tf_side
+from tests.fuzzing import examples
 
 COLUMNS = {"a": "float", "b": "float", "c": "float", "i": "int", "j": "int",
            "s": "string", "t": "string"}
@@ -125,7 +126,7 @@ def assert_same(tree, arrow_values: pa.Array, tf_values) -> None:
 
 
 @pytest.mark.parametrize("expr", EXPRESSIONS)
-@settings(max_examples=12, deadline=None, derandomize=True, phases=NO_SHRINK,
+@settings(max_examples=examples(12), deadline=None, phases=NO_SHRINK,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=DATA)
 def test_arrow_and_tf_agree(expr, data):
@@ -134,7 +135,7 @@ def test_arrow_and_tf_agree(expr, data):
                 tf_side.evaluate(tree, tf_inputs(data)))
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+@settings(max_examples=examples(40), deadline=None)
 @given(a=st.lists(st.tuples(STRINGS, STRINGS), min_size=2, max_size=2))
 def test_cross_is_injective(a):
     data = {"s": [p[0] for p in a], "t": [p[1] for p in a]}

@@ -262,6 +262,24 @@ class FillMissing(keras.layers.Layer):
         return {**super().get_config(), "default_value": self.default_value}
 
 
+def _on_tf(x: Any) -> bool:
+    """True for TensorFlow values (tf.data) while Keras runs on another backend (JAX)."""
+    if isinstance(x, dict):
+        x = next(iter(x.values()))
+    tf_types = (tf.Tensor, tf.RaggedTensor, tf.SparseTensor)
+    return keras.backend.backend() != "tensorflow" and isinstance(x, tf_types)
+
+
+def _cast(x: Any, dtype: str) -> Any:
+    """``keras.ops.cast``; ``tf.cast`` on TensorFlow values under another Keras backend."""
+    return tf.cast(x, dtype) if _on_tf(x) else keras.ops.cast(x, dtype)
+
+
+def _call(layer: keras.layers.Layer, x: Any) -> Any:
+    """``layer(x)``; ``layer.call(x)`` on TensorFlow values under another Keras backend."""
+    return layer.call(x) if _on_tf(x) else layer(x)
+
+
 def feature_values(inputs: dict[str, Any]) -> dict[str, Any]:
     """Each feature's value before its layers: its raw input, or its computed value."""
     values: dict[str, Any] = {}
@@ -273,8 +291,8 @@ def feature_values(inputs: dict[str, Any]) -> dict[str, Any]:
     values["shelf"] = inputs["shelf"]
     values["title"] = inputs["title"]
     values["review"] = inputs["review"]
-    values["price"] = keras.ops.cast(inputs["price"], "float32")
-    values["age"] = keras.ops.cast(inputs["age"], "float32")
+    values["price"] = _cast(inputs["price"], "float32")
+    values["age"] = _cast(inputs["age"], "float32")
     values["user_id"] = inputs["user_id"]
     return values
 

@@ -27,11 +27,12 @@ from beam_prep.errors import InputError
 from beam_prep.io import example_decoder
 from beam_prep.io.example_decoder import ExampleDecoder, frame, native_available
 from beam_prep.io.tfrecord_reader import iter_tfrecord
+from tests.fuzzing import examples
 
 COLUMNS = ["a", "b", "k_long_name", "é"]
-FAST = settings(max_examples=40, deadline=None, database=None,
+FAST = settings(max_examples=examples(40), deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SLOW = settings(max_examples=3000, deadline=None, database=None,
+SLOW = settings(max_examples=examples(3000), deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 keys = st.one_of(st.sampled_from(COLUMNS + ["zz"]), st.text(max_size=6))

@@ -30,7 +30,7 @@ of workers, the piece size or the order in which files are read.
 
 Example:
     >>> opts = ElwcOptions(input_format="letor")
-    >>> files = list_input_files(["/work/shared/data/letor/lightgbm/rank.train"], opts)
+    >>> files = list_input_files(["examples/data/letor/lightgbm/rank.train"], opts)
     >>> [(i, rel) for i, _, rel in files]
     [(0, 'rank.train')]
 """

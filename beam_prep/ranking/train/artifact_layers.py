@@ -66,3 +66,29 @@ def artifact_layers(path: str, names: Iterable[str]) -> dict[str, Any]:
             out[fp.name] = chain[0] if len(chain) == 1 else FeatureChain(
                 chain, name=f"{fp.name}_chain")
     return out
+
+
+def layers_and_rows(path: str | None, spec: Any) -> tuple[dict[str, Any], dict[str, int]]:
+    """Layers and embedding-table rows of the ELWC spec's features found in the artifacts.
+
+    Args:
+        path: The artifact directory (``data.artifacts``), or None/"" for none.
+        spec: The ELWC feature spec (``ElwcFeatureSpec``: ``context`` and ``example``).
+
+    Returns:
+        ``({feature: layer}, {feature: table rows})`` of the id features among them.
+
+    Example:
+        >>> layers, rows = layers_and_rows("artifacts/", spec)  # doctest: +SKIP
+    """
+    if not path:
+        return {}, {}
+    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.ranking.train.embeddings import table_rows
+
+    art = Artifacts(path)
+    names = {f.name for f in (*spec.context, *spec.example)} & set(art.feature_names)
+    layers = artifact_layers(path, names)
+    rows = {n: table_rows(art, n) for n in names
+            if art.feature(n).kind in ("string", "integer", "text", "hashed")}
+    return layers, rows

@@ -16,9 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import math
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 
@@ -49,11 +50,15 @@ class EpochPrinter:
     """
 
     def __init__(self, *, epochs: int, stream: IO[str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, silent: bool = False) -> None:
         self.epochs = epochs
         self._stream = stream
         self._clock = clock
         self._mark: float | None = None
+        self._silent = silent
+        #: 0-based indexes of the epochs trained in this run (both loops pass the absolute
+        #: index: a run resumed from ``model_dir`` starts after the restored epochs).
+        self.seen: list[int] = []
 
     def begin(self) -> None:
         """Starts timing an epoch (the previous epoch's end does it too)."""
@@ -63,9 +68,42 @@ class EpochPrinter:
         now = self._clock()
         seconds = now - self._mark if self._mark is not None else 0.0
         self._mark = now
+        self.seen.append(epoch)
+        if self._silent:
+            return
         stream = self._stream or sys.stderr
         stream.write(format_epoch(epoch, self.epochs, logs, seconds) + "\n")
         stream.flush()
+
+
+def exported_epoch(history: Mapping[str, Sequence[float]], *, first_epoch: int,
+                   metric: str | None) -> tuple[int, str] | None:
+    """The 1-based epoch whose weights the trained (and exported) model holds, and why.
+
+    Early stopping keeps the best epoch of this run by ``metric`` (the first one reaching the
+    best value; ``min`` when the name holds ``loss``, else ``max``), as both loops do;
+    without that metric in ``history`` the model holds the last epoch. ``first_epoch`` is the
+    1-based number of this run's first epoch (> 1 after a resume). None when no epoch ran.
+
+    Example:
+        >>> exported_epoch({"loss": [3, 2, 1], "val_ndcg_10": [0.5, 0.7, 0.7]}, first_epoch=1,
+        ...                metric="val_ndcg_10")
+        (2, 'best val_ndcg_10 0.7000')
+        >>> exported_epoch({"loss": [3, 2]}, first_epoch=4, metric="val_ndcg_10")
+        (5, 'last epoch')
+    """
+    n = len(history.get("loss", ()))
+    if n == 0:
+        return None
+    values = list(history.get(metric, ())) if metric else []
+    if len(values) != n:
+        return first_epoch + n - 1, "last epoch"
+    sign = -1.0 if "loss" in (metric or "") else 1.0
+    best = 0
+    for i, value in enumerate(values):
+        if math.isnan(values[best]) or sign * value > sign * values[best]:
+            best = i
+    return first_epoch + best, f"best {metric} {values[best]:.4f}"
 
 
 def keras_callback(printer: EpochPrinter) -> Any:

@@ -36,6 +36,7 @@ import keras
 import tensorflow as tf
 
 from beam_prep.ranking.train.model import Preprocessor
+from beam_prep.ranking.train.reader import MASK_KEY
 
 ELWC_SIGNATURE = "serving_default"
 EXAMPLE_SIGNATURE = "score_examples"
@@ -107,6 +108,8 @@ def export_ranker(model: keras.Model, preprocessor: Preprocessor, path: str, *,
     def score_examples(serialized: Any) -> dict[str, Any]:
         parsed = tf.io.parse_example(serialized, parse_spec)
         lists = examples_as_lists(parsed, spec, list_size)
+        if preprocessor.include_mask:  # one real entry per list
+            lists[MASK_KEY] = tf.one_hot(tf.zeros_like(serialized, tf.int32), list_size)
         return {"scores": model(preprocessor(lists), training=False)[:, 0]}
 
     signature = [tf.TensorSpec([None], tf.string, name="serialized")]

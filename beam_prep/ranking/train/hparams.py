@@ -47,6 +47,8 @@ OptimizerName = Literal["adam", "adagrad", "sgd"]
 TrainingLoop = Literal["auto", "fit", "custom"]
 Activation = Literal["relu", "gelu", "tanh", "swish"]
 SoftmaxTargets = Literal["labels", "gains"]
+ScorerName = Literal["dnn", "dasalc"]
+InputTransform = Literal["auto", "none", "log1p", "piecewise_linear", "robust"]
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 BACKENDS: tuple[str, ...] = get_args(Backend)
@@ -58,6 +60,8 @@ OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
 TRAINING_LOOPS: tuple[str, ...] = get_args(TrainingLoop)
 ACTIVATIONS: tuple[str, ...] = get_args(Activation)
 SOFTMAX_TARGETS: tuple[str, ...] = get_args(SoftmaxTargets)
+SCORERS: tuple[str, ...] = get_args(ScorerName)
+INPUT_TRANSFORMS: tuple[str, ...] = get_args(InputTransform)
 
 
 def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
@@ -144,6 +148,23 @@ class ModelHparams:
     """The scorer: a feed-forward network applied to every example of a list.
 
     Attributes:
+        scorer: ``dnn`` (the feed-forward network on each entry alone) or ``dasalc``
+            (Qin et al. 2021: the same network, plus multi-head self-attention over the
+            list's entries combined with it by a latent cross; see
+            :mod:`beam_prep.ranking.train.scorers.dasalc`).
+        input_transform: Transform of float features before the scorer: ``none``,
+            ``log1p`` (``sign(x) log1p(|x|)``), ``piecewise_linear`` (Gorishniy et al. 2022,
+            ``piecewise_bins`` quantile bins per value), ``robust`` (``(x - median) / IQR``)
+            or ``auto`` (``log1p`` for ``dasalc``, ``none`` for ``dnn``). Statistics are
+            computed on the training lists only.
+        piecewise_bins: Bins per value of ``piecewise_linear``.
+        attention_layers: Self-attention layers of ``dasalc``.
+        attention_heads: Heads per self-attention layer.
+        attention_dim: Width of the self-attention layers (and of the latent cross).
+        input_noise: Standard deviation of the Gaussian noise added to the (batch
+            normalised) inputs while training (``dasalc``; 0 disables it).
+        ensemble: Models trained with seeds ``seed .. seed + ensemble - 1``; the export is
+            one SavedModel whose score is the mean of their scores.
         hidden_sizes: Units of the hidden Dense layers, in order.
         activation: Activation of the hidden layers.
         dropout: Dropout rate after each hidden layer (0 disables it).
@@ -155,6 +176,14 @@ class ModelHparams:
     """
 
     hidden_sizes: tuple[int, ...] = (64, 32)
+    scorer: ScorerName = "dnn"
+    input_transform: InputTransform = "auto"
+    piecewise_bins: int = 8
+    attention_layers: int = 2
+    attention_heads: int = 2
+    attention_dim: int = 32
+    input_noise: float = 0.1
+    ensemble: int = 1
     activation: Activation = "relu"
     dropout: float = 0.0
     batch_norm: bool = False
@@ -169,6 +198,22 @@ class ModelHparams:
         for h in self.hidden_sizes:
             _int("model", "hidden_sizes", h)
         _float("model", "dropout", self.dropout, low=0.0, high=1.0)
+        _int("model", "piecewise_bins", self.piecewise_bins)
+        _int("model", "attention_layers", self.attention_layers, minimum=0)
+        _int("model", "attention_heads", self.attention_heads)
+        _int("model", "attention_dim", self.attention_dim)
+        _float("model", "input_noise", self.input_noise, low=0.0)
+        _int("model", "ensemble", self.ensemble)
+        if self.attention_dim % self.attention_heads:
+            raise _fail("model", "attention_dim", self.attention_dim,
+                        f"a multiple of attention_heads={self.attention_heads}")
+
+    @property
+    def resolved_input_transform(self) -> str:
+        """``input_transform`` with ``auto`` resolved for the scorer."""
+        if self.input_transform != "auto":
+            return self.input_transform
+        return "log1p" if self.scorer == "dasalc" else "none"
         _int("model", "embedding_dim", self.embedding_dim)
         _int("model", "distributed_embedding_min_rows", self.distributed_embedding_min_rows,
              minimum=0)

@@ -69,6 +69,10 @@ class JaxRankingLauncher(RankingLauncher):
             raise SpecError("`training.loop: custom` is the TensorFlow loop (tf.function + "
                             "tf.distribute); on JAX use 'fit' or 'auto'. Received: "
                             "loop='custom'")
+        if hparams.model.ensemble > 1:
+            raise SpecError("`model.ensemble` trains its members with the TensorFlow launcher; "
+                            "on JAX train one model (ensemble: 1) or use distribution.backend: "
+                            f"tensorflow. Received: ensemble={hparams.model.ensemble}")
         if dist.multi_host:
             initialize_multi_host()
         # The tf.data pipeline still runs on TensorFlow's default (one-device) strategy.

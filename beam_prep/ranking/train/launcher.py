@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
+from beam_prep.ranking.train.artifact_layers import layers_and_rows
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
@@ -40,6 +41,8 @@ from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
 from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
+from beam_prep.ranking.train.scorers.ensemble import run_ensemble
+from beam_prep.ranking.train.scorers.input_stats import model_parts
 from beam_prep.ranking.train.strategy import (
     is_chief,
     make_strategy,
@@ -254,12 +257,15 @@ class RankingLauncher:
                                                   tpu=hparams.distribution.tpu)
         self.spec = load_feature_spec(hparams.data.feature_spec)
         if layers is None or vocab_rows is None:
-            auto_layers, auto_rows = _from_artifacts(hparams.data.artifacts, self.spec)
+            auto_layers, auto_rows = layers_and_rows(hparams.data.artifacts, self.spec)
             layers = auto_layers if layers is None else layers
             vocab_rows = auto_rows if vocab_rows is None else vocab_rows
         self.preprocessor = Preprocessor(self.spec, layers, list_size=hparams.data.list_size,
                                          sequence_length=hparams.data.sequence_length,
-                                         vocab_rows=vocab_rows)
+                                         vocab_rows=vocab_rows,
+                                         include_mask=hparams.model.scorer == "dasalc")
+        self._shared = dict(layers=layers, vocab_rows=vocab_rows, parse_fn=parse_fn,
+                            strategy=self.strategy, epoch_printer=epoch_printer, verbose=verbose)
         self.datasets = DatasetBuilder(hparams.data, self.preprocessor, parse_fn=parse_fn,
                                        seed=hparams.training.seed)
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
@@ -283,8 +289,8 @@ class RankingLauncher:
         keras.utils.set_random_seed(hp.training.seed)
         with self.strategy.scope():
             model = RankingModelBuilder(self.preprocessor, hp.model,
-                                        global_batch_size=hp.data.train_batch_size
-                                        ).build(element_spec[0])
+                                        global_batch_size=hp.data.train_batch_size,
+                                        **model_parts(self)).build(element_spec[0])
             if self.loop == "fit":
                 model.compile(
                     optimizer=make_optimizer(hp.training.optimizer, hp.training.learning_rate),
@@ -307,6 +313,8 @@ class RankingLauncher:
             InputError: The training or validation files are missing or hold no record.
         """
         self.datasets.check_inputs()
+        if self.hp.model.ensemble > 1:  # N members, one averaged model (scorers.ensemble)
+            return run_ensemble(self, RankingLauncher, TrainResult)
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
@@ -320,10 +328,14 @@ class RankingLauncher:
         else:
             history, steps = self._custom(model, train_ds, valid_ds)
         seconds = time.perf_counter() - start
-        export_path = None
-        if self.hp.training.export_dir and self.chief:
-            export_path = self.export(model, train_ds.element_spec)
-        return TrainResult(model, history, steps, seconds, export_path)
+        return TrainResult(model, history, steps, seconds,
+                           self._export(model, train_ds.element_spec))
+
+    def _export(self, model: keras.Model, element_spec: Any) -> str | None:
+        """:meth:`export` if ``training.export_dir`` is set and this is the chief, else None."""
+        if not (self.hp.training.export_dir and self.chief):
+            return None
+        return self.export(model, element_spec)
 
     def export(self, model: keras.Model, element_spec: Any) -> str:
         """Writes the SavedModel to ``training.export_dir`` (:mod:`.export`); returns it."""
@@ -419,25 +431,6 @@ class RankingLauncher:
                             callbacks=callbacks, verbose=self.verbose, shuffle=False)
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps
-
-
-def _from_artifacts(path: str | None, spec: ElwcFeatureSpec
-                    ) -> tuple[dict[str, Any], dict[str, int]]:
-    """Preprocessing layers and table rows of the spec's features found in the artifacts."""
-    if not path:
-        return {}, {}
-    from beam_prep.io.artifacts import Artifacts
-    from beam_prep.ranking.train.artifact_layers import artifact_layers
-    from beam_prep.ranking.train.embeddings import table_rows
-
-    art = Artifacts(path)
-    names = {f.name for f in (*spec.context, *spec.example)} & set(art.feature_names)
-    layers = artifact_layers(path, names)
-    rows = {}
-    for n in names:
-        if art.feature(n).kind in ("string", "integer", "text", "hashed"):
-            rows[n] = table_rows(art, n)
-    return layers, rows
 
 
 def build_launcher(hparams: RankingHparams, **kwargs: Any) -> RankingLauncher:

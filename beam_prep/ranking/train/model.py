@@ -40,6 +40,7 @@ from beam_prep.errors import SpecError
 from beam_prep.input_names import input_name
 from beam_prep.ranking.train.embeddings import RankingEmbeddings, table_rows_from_layer
 from beam_prep.ranking.train.hparams import ModelHparams
+from beam_prep.ranking.train.reader import MASK_KEY
 
 
 class Preprocessor:
@@ -53,6 +54,8 @@ class Preprocessor:
         sequence_length: Length every variable-length feature is padded/truncated to.
         vocab_rows: Optional feature name -> embedding table rows (from the artifacts); when
             absent the rows are read from the layer.
+        include_mask: Also output the reader's list mask (``"__mask__"``, float32 ``[B, L]``,
+            1 for real entries) for scorers that look across the list (``dasalc``).
 
     Attributes:
         id_rows: Feature name -> rows of its embedding table, for integer outputs.
@@ -61,8 +64,10 @@ class Preprocessor:
 
     def __init__(self, spec: Any, layers: Mapping[str, Callable[[Any], Any]], *,
                  list_size: int, sequence_length: int = 16,
-                 vocab_rows: Mapping[str, int] | None = None) -> None:
+                 vocab_rows: Mapping[str, int] | None = None,
+                 include_mask: bool = False) -> None:
         self.spec = spec
+        self.include_mask = bool(include_mask)
         self.layers = dict(layers)
         self.list_size = int(list_size)
         self.sequence_length = int(sequence_length)
@@ -118,6 +123,8 @@ class Preprocessor:
             else:
                 x = tf.cast(x, tf.int32)
             out[info.name] = x
+        if self.include_mask:
+            out[MASK_KEY] = tf.cast(features[MASK_KEY], tf.float32)
         return out
 
 
@@ -196,6 +203,18 @@ class FeedForwardScorer(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(1, name="scorer_logit")
 
     def call(self, features: Mapping[str, Any], training: bool | None = None) -> Any:  # noqa: D102
+        x = self.entry_features(features)
+        size = self.list_size
+        x = ops.reshape(x, (-1, x.shape[-1]))
+        if self.input_norm is not None:
+            x = self.input_norm(x, training=training)
+        for block in self.hidden:
+            for layer in block:
+                x = layer(x, training=training) if _takes_training(layer) else layer(x)
+        return ops.reshape(self.output_dense(x), (-1, size))
+
+    def entry_features(self, features: Mapping[str, Any]) -> Any:
+        """``[B, L, F]``: every entry's features (ids embedded, context broadcast)."""
         emb = {}
         if self.embeddings is not None:
             emb = self.embeddings({k: features[k] for k in sorted(self.id_names)})
@@ -207,14 +226,7 @@ class FeedForwardScorer(keras.layers.Layer):
         if ctx:
             c = ops.concatenate(ctx, axis=-1) if len(ctx) > 1 else ctx[0]
             ex.append(ops.repeat(ops.expand_dims(c, 1), size, axis=1))
-        x = ops.concatenate(ex, axis=-1) if len(ex) > 1 else ex[0]
-        x = ops.reshape(x, (-1, x.shape[-1]))
-        if self.input_norm is not None:
-            x = self.input_norm(x, training=training)
-        for block in self.hidden:
-            for layer in block:
-                x = layer(x, training=training) if _takes_training(layer) else layer(x)
-        return ops.reshape(self.output_dense(x), (-1, size))
+        return ops.concatenate(ex, axis=-1) if len(ex) > 1 else ex[0]
 
 
 def _width(x: Any, lead: int) -> int:
@@ -233,6 +245,10 @@ class RankingModelBuilder:
         hparams: ``ModelHparams``.
         global_batch_size: Used to give keras-rs tables static shapes (TPU).
         name: Model name.
+        scorer_cls: The scorer layer class (default :class:`FeedForwardScorer`; see
+            :func:`beam_prep.ranking.train.scorers.scorer_class`).
+        transforms: Feature name -> layer applied to that input before the scorer (the
+            ``model.input_transform`` layers, exported with the model).
 
     Example:
         >>> builder = RankingModelBuilder(pre, ModelHparams())        # doctest: +SKIP
@@ -240,8 +256,12 @@ class RankingModelBuilder:
     """
 
     def __init__(self, preprocessor: Preprocessor, hparams: ModelHparams, *,
-                 global_batch_size: int | None = None, name: str = "ranker") -> None:
+                 global_batch_size: int | None = None, name: str = "ranker",
+                 scorer_cls: type | None = None,
+                 transforms: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
         self.preprocessor = preprocessor
+        self.scorer_cls = scorer_cls or FeedForwardScorer
+        self.transforms = dict(transforms or {})
         self.hparams = hparams
         self.global_batch_size = global_batch_size
         self.name = name
@@ -263,9 +283,11 @@ class RankingModelBuilder:
         """Input creator + scorer -> ``keras.Model`` mapping the feature dict to ``[B, L]``."""
         pre = self.preprocessor
         inputs = create_inputs(element_spec)
-        scorer = FeedForwardScorer(
+        tr = self.transforms
+        features = {n: tr[n](x) if n in tr else x for n, x in inputs.items()}
+        scorer = self.scorer_cls(
             context_names=pre.context_names, example_names=pre.example_names,
             id_rows=pre.id_rows, sequence_features=pre.sequence_features,
             list_size=pre.list_size, hparams=self.hparams,
             embedding_input_shapes=self.embedding_input_shapes(element_spec))
-        return keras.Model(inputs=inputs, outputs=scorer(inputs), name=self.name)
+        return keras.Model(inputs=inputs, outputs=scorer(features), name=self.name)

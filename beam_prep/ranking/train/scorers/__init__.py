@@ -1,0 +1,78 @@
+"""Scorers of the ranking launcher (``model.scorer``), input transforms and ensembles.
+
+* ``dnn``: :class:`beam_prep.ranking.train.model.FeedForwardScorer` (each entry alone).
+* ``dasalc``: :class:`.dasalc.DasalcScorer` (self-attention over the list + latent cross).
+* ``model.ensemble: N``: :mod:`.ensemble` (N seeds, one averaged model).
+* ``model.input_transform``: :func:`input_transforms` (layers of
+  :mod:`beam_prep.codegen.numeric_layers`, statistics from :mod:`.input_stats`).
+
+Example:
+    >>> scorer_class("dasalc").__name__
+    'DasalcScorer'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import keras
+
+from beam_prep.errors import SpecError
+from beam_prep.ranking.train.hparams import SCORERS, ModelHparams
+
+NEEDS_STATS: frozenset[str] = frozenset({"piecewise_linear", "robust"})
+
+
+def scorer_class(name: str) -> type:
+    """The scorer layer class of ``model.scorer``.
+
+    Raises:
+        SpecError: Unknown name.
+    """
+    if name == "dnn":
+        from beam_prep.ranking.train.model import FeedForwardScorer
+
+        return FeedForwardScorer
+    if name == "dasalc":
+        from beam_prep.ranking.train.scorers.dasalc import DasalcScorer
+
+        return DasalcScorer
+    raise SpecError(f"`model.scorer` must be one of {', '.join(map(repr, SCORERS))}. "
+                    f"Received: scorer={name!r}")
+
+
+def input_transforms(hp: ModelHparams, names: Sequence[str],
+                     stats: Mapping[str, Mapping[str, Any]]) -> dict[str, keras.layers.Layer]:
+    """One transform layer per float feature in ``names`` (none for ``input_transform: none``).
+
+    Args:
+        hp: ``ModelHparams`` (``input_transform``, ``piecewise_bins``).
+        names: Float features (after preprocessing) the scorer takes.
+        stats: Feature -> ``{"median", "iqr", "edges"}`` per value of its last axis
+            (:func:`.input_stats.feature_stats`), needed by ``piecewise_linear``/``robust``.
+
+    Raises:
+        SpecError: A feature has no statistics but the transform needs them.
+    """
+    from beam_prep.codegen.numeric_layers import PiecewiseLinear, RobustScaling, SignedLog1p
+
+    kind = hp.resolved_input_transform
+    out: dict[str, keras.layers.Layer] = {}
+    for name in names:
+        layer_name = f"{name.strip('_')}_{kind}"
+        if kind == "none":
+            continue
+        if kind == "log1p":
+            out[name] = SignedLog1p(name=layer_name)
+            continue
+        if name not in stats:
+            raise SpecError(f"`model.input_transform: {kind}` needs statistics of feature "
+                            f"{name!r} (computed from the training lists); none were given. "
+                            "Use the launcher, or pass `input_stats` to RankingModelBuilder.")
+        s = stats[name]
+        if kind == "robust":
+            out[name] = RobustScaling(s["median"], s["iqr"], name=layer_name)
+        else:
+            out[name] = PiecewiseLinear(s["edges"], name=layer_name)
+    return out

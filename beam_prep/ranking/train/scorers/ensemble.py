@@ -1,0 +1,87 @@
+"""``model.ensemble: N``: train N seeds, serve one model whose score is their mean.
+
+Member ``i`` is the configured model trained with ``training.seed + i`` (weights, shuffling,
+noise and dropout all change with it) in ``<model_dir>/member_<i>``; the members share the
+preprocessor. :func:`average_model` wraps them into one ``keras.Model`` with the members'
+inputs and the mean of their ``[B, L]`` scores, which the launcher exports like any model (same
+``serving_default`` / ``score_examples`` signatures; one SavedModel).
+
+Example:
+    >>> model = average_model([m0, m1, m2], element_spec)        # doctest: +SKIP
+    >>> model(features)  # == (m0(f) + m1(f) + m2(f)) / 3          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import keras
+from keras import ops
+
+from beam_prep.errors import SpecError
+
+
+def average_model(members: Sequence[keras.Model], element_spec: Mapping[str, Any], *,
+                  name: str = "ranker_ensemble") -> keras.Model:
+    """One model: the members' inputs -> mean of their scores.
+
+    Raises:
+        SpecError: No member.
+    """
+    from beam_prep.ranking.train.model import create_inputs
+
+    if not members:
+        raise SpecError("`model.ensemble` must be a positive integer. Received: 0 members")
+    for i, m in enumerate(members):  # unique names: one functional graph holds them all
+        m.name = f"{m.name.split('__member_')[0]}__member_{i}"
+    inputs = create_inputs(element_spec)
+    scores = [m(inputs) for m in members]
+    out = scores[0] if len(scores) == 1 else ops.mean(ops.stack(scores, axis=0), axis=0)
+    return keras.Model(inputs=inputs, outputs=out, name=name)
+
+
+def member_hparams(hp: Any, index: int) -> Any:
+    """The config of member ``index``: seed + index, its own model_dir, no export."""
+    tr = dataclasses.replace(hp.training, seed=hp.training.seed + index, export_dir=None,
+                             model_dir=os.path.join(hp.training.model_dir, f"member_{index}"))
+    return dataclasses.replace(hp, training=tr,
+                               model=dataclasses.replace(hp.model, ensemble=1))
+
+
+def merged_history(histories: Sequence[Mapping[str, list[float]]]) -> dict[str, list[float]]:
+    """Member 0's history, plus every member's under ``member_<i>/<metric>``.
+
+    Example:
+        >>> merged_history([{"loss": [1.0]}, {"loss": [2.0]}])
+        {'loss': [1.0], 'member_0/loss': [1.0], 'member_1/loss': [2.0]}
+    """
+    out = dict(histories[0])
+    for i, h in enumerate(histories):
+        out.update({f"member_{i}/{k}": list(v) for k, v in h.items()})
+    return out
+
+
+def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
+    """Trains ``model.ensemble`` members (seed + i, ``model_dir/member_<i>``) like ``launcher``.
+
+    Args:
+        launcher: The configured ``RankingLauncher`` (its preprocessor, strategy and parser
+            are shared by the members).
+        launcher_cls: ``RankingLauncher`` (passed in: this module does not import it).
+        result_cls: ``TrainResult``.
+
+    Returns:
+        A ``TrainResult`` of the averaged model (exported when ``training.export_dir`` is
+        set), :func:`merged_history`, steps and seconds summed over the members.
+    """
+    hp = launcher.hp
+    results = [launcher_cls(member_hparams(hp, i), **launcher._shared).run()
+               for i in range(hp.model.ensemble)]
+    element_spec = launcher.datasets.train_dataset().element_spec
+    model = average_model([r.model for r in results], element_spec[0])
+    return result_cls(model, merged_history([r.history for r in results]),
+                      sum(r.steps for r in results), sum(r.seconds for r in results),
+                      launcher._export(model, element_spec))

@@ -1,0 +1,23 @@
+"""Test-suite wide settings: the hypothesis profiles.
+
+``ci`` (the default, what ``make test`` runs): derandomized, so every run tries the same
+examples, and no example database, so a failure found once is not replayed from
+``.hypothesis/`` by every later run; a failing example is printed with its
+``@reproduce_failure`` blob. ``fuzz`` (``make test-fuzz``): a random seed per run (printed on
+failure) and :func:`tests.fuzzing.examples` budgets multiplied by ``BEAM_PREP_FUZZ_SCALE``.
+
+Example:
+    HYPOTHESIS_PROFILE=fuzz BEAM_PREP_FUZZ_SCALE=25 pytest -m hypothesis -p no:randomly
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, database=None, deadline=None,
+                          print_blob=True)
+settings.register_profile("fuzz", derandomize=False, database=None, deadline=None,
+                          print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
