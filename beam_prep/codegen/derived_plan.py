@@ -33,6 +33,7 @@ import dataclasses
 from typing import Any
 
 from beam_prep.errors import SpecError
+from beam_prep.input_names import input_name, input_names
 from beam_prep.spec.derived import input_types
 
 #: Raw input dtype of an expression input column, by its expression type (the Arrow type
@@ -109,7 +110,8 @@ def raw_inputs_of(features: Any) -> tuple[RawInput, ...]:
     """The raw inputs of planned features (``FeaturePlan`` s): one per data column, in first use.
 
     Raises:
-        SpecError: Two features read one column with different dtypes or shapes.
+        SpecError: Two features read one column with different dtypes or shapes, or two
+            columns get one input name (``beam_prep.input_names``).
     """
     out: dict[str, RawInput] = {}
     owner: dict[str, str] = {}
@@ -126,6 +128,7 @@ def raw_inputs_of(features: Any) -> tuple[RawInput, ...]:
                     "`expr`), or write it upstream as two columns.")
             out.setdefault(raw.name, raw)
             owner.setdefault(raw.name, fp.name)
+    input_names(out)  # refuses two columns that get one keras.Input name
     return tuple(out.values())
 
 
@@ -154,7 +157,7 @@ def check_names(features: Any) -> None:
         names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
         return names + ([("layer", fp.fill.name)] if fp.fill is not None else [])
 
-    _unique(features, lambda fp: [("input", r.name) for r in feature_raw_inputs(fp)]
+    _unique(features, lambda fp: [("input", input_name(r.name)) for r in feature_raw_inputs(fp)]
             + layers(fp))
     _unique(features, lambda fp: [("output", o.key) for o in fp.outputs] + layers(fp))
 

@@ -29,7 +29,7 @@ IMPORTS = frozenset({("__future__", "annotations"), ("hashlib", None), ("json", 
                      ("os", None), ("collections.abc", "Callable"), ("typing", "Any"),
                      ("keras", None), ("tensorflow", None)})
 CONSTANTS = frozenset({
-    "FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "LIST_INPUTS",
+    "FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "INPUT_NAMES", "LIST_INPUTS",
     "LIST_PADDING", "RAGGED_OUTPUTS", "OUTPUTS", "OUTPUT_SPECS", "STAGES", "_FILES",
     "EMPTY_VOCABULARY_TOKEN", "EMPTY_VOCABULARY_INTEGER", "MISSING_INTEGER", "DEFAULT_VALUES",
     "BUILDERS"})

@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any, Literal
 
 from beam_prep.codegen.derived_plan import DerivedPlan, RawInput
+from beam_prep.input_names import input_names
 
 Stage = Literal["data", "model"]
 
@@ -174,6 +175,10 @@ class ModulePlan:
         """
         return any(f.derived is not None or f.crossed or f.column != f.name
                    or self.input_dtype(f.column) != f.dtype for f in self.features)
+
+    def input_names(self) -> dict[str, str]:
+        """Data column -> its ``keras.Input`` / signature argument name (``input_name``)."""
+        return input_names(r.name for r in self.raw_inputs)
 
     def input_dtype(self, column: str) -> str:
         """The dtype of the raw input of a data column (``""`` if no raw input reads it)."""

@@ -103,6 +103,7 @@ class PreprocessingLayers:
         self.plan = plan_from_artifacts(self.artifacts)
         self.input_dtypes = {r.name: r.dtype for r in self.plan.raw_inputs}
         self.input_columns = {r.name: r.column for r in self.plan.raw_inputs}
+        self.input_names = self.plan.input_names()
         self.outputs = {o.key: (f.name, o.stage) for f in self.plan.features for o in f.outputs}
         self.output_specs = {o.key: (o.dtype, (None, o.width)) for o in self.plan.outputs()}
         self.list_inputs = tuple(r.name for r in self.plan.raw_inputs if r.is_list)
@@ -161,7 +162,7 @@ class PreprocessingLayers:
         import keras
 
         return {name: keras.Input(shape=(None,) if name in self.list_inputs else (1,),
-                                  dtype=dtype, name=name)
+                                  dtype=dtype, name=self.input_names[name])
                 for name, dtype in self.input_dtypes.items()}
 
     def input_signature(self) -> dict[str, Any]:
@@ -169,7 +170,7 @@ class PreprocessingLayers:
         import tensorflow as tf
 
         return {name: tf.TensorSpec(shape=(None, None if name in self.list_inputs else 1),
-                                    dtype=dtype, name=name)
+                                    dtype=dtype, name=self.input_names[name])
                 for name, dtype in self.input_dtypes.items()}
 
     def build_preprocessor(self, *, stage: str = "all") -> Any:

@@ -84,8 +84,23 @@ def shown(value: Any, limit: int = MAX_SHOWN) -> str:
         >>> shown([[1, 2]] * 10**6)
         '[[1, 2], [1, 2], [1, 2], [1, 2], [1, 2], [1, 2], [1, 2], [1, 2], ...]'
     """
-    text = _REPR.repr(value)
+    text = printable(_REPR.repr(value))
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character escaped as ``repr`` does (no quotes).
+
+    Keys and values from a spec or a data file reach the terminal only through this (or
+    :func:`shown`): an ESC sequence, a line break or a bidi control is shown, not obeyed.
+
+    Example:
+        >>> printable("bogus\\x1b[2J"), printable("price/usd")
+        ('bogus\\\\x1b[2J', 'price/usd')
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 class _Mismatch(Exception):
@@ -105,7 +120,8 @@ def field_error(where: str, field: str, value: Any, allowed: str) -> SpecError:
         >>> str(field_error("`data`", "list_size", 0, "a positive integer"))
         '`data`: `list_size` must be a positive integer. Received: list_size=0'
     """
-    prefix = f"{where}: " if where else ""
+    prefix = f"{printable(where)}: " if where else ""
+    field = printable(field)
     field = field if len(field) <= 80 else field[:77] + "..."
     return SpecError(f"{prefix}`{field}` must be {allowed}. Received: {field}={shown(value)}")
 
@@ -117,6 +133,7 @@ def child_where(where: str, key: str) -> str:
         >>> child_where("", "data"), child_where("`data`", "sub"), child_where("`a`", "[0]")
         ('`data`', '`data.sub`', '`a[0]`')
     """
+    key = printable(key)
     if not where:
         return f"`{key}`"
     if where.startswith("`") and where.endswith("`"):

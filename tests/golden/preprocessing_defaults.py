@@ -95,6 +95,21 @@ INPUT_COLUMNS = {
     "age": "age",
     "user_id": "user_id",
 }
+# Data column -> the name of its keras.Input and SavedModel signature argument (the column
+# itself when it is a valid one; see docs/generated_layers.md, "Raw inputs").
+INPUT_NAMES = {
+    "country": "country",
+    "device_type": "device_type",
+    "rare": "rare",
+    "city": "city",
+    "store_id": "store_id",
+    "shelf": "shelf",
+    "title": "title",
+    "review": "review",
+    "price": "price",
+    "age": "age",
+    "user_id": "user_id",
+}
 # Encoded output -> (raw input it reads, stage). Stage "model" (Normalization) may run
 # inside a TPU model; everything else belongs in tf.data.
 OUTPUTS = {
@@ -734,9 +749,9 @@ def build_layers(
 
 
 def raw_inputs() -> dict[str, Any]:
-    """One ``keras.Input`` per data column, shape ``(batch, 1)``, named like the column."""
+    """One ``keras.Input`` per data column, shape ``(batch, 1)``, named ``INPUT_NAMES``."""
     return {
-        name: keras.Input(shape=(1,), dtype=dtype, name=name)
+        name: keras.Input(shape=(1,), dtype=dtype, name=INPUT_NAMES[name])
         for name, dtype in INPUT_DTYPES.items()
     }
 
@@ -744,7 +759,7 @@ def raw_inputs() -> dict[str, Any]:
 def input_signature() -> dict[str, tf.TensorSpec]:
     """``tf.TensorSpec`` of the raw inputs (for ``tf.function`` / export signatures)."""
     return {
-        name: tf.TensorSpec(shape=(None, 1), dtype=dtype, name=name)
+        name: tf.TensorSpec(shape=(None, 1), dtype=dtype, name=INPUT_NAMES[name])
         for name, dtype in INPUT_DTYPES.items()
     }
 

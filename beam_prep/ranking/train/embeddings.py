@@ -36,6 +36,7 @@ import numpy as np
 from keras import ops
 
 from beam_prep.errors import ArtifactError, SpecError
+from beam_prep.input_names import input_name
 
 
 def table_rows(artifacts: Any, name: str) -> int:
@@ -104,7 +105,7 @@ class RankingEmbeddings(keras.layers.Layer):
         self.input_shapes = {k: tuple(v) for k, v in (input_shapes or {}).items()}
         self.sequence_features = frozenset(sequence_features)
         self.distributed_names = tuple(sorted(k for k, v in self.rows.items() if v >= min_rows))
-        self.small = {k: keras.layers.Embedding(v, self.dim, name=f"{k}_embedding")
+        self.small = {k: keras.layers.Embedding(v, self.dim, name=f"{input_name(k)}_embedding")
                       for k, v in sorted(self.rows.items()) if k not in self.distributed_names}
         self.distributed = None
         # Our own copy of what we pass to keras-rs (it keeps them under a private name).
@@ -119,7 +120,7 @@ class RankingEmbeddings(keras.layers.Layer):
         configs = {}
         for feat in self.distributed_names:
             table = keras_rs.layers.TableConfig(
-                name=f"{feat}_table", vocabulary_size=self.rows[feat],
+                name=f"{input_name(feat)}_table", vocabulary_size=self.rows[feat],
                 embedding_dim=self.dim, combiner="sum", optimizer="adam", placement="auto")
             shape = self.input_shapes.get(feat, (None, None))
             configs[feat] = keras_rs.layers.FeatureConfig(

@@ -37,6 +37,7 @@ import tensorflow as tf
 from keras import ops
 
 from beam_prep.errors import SpecError
+from beam_prep.input_names import input_name
 from beam_prep.ranking.train.embeddings import RankingEmbeddings, table_rows_from_layer
 from beam_prep.ranking.train.hparams import ModelHparams
 from beam_prep.ranking.train.reader import MASK_KEY
@@ -150,7 +151,7 @@ def create_inputs(element_spec: Mapping[str, tf.TensorSpec]) -> dict[str, keras.
         if any(d is None for d in shape):
             raise SpecError(f"Feature {name!r} has a dynamic shape {tuple(spec.shape)} after "
                             "preprocessing; fix `data.list_size` and `data.sequence_length`.")
-        inputs[name] = keras.Input(shape=shape, dtype=spec.dtype.name, name=name)
+        inputs[name] = keras.Input(shape=shape, dtype=spec.dtype.name, name=input_name(name))
     return inputs
 
 
