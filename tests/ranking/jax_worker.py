@@ -81,7 +81,8 @@ def _config_errors(tmp: str) -> dict:
 
     cases = {"odd_batch": ("data_parallel", {"batch": 3}, []),
              "mesh": ("model_parallel", {}, ["distribution.model_parallel_size=3"]),
-             "custom_loop": ("data_parallel", {"loop": "custom"}, [])}
+             "custom_loop": ("data_parallel", {"loop": "custom"}, []),
+             "ensemble": ("data_parallel", {}, ["model.ensemble=2"])}
     out = {}
     for name, (strategy, over, extra) in cases.items():
         paths, hp = _sample_launcher_hp(os.path.join(tmp, "err_" + name), strategy, **over)

@@ -87,6 +87,8 @@ def test_jax_only_settings_fail_with_the_field_and_the_fix(step):
     assert "use a multiple of 2" in errors["odd_batch"]
     assert "`distribution.model_parallel_size` must divide the 2 devices" in errors["mesh"]
     assert "`training.loop: custom` is the TensorFlow loop" in errors["custom_loop"]
+    assert "`model.ensemble` trains its members with the TensorFlow launcher" in errors["ensemble"]
+    assert "Received: ensemble=2" in errors["ensemble"]
 
 
 def test_losses_and_metrics_on_jax_equal_the_tensorflow_values(step):
