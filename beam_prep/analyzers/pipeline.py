@@ -157,14 +157,8 @@ class _WriteManifest(beam.DoFn):
         # Never raises on bad input (a runner would retry the bundle): a failed check
         # writes FAILED_REPORT instead of the manifest; the driver raises from it.
         output.delete_tree(spill.tmp_dir(self._out))  # a prefix on object stores
-        error = input_error(meta, self._input["patterns"], self._max_bad,
-                            fs.join(self._out, layout.REJECTED_DIR))
-        if error is not None:
-            report = {"error": error, "rows_read": meta["rows_read"],
-                      "rows_rejected": meta["rows_rejected"],
-                      "rejected_by_reason": meta["rejected_by_reason"],
-                      "rejected_files": rejected}
-            fs.write_bytes(fs.join(self._out, FAILED_REPORT), layout.canonical_json(report))
+        if wrote_failed_report(self._out, meta, self._input["patterns"], self._max_bad,
+                               rejected):
             return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
                                   dict(vocab_meta), numeric_partials, meta, rejected)
@@ -197,6 +191,26 @@ def input_error(meta: dict, patterns: Sequence[str], max_bad_fraction: float,
 
 FAILED_REPORT = "_failed.json"
 """Written instead of ``manifest.json`` when the input check fails (see :func:`raise_if_failed`)."""
+
+
+def wrote_failed_report(staging: str, meta: dict, patterns: Sequence[str],
+                        max_bad_fraction: float, rejected: list) -> bool:
+    """Writes :data:`FAILED_REPORT` into ``staging`` if :func:`input_error` fails the run.
+
+    The jobs' last step calls it instead of raising (a runner would retry a raising bundle).
+
+    Example:
+        >>> if wrote_failed_report(out, meta, ["a.csv"], 0.05, []):  # doctest: +SKIP
+        ...     return  # no manifest
+    """
+    error = input_error(meta, patterns, max_bad_fraction, fs.join(staging, layout.REJECTED_DIR))
+    if error is None:
+        return False
+    report = {"error": error, "rows_read": meta["rows_read"],
+              "rows_rejected": meta["rows_rejected"],
+              "rejected_by_reason": meta["rejected_by_reason"], "rejected_files": rejected}
+    fs.write_bytes(fs.join(staging, FAILED_REPORT), layout.canonical_json(report))
+    return True
 
 
 def raise_if_failed(staging: str, output_dir: str) -> None:

@@ -37,7 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep import progress
 from beam_prep.analyzers import spill
-from beam_prep.analyzers.pipeline import FAILED_REPORT, input_error
+from beam_prep.analyzers.pipeline import FAILED_REPORT, wrote_failed_report
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -234,14 +234,8 @@ class _WriteManifest(beam.DoFn):
 
     def process(self, _unused: Any, meta: dict, rejected: list) -> Iterator[dict]:
         output.delete_tree(spill.tmp_dir(self._out))
-        error = input_error(meta, self._info["input"]["patterns"], self._max_bad,
-                            fs.join(self._out, layout.REJECTED_DIR))
-        if error is not None:
-            report = {"error": error, "rows_read": meta["rows_read"],
-                      "rows_rejected": meta["rows_rejected"],
-                      "rejected_by_reason": meta["rejected_by_reason"],
-                      "rejected_files": rejected}
-            fs.write_bytes(fs.join(self._out, FAILED_REPORT), layout.canonical_json(report))
+        if wrote_failed_report(self._out, meta, self._info["input"]["patterns"],
+                               self._max_bad, rejected):
             return
         manifest = dict(self._info)
         manifest["counts"] = {k: meta[k] for k in ("rows_read", "rows_rejected",
