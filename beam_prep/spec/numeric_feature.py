@@ -1,0 +1,73 @@
+"""The numeric feature kind: moments, min/max and quantile boundaries.
+
+Example:
+    >>> NumericFeature("price", num_buckets=4).resolved_epsilon()
+    0.01
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from beam_prep.spec.bounds import MAX_NUM_BUCKETS, MIN_EPSILON, check_positive_int
+from beam_prep.spec.feature_base import FeatureBase, Scaling, feature_error
+
+
+@dataclasses.dataclass(frozen=True)
+class NumericFeature(FeatureBase):
+    """A numeric feature: moments for Normalization, quantiles for Discretization.
+
+    Statistics ignore missing cells and NaN (both counted). Variance is the population
+    variance (as ``tft.var`` and ``keras.layers.Normalization``).
+
+    Attributes:
+        num_buckets: When set, ``num_buckets - 1`` quantile boundaries are computed.
+        epsilon: Quantile sketch error; null = ``min(1 / num_buckets, 0.01)`` (TFT's default).
+        default_value: Number that replaces a missing cell; null = skip and count.
+        scaling: The float output: ``z_score`` (Normalization with the mean and variance),
+            ``min_max`` (``(x - min) / (max - min)`` from the analysed min and max, TF
+            Transform's ``scale_to_0_1``: not clipped, and ``sigmoid(x)`` when
+            ``min == max`` or there was no finite value) or ``none`` (the raw value).
+
+    Example:
+        >>> NumericFeature("price", num_buckets=20).resolved_epsilon()
+        0.01
+    """
+
+    num_buckets: int | None = None
+    epsilon: float | None = None
+    default_value: float | None = None
+    scaling: Scaling = "z_score"
+    kind: str = dataclasses.field(default="numeric", init=False)
+
+    def validate(self) -> None:  # noqa: D102
+        super().validate()
+        if self.num_buckets is not None:
+            check_positive_int(self.name, "num_buckets", self.num_buckets, optional=True,
+                                minimum=2, maximum=MAX_NUM_BUCKETS,
+                                why="the quantile sketch of 1/num_buckets error would need "
+                                "gigabytes per worker; set a larger epsilon to keep "
+                                "memory small")
+        if self.epsilon is not None:
+            if (isinstance(self.epsilon, bool) or not isinstance(self.epsilon, (int, float))
+                    or not MIN_EPSILON <= self.epsilon < 1):
+                raise feature_error(self.name, "epsilon", self.epsilon,
+                            f"a number in [{MIN_EPSILON:g}, 1) or null (the quantile sketch "
+                            "buffers about log2(eps * rows) / eps values: 1.2 GB per worker "
+                            "at 1e-6 on 20M rows, bad_alloc below 1e-9)")
+            if self.num_buckets is None:
+                raise feature_error(self.name, "epsilon", self.epsilon,
+                            "null unless num_buckets is set")
+        if self.default_value is not None and not math.isfinite(self.default_value):
+            raise feature_error(self.name, "default_value", self.default_value,
+                        "a finite number or null (NaN and infinity cannot stand in for a "
+                        "missing value)")
+
+    def resolved_epsilon(self) -> float | None:
+        """The sketch epsilon actually used (TFT's default when not set)."""
+        if self.num_buckets is None:
+            return None
+        if self.epsilon is not None:
+            return float(self.epsilon)
+        return min(1.0 / self.num_buckets, 0.01)
