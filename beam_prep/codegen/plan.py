@@ -262,7 +262,8 @@ def _numeric_transform(f: Any, stats: dict[str, Any]) -> tuple[list[OutputPlan],
     layers = (LayerPlan(*piecewise), LayerPlan(*reshape))
     summary = (f"numeric feature {f.name!r}: piecewise linear encoding, {width} bins between "
                f"min={stats.get('min')!r} and max={stats.get('max')!r}")
-    return [OutputPlan(f.name, layers, stage="model", dtype="float32", width=width)], summary
+    # Data stage (as Discretization): the model stage's inputs have the outputs' width.
+    return [OutputPlan(f.name, layers, stage="data", dtype="float32", width=width)], summary
 
 
 def _hashed(f: Any) -> FeaturePlan:
