@@ -124,3 +124,31 @@ def test_warm_cache_gives_the_quartiles_of_a_run_without_cache(tmp_path):
     assert last_run(cache)["misses"] == 0
     assert_same_bytes(plain, warm)
     assert _manifest(warm)["features"]["rb"]["stats"]["quartiles"] is not None
+
+
+def test_report_and_diff_show_the_quartiles(tmp_path):
+    import numpy as np
+
+    from beam_prep.diff import diff_artifacts, render_json, render_table
+    from beam_prep.report import render_report
+    from tests.report.htmlcheck import Page, number
+
+    one = run(tmp_path, days(tmp_path / "a", [1]), str(tmp_path / "one"), spec=NEW_OPTIONS)
+    two = run(tmp_path, days(tmp_path / "b", [2]), str(tmp_path / "two"), spec=NEW_OPTIONS)
+    q1 = _manifest(one)["features"]["rb"]["stats"]["quartiles"]
+    q2 = _manifest(two)["features"]["rb"]["stats"]["quartiles"]
+    card = Page(render_report(str(one))).sections["rb"]
+    for row, value in zip(("q25", "median", "q75"), q1):
+        assert number(card[row]) == pytest.approx(value, rel=1e-5)
+    assert number(card["IQR"]) == pytest.approx(q1[2] - q1[0], rel=1e-5)
+    assert number(card["epsilon"]) == 0.01
+    assert "median" not in Page(render_report(str(one))).sections["plain"]
+    report = diff_artifacts(str(one), str(two))
+    std = float(np.sqrt(_manifest(one)["features"]["rb"]["stats"]["variance"]))
+    (rb,) = [f for f in report.features if f.name == "rb"]
+    assert rb.numeric.quartile_shift == pytest.approx(
+        max(abs(b - a) for a, b in zip(q1, q2)) / std)
+    table = render_table(report)
+    assert "  rb quartiles: [" in table and "plain quartiles" not in table
+    features = json.loads(render_json(report))["features"]
+    assert [f["numeric"]["new_quartiles"] for f in features if f["name"] == "rb"] == [q2]
