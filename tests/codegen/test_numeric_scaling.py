@@ -236,3 +236,14 @@ def test_generated_module_in_tf_data_on_jax(setup):
         want = np.asarray(expected[key])
         np.testing.assert_array_equal(np.asarray(result["generated"][key], np.float32), want)
         np.testing.assert_array_equal(np.asarray(result["twin"][key], np.float32), want)
+
+
+def test_statistics_beyond_float32_are_refused_with_the_fix():
+    from beam_prep.codegen.scaling_plan import piecewise_layers, robust_layer
+    from beam_prep.errors import ArtifactError
+
+    big = 1.7976931348623157e308  # a quartile of infinite values, as the manifest stores it
+    with pytest.raises(ArtifactError, match=r"Feature 'x'.*RobustScaling.*`scaling: none`"):
+        robust_layer("x", {"count": 8, "quartiles": [1.0, 2.0, big]})
+    with pytest.raises(ArtifactError, match=r"PiecewiseLinear.*`scaling: none`"):
+        piecewise_layers("x", {"count": 8, "min": -1e300, "max": 1.0, "boundaries": [0.0]}, 2)
