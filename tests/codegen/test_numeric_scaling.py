@@ -247,3 +247,21 @@ def test_statistics_beyond_float32_are_refused_with_the_fix():
         robust_layer("x", {"count": 8, "quartiles": [1.0, 2.0, big]})
     with pytest.raises(ArtifactError, match=r"PiecewiseLinear.*`scaling: none`"):
         piecewise_layers("x", {"count": 8, "min": -1e300, "max": 1.0, "boundaries": [0.0]}, 2)
+
+
+def test_exported_inference_model_serves_the_same_encoding(setup, tmp_path):
+    import keras
+
+    out, module, _ = setup
+    keys = ("lg", "rb", "rb_const", "pl", "pl_const")
+    encoded = module.encoded_inputs()
+    merged = keras.layers.Concatenate(name="merged")([encoded[k] for k in keys])
+    trainer = keras.Model(encoded, merged, name="trainer")
+    inference = module.build_inference_model(trainer, out)
+    inference.export(str(tmp_path / "exported"), verbose=False)
+    loaded = tf.saved_model.load(str(tmp_path / "exported"))
+    values = SERVE[~np.isnan(SERVE)].reshape(-1, 1)
+    raw = {c: tf.constant(values) for c in module.INPUT_DTYPES}
+    served = loaded.serve(raw).numpy()
+    want = np.concatenate([np.asarray(module.make_dataset_fn()(raw)[k]) for k in keys], axis=1)
+    np.testing.assert_array_equal(served, want)
