@@ -292,3 +292,12 @@ def test_module_is_ruff_clean_and_imports_only_keras_tensorflow(setup, tmp_path)
                  else n.names[0].name.split(".")[0]
                  for n in ast.parse(code).body if isinstance(n, (ast.Import, ast.ImportFrom))}
         assert roots - set(sys.stdlib_module_names) - {"__future__"} == {"keras", "tensorflow"}
+
+
+def test_summaries_say_when_a_layer_is_degenerate(setup):
+    _, module, _ = setup
+    doc = " ".join(module.__doc__.split())  # the summaries are wrapped
+    assert "'rb_none': robust scaling, median=0.0, iqr=1.0 (no finite value in the data:" in doc
+    assert "'rb_const': robust scaling, median=3.0, iqr=1.0" in doc
+    assert "(a constant: step bins at that value)" in " ".join(
+        module.build_pl_const_layers.__doc__.split())
