@@ -9,7 +9,8 @@ gives the same table: the combine's output is sorted by (token, label) and is th
 whatever the sharding or batch size.
 
 A row counts when its label is present and >= 0 (TFT integer labels index classes; a
-missing or negative label leaves the row out, counted as ``rows_without_label``). A token
+missing or negative label leaves the row out: such rows are totalled under label -1,
+reported as ``rows_without_label``). A token
 counts once per row (a list holding a token twice is one occurrence: mutual information is
 defined on token presence, the multi-hot representation TFT asks for).
 
@@ -18,7 +19,7 @@ Example:
     >>> t = count_batch(pa.array(["a", "b", "a", None]), pa.array([1, 0, 1, None]))
     >>> sorted(zip(*(t.column(c).to_pylist() for c in ("token", "label", "count"))),
     ...        key=str)
-    [('a', 1, 2.0), ('b', 0, 1.0), (None, 0, 1.0), (None, 1, 2.0)]
+    [('a', 1, 2.0), ('b', 0, 1.0), (None, -1, 1.0), (None, 0, 1.0), (None, 1, 2.0)]
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def count_batch(values: pa.Array, labels: pa.Array) -> pa.Table:
         labels: The batch's label column (int64), aligned with ``values``.
     """
     label_of_row, counted = _labels(labels)
-    totals = np.unique(label_of_row[counted], return_counts=True)
+    # per-label row totals; rows without a (valid) label under -1
+    totals = np.unique(np.where(counted, label_of_row, -1), return_counts=True)
     sentinel = pa.Table.from_arrays(
         [pa.nulls(len(totals[0]), pa.large_string()), pa.array(totals[0], pa.int64()),
          pa.array(totals[1].astype(np.float64))], schema=SCHEMA)
