@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from typing import Any
 
 import apache_beam as beam
@@ -184,13 +183,3 @@ class LabeledVocabularies(beam.PTransform):
                 | "SumLabelCounts" >> beam.CombinePerKey(label_counts.LabelCountsCombineFn())
                 | "WriteLabeledVocabularies" >> beam.ParDo(
                     _WriteLabeledVocabulary(self._out, self._spec.to_dict())))
-
-
-def labeled_features(spec: Spec) -> list[str]:
-    """Names of the features on this path, in spec order."""
-    return [f.name for f in spec.features if has_labels(f)]
-
-
-def split_tables(items: Iterable[tuple[str, pa.Table]]) -> list[tuple[str, pa.Table]]:
-    """Drops empty tables (nothing to send through the shuffle)."""
-    return [(k, t) for k, t in items if t.num_rows]
