@@ -59,17 +59,25 @@ def rows_without_label(labels: pa.Array) -> int:
     return int((~_labels(labels)[1]).sum())
 
 
-def _tokens(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """(flat tokens as large_string, the row of each)."""
+def _codes(values: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(dictionary code of each flat value, -1 for null; the row of each; the distinct
+    tokens as large_string). Counting runs on the integer codes; only the distinct values
+    are turned into strings (integers: their decimal strings)."""
     if pa.types.is_large_list(values.type) or pa.types.is_list(values.type):
         rows = np.asarray(pc.list_parent_indices(values).to_numpy(zero_copy_only=False),
                           dtype=np.int64)
         flat = pc.list_flatten(values)
     else:
         rows, flat = np.arange(len(values), dtype=np.int64), values
-    if pa.types.is_dictionary(flat.type):
-        flat = flat.dictionary_decode()
-    return flat.cast(pa.large_string()), rows  # integers: their decimal strings
+    if not pa.types.is_dictionary(flat.type):  # Parquet strings usually arrive encoded
+        flat = pc.dictionary_encode(flat)
+    codes = np.asarray(pc.fill_null(flat.indices.cast(pa.int64()), -1).to_numpy(
+        zero_copy_only=False), dtype=np.int64)
+    dictionary = flat.dictionary.cast(pa.large_string())
+    if dictionary.null_count:  # a null *value* in the dictionary is a missing cell too
+        nulls = np.flatnonzero(np.asarray(pc.is_null(dictionary)))
+        codes = np.where(np.isin(codes, nulls), -1, codes)
+    return codes, rows, dictionary
 
 
 def merge_label_tables(tables: Iterable[pa.Table]) -> pa.Table:
@@ -77,8 +85,11 @@ def merge_label_tables(tables: Iterable[pa.Table]) -> pa.Table:
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return empty_table()
-    if len(tables) == 1:
-        return tables[0]
+    return tables[0] if len(tables) == 1 else _summed(tables)
+
+
+def _summed(tables: list[pa.Table]) -> pa.Table:
+    """One row per (token, label), counts summed."""
     summed = pa.concat_tables(tables).group_by(["token", "label"]).aggregate(
         [("count", "sum")])
     return pa.Table.from_arrays([summed.column("token"), summed.column("label"),
@@ -105,17 +116,19 @@ def count_batch(values: pa.Array, labels: pa.Array) -> pa.Table:
     sentinel = pa.Table.from_arrays(
         [pa.nulls(len(totals[0]), pa.large_string()), pa.array(totals[0], pa.int64()),
          pa.array(totals[1].astype(np.float64))], schema=SCHEMA)
-    tokens, rows = _tokens(values)
-    keep = pc.and_(pc.is_valid(tokens), pa.array(counted[rows]))
-    pairs = pa.table({"row": pa.array(rows), "token": tokens}).filter(keep)
+    codes, rows, dictionary = _codes(values)
+    keep = (codes >= 0) & counted[rows]
+    pairs = pa.table({"row": rows[keep], "code": codes[keep]})
     if pa.types.is_large_list(values.type) or pa.types.is_list(values.type):
-        pairs = pairs.group_by(["row", "token"]).aggregate([])  # once per row
+        pairs = pairs.group_by(["row", "code"]).aggregate([])  # once per row
     pairs = pairs.append_column(
         "label", pa.array(label_of_row[pairs.column("row").to_numpy()], pa.int64()))
-    counted_pairs = pairs.group_by(["token", "label"]).aggregate([("row", "count")])
+    grouped = pairs.group_by(["code", "label"]).aggregate([("row", "count")])
     table = pa.Table.from_arrays(
-        [counted_pairs.column("token"), counted_pairs.column("label"),
-         counted_pairs.column("row_count").cast(pa.float64())], schema=SCHEMA)
+        [dictionary.take(grouped.column("code")), grouped.column("label"),
+         grouped.column("row_count").cast(pa.float64())], schema=SCHEMA)
+    if len(pc.unique(dictionary)) != len(dictionary):  # a dictionary may repeat a value
+        table = _summed([table])
     return pa.concat_tables([sentinel, table])
 
 

@@ -184,3 +184,26 @@ def test_label_column_read_as_another_type_is_refused():
                                "  - {name: y, kind: string}\n")
     with pytest.raises(SpecError, match="'y' is read as"):
         required_columns(spec)
+
+
+def test_dictionary_encoded_batches_count_like_plain_ones():
+    """Parquet strings arrive dictionary-encoded, possibly with repeated or null values."""
+    import pyarrow as pa
+
+    from beam_prep.analyzers.label_counts import count_batch
+
+    codes = pa.array([0, 1, 2, 0, None, 3, 2])
+    encoded = pa.DictionaryArray.from_arrays(codes, pa.array(["a", None, "a", "b"]))
+    plain = pa.array(["a", None, "a", "a", None, "b", "a"])
+    labels = pa.array([1, 1, 0, 1, 1, None, 0])
+
+    def rows(table):
+        return sorted(zip(*(table.column(c).to_pylist() for c in ("token", "label", "count"))),
+                      key=str)
+
+    want = collections.Counter((t, y) for t, y in zip(plain.to_pylist(), labels.to_pylist())
+                               if t is not None and y is not None)
+    got = rows(count_batch(encoded, labels))
+    assert got == rows(count_batch(plain, labels))
+    assert {(t, y): c for t, y, c in got if t is not None} == dict(want)
+    assert {y: c for t, y, c in got if t is None} == {-1: 1, 0: 2, 1: 4}
