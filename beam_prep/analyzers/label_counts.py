@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 __all__ = ["SCHEMA", "LabelCountsCombineFn", "LabelTables", "count_batch", "empty_table",
-           "merge_label_tables", "rows_without_label"]
+           "merge_label_tables"]
 
 SCHEMA = pa.schema([("token", pa.large_string()), ("label", pa.int64()),
                     ("count", pa.float64())])
@@ -52,11 +52,6 @@ def _labels(labels: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     values = np.asarray(pc.fill_null(labels.cast(pa.int64()), -1).to_numpy(
         zero_copy_only=False), dtype=np.int64)
     return values, values >= 0
-
-
-def rows_without_label(labels: pa.Array) -> int:
-    """Rows whose label is missing or negative (left out of the counts)."""
-    return int((~_labels(labels)[1]).sum())
 
 
 def _codes(values: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
