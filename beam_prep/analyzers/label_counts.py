@@ -92,8 +92,7 @@ def _summed(tables: list[pa.Table]) -> pa.Table:
 
 
 def _sorted(table: pa.Table) -> pa.Table:
-    order = pc.sort_indices(table, sort_keys=[("token", "ascending"), ("label", "ascending")],
-                            null_placement="at_start")
+    order = pc.sort_indices(table, sort_keys=[("token", "ascending"), ("label", "ascending")])
     return table.take(order).combine_chunks()
 
 
@@ -150,7 +149,7 @@ class LabelTables:
             self.tables, self._rows = [merged], merged.num_rows
 
     def result(self) -> pa.Table:
-        """The merged table, sorted by (token, label) (totals first)."""
+        """The merged table, sorted by (token, label) (the totals, null token, last)."""
         return _sorted(merge_label_tables(self.tables))
 
 
