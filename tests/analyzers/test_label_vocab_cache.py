@@ -77,3 +77,17 @@ def test_replay_emits_the_label_table_of_the_split(tmp_path):
     replayed = labels_of(tmp_path / "cache")
     assert [n for n, _ in fresh] == [n for n, _ in replayed] == ["city"]
     assert fresh[0][1].equals(replayed[0][1]) and fresh[0][1].num_rows > 0
+
+
+@pytest.mark.slow  # three pipeline runs, two in worker processes (~1 min)
+def test_two_worker_processes_give_the_label_vocabulary_bytes_of_one_process(tmp_path):
+    files = days(tmp_path / "data", [1, 2, 3, 4])
+    cache = tmp_path / "cache"
+    multi = ("--direct_running_mode=multi_processing", "--direct_num_workers=2",
+             "--cache_dir", str(cache))
+    plain = run(tmp_path, files, str(tmp_path / "plain"), spec=SPEC)
+    cold = run(tmp_path, files, str(tmp_path / "cold"), *multi, spec=SPEC)
+    warm = run(tmp_path, files, str(tmp_path / "warm"), *multi, spec=SPEC)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (4, 0)
+    assert_same_bytes(plain, cold)
+    assert_same_bytes(plain, warm)
