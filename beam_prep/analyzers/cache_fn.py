@@ -31,7 +31,7 @@ import apache_beam as beam
 
 from beam_prep import progress
 from beam_prep.analyzers import cache_store as store
-from beam_prep.analyzers import spill, split_fn
+from beam_prep.analyzers import label_counts, spill, split_fn
 from beam_prep.analyzers.cache_key import (
     ReaderSettings,
     analysis_key,
@@ -159,9 +159,11 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 meta = value
             elif tag == split_fn.REJECTED:
                 rejected.append(value)
-            elif tag == split_fn.LABELS:
-                labels[value[0]] = value[1]
-        return store.SplitResult(vocab, numeric, meta, rejected, labels), outputs
+            elif tag == split_fn.LABELS:  # stored unpartitioned, like the count tables
+                labels.setdefault(value[0][0], []).append(value[1])
+        merged = {name: label_counts.merge_label_tables(tables)
+                  for name, tables in labels.items()}
+        return store.SplitResult(vocab, numeric, meta, rejected, merged), outputs
 
     def _replay(self, split: Split, folder: str, index: dict) -> Iterator[Any]:
         stem = spill.stable_id(split.split_id)
@@ -181,8 +183,9 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 split_fn.NUMERIC,
                 (split_fn.numeric_group(split.split_id), (split.split_id, partials)))
         for name, relname in index.get("labels", {}).items():
-            yield beam.pvalue.TaggedOutput(
-                split_fn.LABELS, (name, store.load_label_table(folder, relname)))
+            table = store.load_label_table(folder, relname)
+            for item in label_counts.partitioned(name, table, self._partitions):
+                yield beam.pvalue.TaggedOutput(split_fn.LABELS, item)
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

@@ -31,8 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_prep.analyzers.vocab_partition import split_by_partition
+
 __all__ = ["SCHEMA", "LabelCountsCombineFn", "LabelTables", "count_batch", "empty_table",
-           "merge_label_tables"]
+           "merge_label_tables", "partitioned"]
 
 SCHEMA = pa.schema([("token", pa.large_string()), ("label", pa.int64()),
                     ("count", pa.float64())])
@@ -124,6 +126,23 @@ def count_batch(values: pa.Array, labels: pa.Array) -> pa.Table:
     if len(pc.unique(dictionary)) != len(dictionary):  # a dictionary may repeat a value
         table = _summed([table])
     return pa.concat_tables([sentinel, table])
+
+
+def partitioned(name: str, table: pa.Table, num_partitions: int
+                ) -> list[tuple[tuple[str, int], pa.Table]]:
+    """``((name, partition), table)``: the totals (null token) under partition -1, always;
+    the (token, label) rows by the token's stable hash, like the count-ranked vocabularies
+    (:func:`~beam_prep.analyzers.vocab_partition.split_by_partition`; empty ones left out).
+
+    Example:
+        >>> t = count_batch(pa.array(["a", "b"]), pa.array([0, 1]))
+        >>> sorted(k for k, _ in partitioned("f", t, 1))
+        [('f', -1), ('f', 0)]
+    """
+    is_total = pc.is_null(table.column("token"))
+    out = [((name, -1), table.filter(is_total))]
+    return out + [((name, part), t) for part, t in
+                  split_by_partition(table.filter(pc.invert(is_total)), num_partitions)]
 
 
 class LabelTables:

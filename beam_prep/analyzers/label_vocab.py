@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Any
 
 import apache_beam as beam
@@ -44,6 +45,8 @@ __all__ = ["MAX_LISTED_LABELS", "LabeledVocabularies", "rank"]
 #: Labels listed one by one in the manifest (``label_rows``); more are only counted.
 MAX_LISTED_LABELS = 1000
 _NONE = {"tokens": 0, "count": 0}
+_EMPTY_SCORED = pa.schema([("token", pa.large_string()), ("score", pa.float64()),
+                           ("count", pa.float64())]).empty_table()
 
 
 def _drop(table: pa.Table, mask: np.ndarray) -> tuple[pa.Table, dict]:
@@ -52,22 +55,40 @@ def _drop(table: pa.Table, mask: np.ndarray) -> tuple[pa.Table, dict]:
     return table.filter(pa.array(~mask)), dropped
 
 
-def rank(table: pa.Table, feature: Any) -> dict:
-    """Scores, filters and orders one feature's summed label table.
-
-    Returns:
-        ``{"table": (token, score, count) in vocabulary order, "drops": {...},
-        "labels": {label: rows}, "rows_without_label": int, "min_diff_from_avg": float}``.
-    """
-    is_total = pc.is_null(table.column("token")).to_numpy(zero_copy_only=False)
-    totals, pairs = table.filter(pa.array(is_total)), table.filter(pa.array(~is_total))
+def label_totals(totals: pa.Table, feature: Any) -> dict:
+    """Per-label rows, rows without a label and the ``min_diff_from_avg`` used, from the
+    totals rows (null token) of a label table."""
     label_rows = {int(k): float(v) for k, v in zip(totals.column("label").to_pylist(),
                                                    totals.column("count").to_pylist())}
     without = label_rows.pop(-1, 0.0)
-    rows = sum(label_rows.values())
     min_diff = feature.min_diff_from_avg
     if min_diff is None:
-        min_diff = float(mutual_info.recommended_min_diff_from_avg(rows))
+        min_diff = float(mutual_info.recommended_min_diff_from_avg(sum(label_rows.values())))
+    return {"labels": label_rows, "rows_without_label": int(without),
+            "min_diff_from_avg": float(min_diff)}
+
+
+def _ordered(scored: pa.Table, top_k: int | None) -> tuple[pa.Table, dict]:
+    """Vocabulary order (score descending, token bytes descending), cut at ``top_k``."""
+    order = pc.sort_indices(scored, sort_keys=[("score", "descending"),
+                                               ("token", "descending")])
+    scored = scored.take(order)
+    if top_k is None or scored.num_rows <= top_k:
+        return scored, dict(_NONE)
+    cut = np.zeros(scored.num_rows, bool)
+    cut[top_k:] = True
+    return _drop(scored, cut)
+
+
+def score_pairs(pairs: pa.Table, totals: dict, feature: Any) -> tuple[pa.Table, dict]:
+    """Scores the (token, label) rows of some tokens (all rows of each), filters them and
+    keeps the best ``top_k`` in vocabulary order: the exact top_k of the whole vocabulary is
+    among the union of these partial ones.
+
+    Returns:
+        ``(token, score, count)`` table and the drops (``excluded_unwritable``,
+        ``dropped_min_count``, ``dropped_min_mutual_info``, ``dropped_top_k``).
+    """
     grouped = pairs.group_by("token").aggregate([("count", "sum")])
     tokens = grouped.column("token").combine_chunks()
     token_index = pc.index_in(pairs.column("token"), value_set=tokens).to_numpy()
@@ -76,9 +97,11 @@ def rank(table: pa.Table, feature: Any) -> dict:
     x = np.bincount(token_index, weights=counts, minlength=len(tokens))
     joint = {int(j): np.bincount(token_index[labels == j], weights=counts[labels == j],
                                  minlength=len(tokens)) for j in np.unique(labels)}
-    scores = mutual_info.scores(x, joint, label_rows, min_diff_from_avg=min_diff,
+    scores = mutual_info.scores(x, joint, totals["labels"],
+                                min_diff_from_avg=totals["min_diff_from_avg"],
                                 adjusted=feature.adjusted_mutual_info)
-    scored = pa.table({"token": tokens, "score": pa.array(scores, pa.float64()),
+    scored = pa.table({"token": tokens.cast(pa.large_string()),
+                       "score": pa.array(scores, pa.float64()),
                        "count": pa.array(x, pa.float64())})
     drops = {}
     scored, drops["excluded_unwritable"] = _drop(
@@ -88,16 +111,37 @@ def rank(table: pa.Table, feature: Any) -> dict:
     threshold = -np.inf if feature.min_mutual_info is None else feature.min_mutual_info
     scored, drops["dropped_min_mutual_info"] = _drop(
         scored, ~(np.asarray(scored.column("score")) >= threshold))
-    order = pc.sort_indices(scored, sort_keys=[("score", "descending"),
-                                               ("token", "descending")])
-    scored = scored.take(order)
-    drops["dropped_top_k"] = dict(_NONE)
-    if feature.top_k is not None and scored.num_rows > feature.top_k:
-        cut = np.zeros(scored.num_rows, bool)
-        cut[feature.top_k:] = True
-        scored, drops["dropped_top_k"] = _drop(scored, cut)
-    return {"table": scored, "drops": drops, "labels": label_rows,
-            "rows_without_label": int(without), "min_diff_from_avg": float(min_diff)}
+    scored, drops["dropped_top_k"] = _ordered(scored, feature.top_k)
+    return scored, drops
+
+
+def _sum_drops(parts: list[dict]) -> dict:
+    keys = ("excluded_unwritable", "dropped_min_count", "dropped_min_mutual_info",
+            "dropped_top_k")
+    return {k: {f: sum(d.get(k, _NONE)[f] for d in parts) for f in ("tokens", "count")}
+            for k in keys}
+
+
+def merge_scored(parts: list[tuple[pa.Table, dict]], top_k: int | None) -> tuple[pa.Table, dict]:
+    """The vocabulary from partial results of disjoint tokens: ordered, cut at ``top_k``."""
+    tables = [t for t, _ in parts if t.num_rows]
+    merged = pa.concat_tables(tables) if tables else _EMPTY_SCORED
+    merged, cut = _ordered(merged, top_k)
+    return merged, _sum_drops([d for _, d in parts] + [{"dropped_top_k": cut}])
+
+
+def rank(table: pa.Table, feature: Any) -> dict:
+    """Scores, filters and orders one feature's whole summed label table (one partition).
+
+    Returns:
+        ``{"table": (token, score, count) in vocabulary order, "drops": {...},
+        "labels": {label: rows}, "rows_without_label": int, "min_diff_from_avg": float}``.
+    """
+    is_total = pc.is_null(table.column("token")).to_numpy(zero_copy_only=False)
+    totals = label_totals(table.filter(pa.array(is_total)), feature)
+    scored, drops = merge_scored([score_pairs(table.filter(pa.array(~is_total)), totals,
+                                              feature)], feature.top_k)
+    return {"table": scored, "drops": drops, **totals}
 
 
 def _write(path: str, body: bytes) -> dict:
@@ -127,8 +171,24 @@ def label_stats(ranked: dict, feature: Any) -> dict:
     return stats
 
 
+class _ScorePartition(beam.DoFn):
+    """``((feature, partition), summed pairs)`` → ``(feature, (partition, scored, drops))``,
+    with the feature's label totals as a side input."""
+
+    def __init__(self, spec_dict: dict) -> None:
+        self._spec_dict = spec_dict
+
+    def setup(self) -> None:
+        self._spec = Spec.from_dict(self._spec_dict)
+
+    def process(self, kv: tuple[tuple[str, int], pa.Table], totals: dict):
+        (name, part), pairs = kv
+        feature = self._spec.feature(name)
+        yield name, (part, *score_pairs(pairs, label_totals(totals[name], feature), feature))
+
+
 class _WriteLabeledVocabulary(beam.DoFn):
-    """(feature, summed label table) → the three files; yields the vocab_meta entry."""
+    """(feature, its scored partitions) → the three files; yields the vocab_meta entry."""
 
     def __init__(self, output_dir: str, spec_dict: dict) -> None:
         self._out = output_dir
@@ -137,11 +197,12 @@ class _WriteLabeledVocabulary(beam.DoFn):
     def setup(self) -> None:
         self._spec = Spec.from_dict(self._spec_dict)
 
-    def process(self, kv: tuple[str, pa.Table]):
-        name, table = kv
+    def process(self, kv: tuple[str, Iterable[tuple[int, pa.Table, dict]]], totals: dict):
+        name, parts = kv
         feature = self._spec.feature(name)
-        ranked = rank(table, feature)
-        t = ranked["table"]
+        parts = sorted(parts, key=lambda p: p[0])
+        t, drops = merge_scored([(table, d) for _, table, d in parts], feature.top_k)
+        ranked = {"table": t, "drops": drops, **label_totals(totals[name], feature)}
         tokens = t.column("token").combine_chunks()
         rows = pc.cast(pc.round(t.column("count")), pa.int64())
         counts = pa.table({"token": tokens, "count": rows})
@@ -161,8 +222,15 @@ class _WriteLabeledVocabulary(beam.DoFn):
 
 
 class LabeledVocabularies(beam.PTransform):
-    """``(feature, label table)`` per split → ``(feature, vocab_meta entry)`` per labeled
-    feature (a feature with no value at all still gets its empty files).
+    """``((feature, partition), label table)`` per split → ``(feature, vocab_meta entry)``
+    per labeled feature (a feature with no value at all still gets its empty files).
+
+    Partition -1 holds the per-label row totals (null token); the others hold the
+    (token, label) rows of the tokens hashed to them
+    (:func:`~beam_prep.analyzers.label_counts.partitioned`). Each partition is summed
+    (``CombinePerKey``) and scored on its own with the totals as a side input, keeping its
+    best ``top_k``; one worker per feature then orders the union and writes the files, so
+    no worker holds a whole (token, label) table.
 
     Args:
         spec: The spec.
@@ -176,10 +244,24 @@ class LabeledVocabularies(beam.PTransform):
 
     def expand(self, tables: beam.PCollection) -> beam.PCollection:
         names = [f.name for f in self._spec.features if has_labels(f)]
-        seeds = tables.pipeline | "EveryLabeledVocabulary" >> beam.Create(
-            [(name, label_counts.empty_table()) for name in names], reshuffle=False)
-        return ((tables, seeds)
-                | "WithEmptyLabelTables" >> beam.Flatten()
-                | "SumLabelCounts" >> beam.CombinePerKey(label_counts.LabelCountsCombineFn())
+        spec_dict = self._spec.to_dict()
+        p = tables.pipeline
+        seeds = p | "EveryLabelTotal" >> beam.Create(
+            [((name, -1), label_counts.empty_table()) for name in names], reshuffle=False)
+        summed = ((tables, seeds)
+                  | "WithEmptyLabelTotals" >> beam.Flatten()
+                  | "SumLabelCounts" >> beam.CombinePerKey(label_counts.LabelCountsCombineFn()))
+        totals = beam.pvalue.AsDict(
+            summed
+            | "LabelTotals" >> beam.Filter(lambda kv: kv[0][1] < 0)
+            | "ByFeature" >> beam.Map(lambda kv: (kv[0][0], kv[1])))
+        empty = p | "EveryLabeledVocabulary" >> beam.Create(
+            [(name, (-1, _EMPTY_SCORED, {})) for name in names], reshuffle=False)
+        scored = (summed
+                  | "LabelPartitions" >> beam.Filter(lambda kv: kv[0][1] >= 0)
+                  | "ScorePartitions" >> beam.ParDo(_ScorePartition(spec_dict), totals=totals))
+        return ((scored, empty)
+                | "WithEmptyVocabularies" >> beam.Flatten()
+                | "GroupScoredByFeature" >> beam.GroupByKey()
                 | "WriteLabeledVocabularies" >> beam.ParDo(
-                    _WriteLabeledVocabulary(self._out, self._spec.to_dict())))
+                    _WriteLabeledVocabulary(self._out, spec_dict), totals=totals))

@@ -9,8 +9,8 @@ here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outpu
 * ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents,
   terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
-* ``labels``  ``(feature, label table)`` per feature with ``labels`` (those have no main
-  output; see :mod:`beam_prep.analyzers.label_vocab`)
+* ``labels``  ``((feature, partition), label table)`` per feature with ``labels`` (those
+  have no main output; see :mod:`beam_prep.analyzers.label_vocab`)
 
 Example:
     >>> fn = AnalyzeSplitFn(spec.to_dict())                        # doctest: +SKIP
@@ -323,7 +323,8 @@ class AnalyzeSplitFn(beam.DoFn):
         for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
         for name, tables in labeled.items():
-            yield beam.pvalue.TaggedOutput(LABELS, (name, tables.result()))
+            for item in label_counts.partitioned(name, tables.result(), self._num_partitions):
+                yield beam.pvalue.TaggedOutput(LABELS, item)
         if numeric:
             partials = {name: acc.result() for name, acc in numeric.items()}
             yield beam.pvalue.TaggedOutput(

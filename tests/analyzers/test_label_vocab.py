@@ -131,7 +131,8 @@ def test_filters_top_k_min_count_and_min_mutual_info(tmp_path):
     want = oracle(t, y, min_diff=0)
     counts = collections.Counter(t)
     art = _run(tmp_path, "features:\n  - {name: t, kind: string, labels: y, top_k: 5, "
-               "min_count: 12, min_mutual_info: 0.5, min_diff_from_avg: 0}\n", ["t", "y"], rows)
+               "min_count: 12, min_mutual_info: 0.5, min_diff_from_avg: 0}\n", ["t", "y"], rows,
+               "out", "--vocab_partitions", "4")  # local top_k per partition, then global
     kept = [k for k in want if counts[k] >= 12 and want[k] >= 0.5]
     best = sorted(kept, key=lambda k: (-want[k], [-b for b in k.encode()]))[:5]
     assert art.vocabulary("t") == best

@@ -104,7 +104,8 @@ def runs(tmp_path_factory) -> dict[str, Any]:
         pytest.fail(f"TFT reference failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     assets = Path(proc.stdout.strip().splitlines()[-1])
     analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
-                 "--output", str(root / "ours"), "--quiet", "--batch_size", "257"])
+                 "--output", str(root / "ours"), "--quiet", "--batch_size", "257",
+                 "--vocab_partitions", "3"])
     return {"columns": columns, "assets": assets, "ours": Artifacts(str(root / "ours"))}
 
 
