@@ -1,9 +1,10 @@
 """The label-aware vocabulary path: label counts in, MI-ranked vocabulary files out.
 
 Features with ``labels`` (beam_prep.spec.label_fields) skip the count-ranked vocabulary path.
-The split analysis emits one label table per feature and split
-(:mod:`~beam_prep.analyzers.label_counts`); here they are summed per feature
-(``CombinePerKey``), scored (:mod:`~beam_prep.analyzers.mutual_info`), filtered and written:
+The split analysis emits label tables per feature, hash partition and split
+(:mod:`~beam_prep.analyzers.label_counts`); here they are summed per (feature, partition)
+(``CombinePerKey``), scored (:mod:`~beam_prep.analyzers.mutual_info`) and filtered per
+partition, then ordered per feature and written:
 
 * ``vocab/<name>.txt``: the tokens, best score first (ties: token bytes descending, as
   TFT's ``Top.Of`` orders ``(score, token)``), the same Keras-readable file as every
@@ -13,8 +14,9 @@ The split analysis emits one label table per feature and split
 
 Filters, in TFT's order: tokens a line-based file cannot hold are excluded, then
 ``min_count`` (rows holding the token), ``min_mutual_info`` (TFT's ``frequency_threshold``
-with labels), then ``top_k``. A feature's summed table is held in memory by one worker
-(tokens x labels seen together): unlike the count-ranked path, it does not spill.
+with labels), then ``top_k``: each partition keeps its best ``top_k`` (the global best are
+among them) and the writer cuts their union. The writer holds the kept tokens of a feature in
+memory (all of them without ``top_k``); no worker holds a whole (token, label) table.
 
 Example:
     >>> ranked = rank(table, feature)                              # doctest: +SKIP
