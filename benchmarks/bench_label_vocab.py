@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from beam_prep.analyzers.label_counts import merge_label_tables
 from beam_prep.analyzers.label_vocab import rank
 from beam_prep.analyzers.split_fn import AnalyzeSplitFn
 from beam_prep.io.readers import Split
@@ -68,8 +69,9 @@ def main() -> None:
         tables = [o.value[1] for o in out if getattr(o, "tag", None) == "labels"]
         for adjusted in ((False, True) if tables else ()):
             feature = StringFeature("city", labels="y", adjusted_mutual_info=adjusted)
+            whole = merge_label_tables(tables)  # totals and every partition
             start = time.perf_counter()
-            ranked = rank(tables[0], feature)
+            ranked = rank(whole, feature)
             print(json.dumps({"step": "scoring", "case": case, "adjusted": adjusted,
                               "tokens": ranked["table"].num_rows,
                               "seconds": round(time.perf_counter() - start, 3)}))
