@@ -208,3 +208,16 @@ def test_dictionary_encoded_batches_count_like_plain_ones():
     assert got == rows(count_batch(plain, labels))
     assert {(t, y): c for t, y, c in got if t is not None} == dict(want)
     assert {y: c for t, y, c in got if t is None} == {-1: 1, 0: 2, 1: 4}
+
+
+def test_a_missing_label_column_fails_before_the_pipeline_naming_it(tmp_path):
+    from beam_prep.errors import InputError
+
+    (tmp_path / "d.csv").write_text("city,y\nA,1\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(
+        "features:\n  - {name: city, kind: string, labels: clicked}\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        analyze.run(["--spec", str(tmp_path / "s.yaml"), "--input", str(tmp_path / "d.csv"),
+                     "--output", str(tmp_path / "out"), "--quiet"])
+    assert "'clicked' (feature 'city')" in str(e.value) and "`labels`" in str(e.value)
+    assert not (tmp_path / "out" / "manifest.json").exists()
