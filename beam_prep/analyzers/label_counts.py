@@ -2,8 +2,9 @@
 
 A *label table* has columns ``token`` (large_string; null marks the per-label row totals,
 TFT's "sentinel" token), ``label`` (int64) and ``count`` (float64: rows, whole numbers now,
-so that a weighted count could be added later without a new layout). One row per distinct
-(token, label). Counting is Arrow hashing over a batch (``group_by``), never a Python loop
+so that a weighted count could be added later without a new layout; fractional weights
+would then need order-independent sums, see :mod:`beam_prep.analyzers.exact_sums`). One row
+per distinct (token, label). Counting is Arrow hashing over a batch (``group_by``), never a Python loop
 per row. Sums of whole-number float64 counts are exact below 2**53, so merging in any order
 gives the same table: the combine's output is sorted by (token, label) and is the same bytes
 whatever the sharding or batch size.
