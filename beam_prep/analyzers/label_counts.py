@@ -4,10 +4,10 @@ A *label table* has columns ``token`` (large_string; null marks the per-label ro
 TFT's "sentinel" token), ``label`` (int64) and ``count`` (float64: rows, whole numbers now,
 so that a weighted count could be added later without a new layout; fractional weights
 would then need order-independent sums, see :mod:`beam_prep.analyzers.exact_sums`). One row
-per distinct (token, label). Counting is Arrow hashing over a batch (``group_by``), never a Python loop
-per row. Sums of whole-number float64 counts are exact below 2**53, so merging in any order
-gives the same table: the combine's output is sorted by (token, label) and is the same bytes
-whatever the sharding or batch size.
+per distinct (token, label). Counting is Arrow hashing over a batch (``group_by``), never a
+Python loop per row. Sums of whole-number float64 counts are exact below 2**53, so merging in
+any order gives the same table: the combine's output is sorted by (token, label) and is the
+same bytes whatever the sharding or batch size.
 
 A row counts when its label is present and >= 0 (TFT integer labels index classes; a
 missing or negative label leaves the row out: such rows are totalled under label -1,
