@@ -1,0 +1,89 @@
+"""Per-key statistics of the analysis against a numpy group-by oracle; determinism."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from beam_prep import Artifacts
+from beam_prep.io.per_key_file import read_per_key
+from tests.per_key import helpers
+
+SPEC = """
+features:
+  - {name: price, kind: numeric, per_key: store}
+  - {name: price_mm, kind: numeric, column: price, scaling: min_max, per_key: {expr: "str(sid)"}}
+  - {name: plain, kind: numeric, column: price}
+"""
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("perkey")
+    rows = helpers.make_rows()
+    path = str(tmp / "rows.jsonl")
+    helpers.write_jsonl(rows, path)
+    return rows, path
+
+
+def _table(out: str, name: str):
+    art = Artifacts(out, verify=True)
+    return art, read_per_key(art, name)
+
+
+def test_per_key_stats_match_a_groupby_oracle_and_hostile_keys_round_trip(tmp_path, data):
+    rows, path = data
+    out = helpers.run(tmp_path, SPEC, path)
+    art, table = _table(out, "price")
+    want = helpers.oracle(rows["store"], rows["price"])
+    assert table.keys == sorted(want, key=lambda k: k.encode("utf-8"))
+    for i, k in enumerate(table.keys):
+        got = (int(table.count[i]), table.mean[i], table.variance[i], table.minimum[i],
+               table.maximum[i])
+        assert got == want[k], k
+    assert set(helpers.HOSTILE_KEYS) <= set(table.keys)
+    assert art.stats("price")["key_count"] == len(want)
+    entry = art.manifest["features"]["price"]["files"]["per_key"]
+    assert entry["path"] == "per_key/price.jsonl"
+    assert os.path.getsize(os.path.join(out, entry["path"])) == entry["bytes"]
+    # one key per line: no raw line break inside a line
+    text = open(os.path.join(out, entry["path"]), encoding="utf-8").read()
+    assert text.count("\n") == len(want) and len(text.splitlines()) == len(want)
+    # the expression key: str(sid)
+    _, by_sid = _table(out, "price_mm")
+    want_sid = helpers.oracle([str(s) for s in rows["sid"]], rows["price"])
+    assert by_sid.keys == sorted(want_sid)
+    assert [int(c) for c in by_sid.count] == [want_sid[k][0] for k in by_sid.keys]
+    # global statistics unchanged by per_key
+    assert {k: v for k, v in art.stats("price").items() if k != "key_count"} == \
+        art.stats("plain")
+
+
+def test_bytes_do_not_depend_on_batches_splits_or_partitions(tmp_path, data):
+    _, path = data
+    a = helpers.run(tmp_path, SPEC, path, "--batch_size", "4096", name="a")
+    b = helpers.run(tmp_path, SPEC, path, "--batch_size", "37", "--vocab_partitions", "7",
+                    "--input_split_bytes", "20000", name="b")
+    for rel in ("per_key/price.jsonl", "per_key/price_mm.jsonl"):
+        with open(os.path.join(a, rel), "rb") as fa, open(os.path.join(b, rel), "rb") as fb:
+            assert fa.read() == fb.read(), rel
+    # the manifest differs in input.splits only
+    ma, mb = Artifacts(a).manifest, Artifacts(b).manifest
+    assert ma["features"] == mb["features"]
+    assert ma["input"]["splits"] < mb["input"]["splits"]
+
+
+def test_a_key_holding_every_row_has_the_global_mean_and_variance(tmp_path):
+    rng = np.random.default_rng(3)
+    rows = {"price": rng.normal(1e6, 3.0, 500).tolist(), "store": ["only"] * 500}
+    path = str(tmp_path / "one.jsonl")
+    helpers.write_jsonl(rows, path)
+    out = helpers.run(tmp_path, "features:\n  - {name: price, kind: numeric, per_key: store}\n",
+                      path)
+    art, table = _table(out, "price")
+    s = art.stats("price")
+    assert table.keys == ["only"]
+    assert (table.mean[0], table.variance[0], table.minimum[0], table.maximum[0]) == \
+        (s["mean"], s["variance"], s["min"], s["max"])
