@@ -36,11 +36,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.analyzers import cache_fn, spill, split_fn
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.manifest import build_manifest, numeric_summary
+from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.vocab_partition import auto_partitions
 from beam_prep.errors import InputError

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-
 from typing import Any
 
 from beam_prep.spec.bounds import MAX_NUM_BUCKETS, MIN_EPSILON, check_positive_int

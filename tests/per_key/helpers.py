@@ -8,7 +8,6 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-
 from beam_prep.pipelines import analyze
 
 HOSTILE_KEYS = ["plain", 'quo"te', "tab\there", "new\nline", "cr\rlf", "back\\slash",
