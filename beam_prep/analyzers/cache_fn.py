@@ -143,6 +143,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         numeric = None
         meta: dict = {}
         rejected: list[tuple[str, str]] = []
+        keyed: dict[str, list] = {}
         outputs = list(self._inner.process(split))
         for out in outputs:
             tag = getattr(out, "tag", None)
@@ -156,7 +157,12 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 meta = value
             elif tag == split_fn.REJECTED:
                 rejected.append(value)
-        return store.SplitResult(vocab, numeric, meta, rejected), outputs
+            elif tag == split_fn.PER_KEY:
+                keyed.setdefault(value[0][0], []).append(value[1])
+        from beam_prep.analyzers.per_key_stats import merge
+
+        per_key = {name: merge(parts) for name, parts in keyed.items()}
+        return store.SplitResult(vocab, numeric, meta, rejected, per_key), outputs
 
     def _replay(self, split: Split, folder: str, index: dict) -> Iterator[Any]:
         stem = spill.stable_id(split.split_id)
@@ -175,6 +181,10 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(
                 split_fn.NUMERIC,
                 (split_fn.numeric_group(split.split_id), (split.split_id, partials)))
+        for name, relname in index.get("per_key", {}).items():
+            stats = store.load_per_key(folder, relname)
+            for part, rows in split_fn.key_partitions(stats, self._partitions):
+                yield beam.pvalue.TaggedOutput(split_fn.PER_KEY, ((name, part), rows))
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

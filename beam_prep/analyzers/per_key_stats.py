@@ -291,3 +291,34 @@ def split_by_partition(stats: KeyStats, hashes: np.ndarray, n: int) -> list[tupl
         return []
     part = (hashes % np.uint64(n)).astype(np.int64)
     return [(p, stats.take(np.flatnonzero(part == p))) for p in np.unique(part).tolist()]
+
+
+def to_table(stats: KeyStats) -> pa.Table:
+    """The stats as an Arrow table (limbs as fixed-size lists; grid levels in metadata)."""
+    def limbs(m: np.ndarray) -> pa.Array:
+        width = m.shape[1]
+        return pa.FixedSizeListArray.from_arrays(pa.array(m.reshape(-1), pa.int64()), width)
+
+    table = pa.table({"key": stats.keys.cast(pa.large_string()), "count": stats.count,
+                      "min": stats.minimum, "max": stats.maximum,
+                      "sums": limbs(stats.sums), "squares": limbs(stats.squares)})
+    return table.replace_schema_metadata({"sum_lo": str(stats.sum_lo),
+                                          "sq_lo": str(stats.sq_lo)})
+
+
+def from_table(table: pa.Table) -> KeyStats:
+    """The inverse of :func:`to_table`."""
+    meta = table.schema.metadata or {}
+    n = table.num_rows
+
+    def limbs(name: str) -> np.ndarray:
+        col = table.column(name).combine_chunks()
+        width = col.type.list_size
+        return np.asarray(col.flatten().to_numpy(zero_copy_only=False), np.int64).reshape(
+            n, width)
+
+    return KeyStats(table.column("key").combine_chunks(),
+                    np.asarray(table.column("count").to_numpy(), np.int64),
+                    np.asarray(table.column("min").to_numpy(), np.float64),
+                    np.asarray(table.column("max").to_numpy(), np.float64),
+                    int(meta[b"sum_lo"]), limbs("sums"), int(meta[b"sq_lo"]), limbs("squares"))
