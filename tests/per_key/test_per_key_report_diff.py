@@ -6,10 +6,9 @@ import json
 
 import pytest
 
-from beam_prep import cli
+from beam_prep import Artifacts, cli
 from beam_prep.diff.compare import diff_artifacts
 from beam_prep.report.analysis import render_analysis
-from beam_prep import Artifacts
 from tests.per_key import helpers
 
 SPEC = "features:\n  - {name: price, kind: numeric, per_key: store}\n"
