@@ -178,7 +178,9 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
             keyed = compare_per_key(old.iter_lines(name, "per_key"),
                                     new.iter_lines(name, "per_key"),
                                     old_where=old.file_path(name, "per_key"),
-                                    new_where=new.file_path(name, "per_key"))
+                                    new_where=new.file_path(name, "per_key"),
+                                    old_count=old.stats(name).get("key_count"),
+                                    new_count=new.stats(name).get("key_count"))
         return FeatureDiff(name, kind, "compared", changed, numeric=n,
                            flags=numeric_flags(name, n, t), per_key=keyed)
     return FeatureDiff(name, kind, "nothing_to_compare", changed)

@@ -23,8 +23,7 @@ import heapq
 import math
 from collections.abc import Iterator
 
-from beam_prep.errors import ArtifactError
-from beam_prep.io.per_key_file import parse_line
+from beam_prep.io.per_key_file import iter_rows
 
 TOP = 5
 
@@ -56,18 +55,9 @@ class PerKeyDiff:
     top_removed: tuple[tuple[str, int], ...]
 
 
-def _rows(lines: Iterator[bytes], where: str) -> Iterator[tuple]:
-    previous = None
-    for i, line in enumerate(lines, 1):
-        if not line:
-            continue
-        row = parse_line(line, where, i)
-        encoded = row[0].encode("utf-8")
-        if previous is not None and not previous < encoded:
-            raise ArtifactError(f"{where} line {i}: the keys are not in strictly increasing "
-                                "UTF-8 byte order. Fix: re-run `beam-prep analyze`.")
-        previous = encoded
-        yield encoded, row
+def _rows(lines: Iterator[bytes], where: str, key_count: int | None) -> Iterator[tuple]:
+    for row in iter_rows(lines, where, key_count):
+        yield row[0].encode("utf-8"), row
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -76,9 +66,11 @@ def _same(a: tuple, b: tuple) -> bool:
 
 
 def compare_per_key(old_lines: Iterator[bytes], new_lines: Iterator[bytes], *,
-                    old_where: str = "OLD", new_where: str = "NEW") -> PerKeyDiff:
-    """Compares two per-key files given as line iterators (bytes without ``\\n``)."""
-    old, new = _rows(old_lines, old_where), _rows(new_lines, new_where)
+                    old_where: str = "OLD", new_where: str = "NEW",
+                    old_count: int | None = None, new_count: int | None = None) -> PerKeyDiff:
+    """Compares two per-key files given as line iterators (bytes without ``\\n``), with
+    the manifests' ``key_count`` when known."""
+    old, new = _rows(old_lines, old_where, old_count), _rows(new_lines, new_where, new_count)
     a, b = next(old, None), next(new, None)
     counts = {"old": 0, "new": 0, "added": 0, "removed": 0, "changed": 0}
     shifted: list[tuple[float, str]] = []

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -106,31 +107,49 @@ def parse_line(line: bytes, path: str, line_no: int) -> tuple[str, int, float, f
             float(low), float(high))
 
 
+def iter_rows(lines: Any, path: str, key_count: int | None = None) -> Iterator[tuple]:
+    """Checked rows of a per-key file, streamed (see :func:`parse_line`).
+
+    Raises:
+        ArtifactError: A bad line, keys out of order or repeated, or another number of keys
+            than ``key_count`` (the manifest's), once the lines are exhausted.
+    """
+    previous = None
+    n = 0
+    for i, line in enumerate(lines, 1):
+        row = parse_line(line, path, i)
+        encoded = row[0].encode("utf-8")
+        if previous is not None and not previous < encoded:
+            raise _bad(path, i, "the keys are not in strictly increasing UTF-8 byte order")
+        previous = encoded
+        n += 1
+        yield row
+    if key_count is not None and n != key_count:
+        raise ArtifactError(
+            f"{path} holds {n} keys but the manifest records key_count={key_count}. "
+            "Fix: re-run `beam-prep analyze` into a fresh directory.")
+
+
 def parse_lines(lines: Any, path: str, key_count: int | None = None) -> PerKeyTable:
     """Checks and collects the lines of a per-key file (bytes, without ``\\n``).
 
     Raises:
-        ArtifactError: A bad line, keys out of order or repeated, or another number of keys
-            than ``key_count`` (the manifest's).
+        ArtifactError: As :func:`iter_rows`.
     """
     keys: list[str] = []
     numbers: list[tuple] = []
-    previous = b""
-    for i, line in enumerate(lines, 1):
-        row = parse_line(line, path, i)
-        encoded = row[0].encode("utf-8")
-        if keys and not previous < encoded:
-            raise _bad(path, i, "the keys are not in strictly increasing UTF-8 byte order")
-        previous = encoded
+    for row in iter_rows(lines, path, key_count):
         keys.append(row[0])
         numbers.append(row[1:])
-    if key_count is not None and len(keys) != key_count:
-        raise ArtifactError(
-            f"{path} holds {len(keys)} keys but the manifest records key_count={key_count}. "
-            "Fix: re-run `beam-prep analyze` into a fresh directory.")
     cols = np.array(numbers, np.float64).reshape(-1, 5)
     return PerKeyTable(keys, cols[:, 0].astype(np.int64), cols[:, 1], cols[:, 2],
                        cols[:, 3], cols[:, 4])
+
+
+def rows_of(art: Any, name: str) -> Iterator[tuple]:
+    """The checked rows of a feature's per-key file, streamed (bounded lines)."""
+    return iter_rows(art.iter_lines(name, ROLE), art.file_path(name, ROLE),
+                     art.stats(name).get("key_count"))
 
 
 def read_per_key(art: Any, name: str) -> PerKeyTable:
@@ -140,6 +159,5 @@ def read_per_key(art: Any, name: str) -> PerKeyTable:
         art: An opened :class:`~beam_prep.io.artifacts.Artifacts`.
         name: The feature.
     """
-    key_count = art.stats(name).get("key_count")
-    return parse_lines((line for line in art.iter_lines(name, ROLE)),
-                       art.file_path(name, ROLE), key_count)
+    return parse_lines(art.iter_lines(name, ROLE), art.file_path(name, ROLE),
+                       art.stats(name).get("key_count"))

@@ -15,7 +15,7 @@ import heapq
 import math
 
 from beam_prep.io.artifacts import Artifacts
-from beam_prep.io.per_key_file import ROLE, parse_line
+from beam_prep.io.per_key_file import rows_of
 from beam_prep.report.page import fmt_int, fmt_num, kv_table, note, text, token
 
 TOP = 10
@@ -23,15 +23,11 @@ TOP = 10
 
 def per_key_html(art: Artifacts, name: str) -> str:
     """Key count, spread of per-key means and counts, and the ten largest keys (HTML)."""
-    path = art.file_path(name, ROLE)
     keys, total = 0, 0
     smallest, largest = math.inf, 0
     low_mean, high_mean = math.inf, -math.inf
     top: list[tuple[int, str, tuple]] = []
-    for i, line in enumerate(art.iter_lines(name, ROLE), 1):
-        if not line:
-            continue
-        key, count, mean, variance, lo, hi = parse_line(line, path, i)
+    for key, count, mean, variance, lo, hi in rows_of(art, name):
         keys += 1
         total += count
         smallest, largest = min(smallest, count), max(largest, count)
