@@ -26,7 +26,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 
-
 def run_measured(cmd: list[str]) -> dict:
     """Runs a command; wall and CPU seconds and the kernel's peak RSS of the largest child
     (the analysis runs in one process with the default runner: its whole footprint)."""
