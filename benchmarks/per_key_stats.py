@@ -68,10 +68,15 @@ def generate(out: str, rows: int, keys: int, seed: int) -> dict:
         pq.write_table(pa.table({"store": store, "price": prices[start:start + CHUNK]}),
                        os.path.join(out, f"part-{i:04d}.parquet"))
     expected = {}
-    for k in sample.tolist():
-        v = prices[ids == k]
-        expected[f"store_{k}"] = [int(v.size), float(v.mean()), float(v.var()),
-                                  float(v.min()), float(v.max())]
+    chosen = np.isin(ids, sample)
+    sub_ids, sub_prices = ids[chosen], prices[chosen]
+    order = np.argsort(sub_ids, kind="stable")
+    sub_ids, sub_prices = sub_ids[order], sub_prices[order]
+    starts = np.flatnonzero(np.diff(sub_ids, prepend=-1))
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), sub_ids.size]):
+        v = sub_prices[a:b]
+        expected[f"store_{sub_ids[a]}"] = [int(v.size), float(v.mean()), float(v.var()),
+                                           float(v.min()), float(v.max())]
     meta = {"rows": rows, "keys": keys, "seed": seed, "expected": expected}
     with open(meta_path, "w") as f:
         json.dump(meta, f)

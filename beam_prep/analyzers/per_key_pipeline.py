@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystem import CompressionTypes
@@ -61,24 +61,27 @@ class KeyStatsCombineFn(beam.CombineFn):
         return pks.merge(acc)
 
 
-def _json_number(x: float) -> str:
-    return json.dumps(x) if np.isfinite(x) else "null"
+def _number(x: float) -> str:
+    # repr is the shortest round-trip form, as json.dumps writes a finite float
+    return repr(x) if math.isfinite(x) else "null"
+
+
+def _json_key(key: str) -> str:
+    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        return f'"{key}"'  # nothing to escape (the usual case)
+    text = json.dumps(key, ensure_ascii=False)
+    for c in _EDITOR_BREAKS:  # line breaks JSON leaves as they are, escaped for editors
+        text = text.replace(c, f"\\u{ord(c):04x}")
+    return text
 
 
 def key_lines(stats: pks.KeyStats) -> pa.Array:
     """One line (``[key, count, mean, variance, min, max]\\n``) per key of merged stats."""
-    lines = []
-    keys = stats.keys.to_pylist()
-    for i, key in enumerate(keys):
-        m = pks.moments(stats, i)
-        text = json.dumps(key, ensure_ascii=False)
-        if not text.isascii():  # line breaks JSON leaves as they are, escaped for editors
-            for c in _EDITOR_BREAKS:
-                text = text.replace(c, f"\\u{ord(c):04x}")
-        lines.append(f"[{text},{m.count},"
-                     f"{_json_number(m.mean)},{_json_number(m.variance)},"
-                     f"{_json_number(m.minimum)},{_json_number(m.maximum)}]\n")
-    return pa.array(lines, pa.large_string())
+    means, variances = pks.means_and_variances(stats)
+    rows = zip(stats.keys.to_pylist(), stats.count.tolist(), means, variances,
+               (stats.minimum + 0.0).tolist(), (stats.maximum + 0.0).tolist())
+    return pa.array([f"[{_json_key(k)},{c},{_number(m)},{_number(v)},{_number(lo)},"
+                     f"{_number(hi)}]\n" for k, c, m, v, lo, hi in rows], pa.large_string())
 
 
 def _finalize(kv: tuple[tuple[str, int], pks.KeyStats]) -> tuple[str, Any]:

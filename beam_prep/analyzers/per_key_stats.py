@@ -322,3 +322,37 @@ def from_table(table: pa.Table) -> KeyStats:
                     np.asarray(table.column("min").to_numpy(), np.float64),
                     np.asarray(table.column("max").to_numpy(), np.float64),
                     int(meta[b"sum_lo"]), limbs("sums"), int(meta[b"sq_lo"]), limbs("squares"))
+
+
+def _scaled(numerator: int, exponent: int, denominator: int) -> float:
+    """``numerator * 2**exponent / denominator`` correctly rounded (inf beyond float64)."""
+    try:
+        if exponent >= 0:
+            return (numerator << exponent) / denominator
+        return numerator / (denominator << -exponent)
+    except OverflowError:
+        return math.inf if numerator > 0 else -math.inf
+
+
+def means_and_variances(stats: KeyStats) -> tuple[list[float], list[float]]:
+    """Every key's mean and population variance, as :func:`moments` gives them.
+
+    The same correctly rounded ratios of exact integers, with the integers kept in their
+    grid units (smaller than in :class:`~beam_prep.analyzers.numeric.Moments`): a power of
+    two on both sides of a ratio does not change its rounding.
+    """
+    w1, w2 = stats.sums.shape[1], stats.squares.shape[1]
+    sums = stats.sums.astype("<u4").tobytes()
+    squares = stats.squares.astype("<u4").tobytes()
+    k1 = BASE + LEVEL_BITS * stats.sum_lo  # Σx = t * 2**k1, Σx² = q * 2**k2
+    k2 = BASE + LEVEL_BITS * stats.sq_lo
+    d = min(k2, 2 * k1)
+    means, variances = [], []
+    for i, c in enumerate(stats.count.tolist()):
+        t = int.from_bytes(sums[4 * w1 * i:4 * w1 * (i + 1)], "little", signed=True)
+        q = int.from_bytes(squares[4 * w2 * i:4 * w2 * (i + 1)], "little", signed=True)
+        means.append(_scaled(t, k1, c))
+        # c²·var = c·Σx² - (Σx)² = 2**d · (c·q·2**(k2-d) - t²·2**(2k1-d)), exact and >= 0
+        spread = ((c * q) << (k2 - d)) - ((t * t) << (2 * k1 - d))
+        variances.append(_scaled(spread, d, c * c))
+    return means, variances

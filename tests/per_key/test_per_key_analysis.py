@@ -87,3 +87,21 @@ def test_a_key_holding_every_row_has_the_global_mean_and_variance(tmp_path):
     assert table.keys == ["only"]
     assert (table.mean[0], table.variance[0], table.minimum[0], table.maximum[0]) == \
         (s["mean"], s["variance"], s["min"], s["max"])
+
+
+def test_vectorised_read_out_equals_the_moments_of_each_key():
+    import pyarrow as pa
+
+    from beam_prep.analyzers import per_key_stats as pks
+
+    rng = np.random.default_rng(1)
+    n = 20000
+    keys = pa.array([f"k{i}" for i in rng.integers(0, 500, n)])
+    values = rng.lognormal(0, 4, n) * rng.choice([-1, 1], n)
+    values[:40] = rng.choice([1e-300, 5e-320, 1e200, -3e300, 0.0, 1e300], 40)  # slow path
+    stats = pks.merge([pks.batch_stats(keys.slice(i, 3000), values[i:i + 3000])
+                       for i in range(0, n, 3000)])
+    means, variances = pks.means_and_variances(stats)
+    for i in range(len(stats)):
+        m = pks.moments(stats, i)
+        assert (m.mean, m.variance) == (means[i], variances[i])
