@@ -142,7 +142,8 @@ def numeric_summary(name: str, stats: dict) -> str:
     b = stats.get("boundaries")
     return (f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
-            + (f", {len(b)} boundaries" if b else ""))
+            + (f", {len(b)} boundaries" if b else "")
+            + (f", {stats['key_count']:,} keys" if "key_count" in stats else ""))
 
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],

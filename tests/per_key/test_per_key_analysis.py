@@ -45,6 +45,9 @@ def test_per_key_stats_match_a_groupby_oracle_and_hostile_keys_round_trip(tmp_pa
         assert got == want[k], k
     assert set(helpers.HOSTILE_KEYS) <= set(table.keys)
     assert art.stats("price")["key_count"] == len(want)
+    from beam_prep.analyzers.pipeline import summarize
+
+    assert f" {len(want)} keys" in summarize(art.manifest)
     entry = art.manifest["features"]["price"]["files"]["per_key"]
     assert entry["path"] == "per_key/price.jsonl"
     assert os.path.getsize(os.path.join(out, entry["path"])) == entry["bytes"]
