@@ -108,3 +108,18 @@ def test_vectorised_read_out_equals_the_moments_of_each_key():
     for i in range(len(stats)):
         m = pks.moments(stats, i)
         assert (m.mean, m.variance) == (means[i], variances[i])
+
+
+def test_a_bare_per_key_is_a_column_name_even_when_it_looks_like_an_expression(tmp_path):
+    from beam_prep.spec import Spec
+
+    spec = Spec.from_yaml_text(
+        'features:\n  - {name: price, kind: numeric, per_key: "str(a+b)"}\n')
+    assert spec.features[0].input_columns() == {"price": "float", "str(a+b)": "string"}
+    rows = {"price": [1.0, 3.0, 10.0], "str(a+b)": ["x", "x", "y"]}
+    path = str(tmp_path / "odd.jsonl")
+    helpers.write_jsonl(rows, path)
+    out = helpers.run(tmp_path, 'features:\n  - {name: price, kind: numeric, '
+                      'per_key: "str(a+b)"}\n', path)
+    _, table = _table(out, "price")
+    assert table.keys == ["x", "y"] and table.mean.tolist() == [2.0, 10.0]
