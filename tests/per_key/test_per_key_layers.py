@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -124,3 +125,23 @@ def test_exported_inference_model_keeps_the_key_table(built, tmp_path):
     got = reloaded.serve({pp.INPUT_NAMES[k]: v for k, v in pp.raw_columns(batch).items()})
     np.testing.assert_array_equal(got["price"].numpy(), z)
     np.testing.assert_allclose(got["price_mm"].numpy(), mm, rtol=1.2e-7, atol=0)
+
+
+def test_a_hostile_key_column_name_is_a_valid_input(tmp_path):
+    column = "store id/€\"'"
+    rows = {"price": [1.0, 3.0, 10.0, 12.0], column: ["a", "a", "b", "b"]}
+    path = str(tmp_path / "rows.jsonl")
+    helpers.write_jsonl(rows, path)
+    spec = ("features:\n  - {name: price, kind: numeric, per_key: "
+            + json.dumps(column) + "}\n")
+    out = helpers.run(tmp_path, spec, path)
+    module_path = str(tmp_path / "pp.py")
+    generate(out, module_path)
+    pp = import_module_from(module_path, "bp_per_key_hostile_column")
+    batch = {"price": np.array([[2.0], [11.0], [5.0]]),
+             column: np.array([["a"], ["b"], ["zz"]], object)}
+    got = np.asarray(pp.build_preprocessor()(pp.raw_columns(batch))["price"]).ravel()
+    g_mean, g_std = np.mean(rows["price"]), np.std(rows["price"])
+    want = np.float32([(2.0 - 2.0) / 1.0, (11.0 - 11.0) / 1.0,
+                       (np.float32(5.0) - np.float32(g_mean)) / np.float32(g_std)])
+    np.testing.assert_array_equal(got, want)
