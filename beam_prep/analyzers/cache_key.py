@@ -71,7 +71,8 @@ def _digest(obj: Any) -> str:
 #: Feature fields applied after the merge: a change of one of them reuses every entry.
 POST_MERGE_FIELDS = frozenset({
     "top_k", "min_count", "num_oov_indices", "mask_token", "output_mode", "max_tokens",
-    "output_sequence_length", "num_buckets", "epsilon", "scaling", "max_values"})
+    "output_sequence_length", "num_buckets", "epsilon", "scaling", "max_values",
+    "per_key_count"})
 
 
 def feature_key(f: Feature) -> dict[str, Any]:

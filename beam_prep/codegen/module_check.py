@@ -35,7 +35,7 @@ CONSTANTS = frozenset({
     "EMPTY_VOCABULARY_TOKEN", "EMPTY_VOCABULARY_INTEGER", "MISSING_INTEGER", "DEFAULT_VALUES",
     "BUILDERS"})
 CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature",
-                     "PerKeyScaling"})
+                     "PerKeyScaling", "PerKeyCount"})
 FUNCTIONS = frozenset({
     "feature_values", "_artifact_path", "_read_bytes", "check_artifacts", "_tf_idf_state",
     "_per_key_state",

@@ -63,3 +63,36 @@ class PerKeyScaling(keras.layers.Layer):
 
     def compute_output_spec(self, inputs: Any) -> Any:
         return keras.KerasTensor(inputs[0].shape, dtype="float32")
+
+
+class PerKeyCount(keras.layers.Layer):
+    """The number of values the analysis saw for the row's key (0 for an unknown key).
+
+    ``keys`` are the per-key file's keys and ``counts`` their counts. Inputs: the tuple
+    ``(value, key)`` (the value is not used); output int64 ``(batch, 1)``.
+
+    Example:
+        >>> layer = PerKeyCount(["a"], [3])
+        >>> layer((tf.constant([[0.0], [0.0]]), tf.constant([["a"], ["?"]]))).numpy().tolist()
+        [[3], [0]]
+    """
+
+    def __init__(self, keys: list[str], counts: list[int], **kwargs: Any) -> None:
+        kwargs.setdefault("trainable", False)
+        super().__init__(autocast=False, **kwargs)
+        encoded = tf.constant(
+            [k.encode("utf-8") for k in keys] or [b""], tf.string, shape=[max(len(keys), 1)]
+        )
+        values = tf.constant(list(counts) or [0], tf.int64, shape=[max(len(keys), 1)])
+        self.table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(encoded, values), default_value=0
+        )
+
+    def build(self, input_shape: Any) -> None:
+        self.built = True  # no weights: the table is built in __init__
+
+    def call(self, inputs: Any) -> Any:
+        return self.table.lookup(tf.convert_to_tensor(inputs[1], tf.string))
+
+    def compute_output_spec(self, inputs: Any) -> Any:
+        return keras.KerasTensor(inputs[1].shape, dtype="int64")

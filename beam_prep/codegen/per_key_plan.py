@@ -48,6 +48,8 @@ from beam_prep.io.per_key_file import ROLE, PerKeyTable
 from beam_prep.spec.per_key import key_expression
 
 PER_KEY_LAYER_CLASS = "PerKeyScaling"
+PER_KEY_COUNT_CLASS = "PerKeyCount"
+COUNT_SUFFIX = "_key_count"
 KEY_SUFFIX = "_key_expr"
 
 
@@ -109,12 +111,19 @@ def keyed_plan(art: Any, f: Any, fp: FeaturePlan) -> FeaturePlan:
     layer = LayerPlan(PER_KEY_LAYER_CLASS, f"{f.name}_per_key",
                       tuple((part, PerKeyState(part))
                             for part in ("keys", "shifts", "scales", "sigmoid")))
-    output = OutputPlan(f.name, (layer,), stage="data", dtype="float32")
+    outputs = [OutputPlan(f.name, (layer,), stage="data", dtype="float32")]
+    if f.per_key_count:  # count_per_key looked up per row (per_key_layer.PerKeyCount)
+        counter = LayerPlan(PER_KEY_COUNT_CLASS, f"{f.name}_count_lookup",
+                            (("keys", PerKeyState("keys")), ("counts", PerKeyState("counts"))))
+        outputs.append(OutputPlan(f.name + COUNT_SUFFIX, (counter,), stage="data",
+                                  dtype="int64"))
     count = int(stats.get("key_count") or 0)
     summary = (f"numeric feature {f.name!r}: {f.scaling} scaling per key of "
                f"{_key_text(f)} ({count} keys; an unknown or missing key uses the global "
                "statistics)")
-    return FeaturePlan(fp.name, fp.kind, fp.dtype, (output,), summary + ".", keyed=key)
+    if f.per_key_count:
+        summary += f"; {f.name + COUNT_SUFFIX!r}: the key's count (0 when unknown)"
+    return FeaturePlan(fp.name, fp.kind, fp.dtype, tuple(outputs), summary + ".", keyed=key)
 
 
 def _key_text(f: Any) -> str:
@@ -139,4 +148,5 @@ def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, list]:
     check_rows(name, shifts, scales)
     g = key.global_row
     return {"keys": table.keys, "shifts": [g[0], *shifts.tolist()],
-            "scales": [g[1], *scales.tolist()], "sigmoid": [g[2], *sigmoid.tolist()]}
+            "scales": [g[1], *scales.tolist()], "sigmoid": [g[2], *sigmoid.tolist()],
+            "counts": table.count.tolist()}

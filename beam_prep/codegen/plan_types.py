@@ -60,10 +60,10 @@ class PerKeyState:
     """Marks a ``PerKeyScaling`` argument loaded from the per-key file at build time.
 
     Attributes:
-        part: ``keys``, ``shifts``, ``scales`` or ``sigmoid``.
+        part: ``keys``, ``shifts``, ``scales``, ``sigmoid`` or ``counts``.
     """
 
-    part: Literal["keys", "shifts", "scales", "sigmoid"]
+    part: Literal["keys", "shifts", "scales", "sigmoid", "counts"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ import jinja2
 from beam_prep.codegen import escape, module_check
 from beam_prep.codegen.escape import Code
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
-from beam_prep.codegen.per_key_plan import PER_KEY_LAYER_CLASS
+from beam_prep.codegen.per_key_plan import PER_KEY_COUNT_CLASS, PER_KEY_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
@@ -124,7 +124,8 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
 def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
     cls = escape.identifier(layer.cls)
-    return cls if cls in (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS) else Code(f"keras.layers.{cls}")
+    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS)
+    return cls if cls in own else Code(f"keras.layers.{cls}")
 
 
 def _docwrap(text: str, indent: int) -> Code:

@@ -22,7 +22,11 @@ from collections.abc import Callable
 from typing import Any
 
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS, PADDING
-from beam_prep.codegen.per_key_plan import PER_KEY_LAYER_CLASS, per_key_state
+from beam_prep.codegen.per_key_plan import (
+    PER_KEY_COUNT_CLASS,
+    PER_KEY_LAYER_CLASS,
+    per_key_state,
+)
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_TOKEN,
     FILL_MISSING_CLASS,
@@ -133,10 +137,10 @@ class PreprocessingLayers:
                 assert per_key is not None
                 value = per_key[value.part]
             kwargs[key] = value
-        if lp.cls == PER_KEY_LAYER_CLASS:
-            from beam_prep.codegen.per_key_layer import PerKeyScaling
+        if lp.cls in (PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS):
+            from beam_prep.codegen import per_key_layer
 
-            return PerKeyScaling(**kwargs, name=lp.name)
+            return getattr(per_key_layer, lp.cls)(**kwargs, name=lp.name)
         if lp.cls == FILL_MISSING_CLASS:
             from beam_prep.codegen.missing import FillMissing
 

@@ -36,6 +36,9 @@ class NumericFeature(FeatureBase):
             columns giving a string, e.g. ``{expr: "str(store_id)"}``); the scaling then
             uses the row's key's statistics, the global ones for an unknown or missing key
             (see :mod:`beam_prep.spec.per_key`). Null = global statistics only.
+        per_key_count: With ``per_key``, a second output ``<name>_key_count``: the number of
+            finite values the analysis saw for the row's key (int64; 0 for an unknown or
+            missing key), TF Transform's ``count_per_key`` looked up per row.
 
     Example:
         >>> NumericFeature("price", num_buckets=20).resolved_epsilon()
@@ -47,6 +50,7 @@ class NumericFeature(FeatureBase):
     default_value: float | None = None
     scaling: Scaling = "z_score"
     per_key: str | PerKeyExpr | None = None
+    per_key_count: bool = False
     kind: str = dataclasses.field(default="numeric", init=False)
 
     def validate(self) -> None:  # noqa: D102
@@ -74,6 +78,9 @@ class NumericFeature(FeatureBase):
 
         if self.per_key is not None:
             check_per_key(self)
+        elif self.per_key_count:
+            raise feature_error(self.name, "per_key_count", self.per_key_count,
+                                "false unless per_key is set (the count is per key)")
 
     def input_columns(self) -> dict[str, str]:  # noqa: D102
         out = super().input_columns()

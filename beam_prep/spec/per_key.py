@@ -11,7 +11,8 @@ text, and reads that column as int64). A missing key (null, or ``""``) is no key
 counts in the global statistics only, and the layers scale it with the global ones.
 
 Per-key statistics apply to the ``z_score`` and ``min_max`` scalings (TF Transform's
-``scale_to_z_score_per_key`` and ``scale_by_min_max_per_key``). Refused combinations
+``scale_to_z_score_per_key`` and ``scale_by_min_max_per_key``); ``per_key_count: true`` adds
+the key's count as an output (``count_per_key``). Refused combinations
 (one-line SpecError naming the fix): ``scaling: none`` (nothing would use them),
 ``num_buckets`` (per-key buckets are not implemented: use a second feature on the same
 column for global buckets), ``default_value`` and list features.

@@ -26,6 +26,7 @@ Activation         sigmoid, computed in float64 and rounded to float32
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
 PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknown -> row 0),
                    then ``(x - shift) / scale`` in float32 or the sigmoid above
+PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
 Reshape            nothing (the text output is already ``(batch, width)``)
 =================  =========================================================================
@@ -339,6 +340,11 @@ class BatchEncoder:
             return lambda v: _list_encoding(v, args)
         if cls == "PerKeyScaling":
             return _PerKey(per_key_state(self._art, fp.name, fp.keyed))
+        if cls == "PerKeyCount":
+            state = per_key_state(self._art, fp.name, fp.keyed)
+            keys, counts = pa.array(state["keys"], pa.string()), np.array(
+                [0, *state["counts"]], np.int64)
+            return lambda v: counts[_index_in(v[1], keys) + 1]
         raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
 
     def encode(self, batch: pa.RecordBatch) -> dict[str, Encoded]:

@@ -93,12 +93,13 @@ def test_generated_class_is_the_runtime_class(built):
     code = open(pp.__file__, encoding="utf-8").read()
     library = open(per_key_layer.__file__, encoding="utf-8").read()
 
-    def cls(text):
+    def cls(text, name):
         (node,) = [n for n in ast.parse(text).body
-                   if isinstance(n, ast.ClassDef) and n.name == "PerKeyScaling"]
+                   if isinstance(n, ast.ClassDef) and n.name == name]
         return ast.dump(node)
 
-    assert cls(code) == cls(library)
+    for name in ("PerKeyScaling", "PerKeyCount"):
+        assert cls(code, name) == cls(library, name)
     import subprocess
     import sys
 
@@ -145,3 +146,32 @@ def test_a_hostile_key_column_name_is_a_valid_input(tmp_path):
     want = np.float32([(2.0 - 2.0) / 1.0, (11.0 - 11.0) / 1.0,
                        (np.float32(5.0) - np.float32(g_mean)) / np.float32(g_std)])
     np.testing.assert_array_equal(got, want)
+
+
+def test_key_count_output_in_generated_and_runtime_layers(tmp_path):
+    rows = helpers.make_rows(n=400, keys=20)
+    path = str(tmp_path / "rows.jsonl")
+    helpers.write_jsonl(rows, path)
+    out = helpers.run(tmp_path, "features:\n  - {name: price, kind: numeric, per_key: store,"
+                      " per_key_count: true}\n", path)
+    module_path = str(tmp_path / "pp.py")
+    generate(out, module_path)
+    pp = import_module_from(module_path, "bp_per_key_count")
+    keys = ["plain", "new\nline", "never", "", "nul\x00byte"]
+    batch = {"price": np.zeros((len(keys), 1)), "store": np.array(keys, object).reshape(-1, 1)}
+    want = helpers.oracle(rows["store"], rows["price"])
+    expected = [[want.get(k, (0,))[0] if k else 0] for k in keys]
+    twin = beam_prep.layers_from_artifacts(out)
+    for got in (pp.build_preprocessor()(pp.raw_columns(batch)),
+                twin.build_preprocessor()(twin.raw_columns(batch))):
+        assert np.asarray(got["price_key_count"]).tolist() == expected
+        assert np.asarray(got["price_key_count"]).dtype == np.int64
+    assert pp.OUTPUT_SPECS["price_key_count"] == ("int64", (None, 1))
+
+
+def test_per_key_count_needs_per_key():
+    from beam_prep.errors import SpecError
+    from beam_prep.spec import Spec
+
+    with pytest.raises(SpecError, match="per_key_count"):
+        Spec.from_yaml_text("features:\n  - {name: p, kind: numeric, per_key_count: true}\n")

@@ -18,7 +18,7 @@ from tests.transform.test_equality import _compare, keras_outputs  # noqa: E402
 
 SPEC = """
 features:
-  - {name: z, kind: numeric, column: price, per_key: store}
+  - {name: z, kind: numeric, column: price, per_key: store, per_key_count: true}
   - {name: mm, kind: numeric, column: price, scaling: min_max, per_key: store}
   - {name: dz, kind: numeric, expr: "log1p(abs(price))", per_key: {expr: "concat(str(sid), '/x')"}}
 """
@@ -49,8 +49,12 @@ def test_transform_encoder_equals_generated_per_key_layers(tmp_path):
     [result] = list(read_split(Split(str(tmp_path / "serve.parquet"), "parquet"), enc.columns))
     mine = enc.encode(result.batch)
     ref = keras_outputs(module, serve_table)
-    assert set(mine) == set(ref) == {"z", "mm", "dz"}
+    assert set(mine) == set(ref) == {"z", "z_key_count", "mm", "dz"}
     assert not _compare(mine, ref)
+    # count_per_key per row: the oracle counts finite values per key in the training rows
+    want = helpers.oracle(rows["store"], rows["price"])
+    assert mine["z_key_count"].values.ravel().tolist() == [
+        want.get(k, (0,))[0] if k else 0 for k in serve["store"]]
     # a deliberately wrong encoder is caught (the comparison can fail)
     mine["z"].values[6] += 1.0
     assert _compare(mine, ref) == ["z"]
