@@ -48,6 +48,8 @@ def test_cache_key_changes_with_per_key():
     keys = {key(""), key(", per_key: store"), key(", per_key: shop"),
             key(", per_key: {expr: \"str(sid)\"}"), key(", per_key: {expr: \"str(sid2)\"}")}
     assert len(keys) == 5
+    # per_key_count is read from the merged statistics: it reuses every entry
+    assert key(", per_key: store, per_key_count: true") == key(", per_key: store")
     # a spec without per_key keeps its key (and its canonical spec) unchanged
     assert "per_key" not in Spec.from_yaml_text(
         "features:\n  - {name: price, kind: numeric}\n").to_dict()["features"][0]
