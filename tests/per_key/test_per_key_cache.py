@@ -53,3 +53,19 @@ def test_cache_key_changes_with_per_key():
     # a spec without per_key keeps its key (and its canonical spec) unchanged
     assert "per_key" not in Spec.from_yaml_text(
         "features:\n  - {name: price, kind: numeric}\n").to_dict()["features"][0]
+
+
+def test_per_key_and_label_vocabularies_share_cache_entries(tmp_path):
+    rows = helpers.make_rows(n=1500, keys=20)
+    rows["y"] = [i % 2 for i in range(1500)]
+    path = str(tmp_path / "rows.jsonl")
+    helpers.write_jsonl(rows, path)
+    spec = ("features:\n  - {name: price, kind: numeric, per_key: store}\n"
+            "  - {name: shop, kind: string, column: store, labels: y}\n")
+    cache = str(tmp_path / "cache")
+    plain = helpers.run(tmp_path, spec, path, name="plain")
+    helpers.run(tmp_path, spec, path, "--cache_dir", cache, name="first")
+    again = helpers.run(tmp_path, spec, path, "--cache_dir", cache, name="again")
+    for rel in ("per_key/price.jsonl", "manifest.json"):
+        with open(os.path.join(plain, rel), "rb") as a, open(os.path.join(again, rel), "rb") as b:
+            assert a.read() == b.read(), rel
