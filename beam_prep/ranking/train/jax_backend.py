@@ -107,7 +107,9 @@ class JaxRankingLauncher(RankingLauncher):
 
     def export(self, model: keras.Model, element_spec: Any) -> str:
         """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF."""
+        from beam_prep.ranking.train.encoded_input import serving_inputs
         from beam_prep.ranking.train.jax_export import export_jax_ranker
 
-        return export_jax_ranker(model, self.preprocessor, self.hp.training.export_dir,
-                                 parse_fn=self.datasets.parse_fn, feature_spec=element_spec[0])
+        pre, parse = serving_inputs(self)  # raw features in, even from encoded ELWC
+        return export_jax_ranker(model, pre, self.hp.training.export_dir,
+                                 parse_fn=parse, feature_spec=element_spec[0])
