@@ -55,7 +55,8 @@ def test_spec_records_encoding_fingerprint_dtypes_and_raw_features(runs):
     enc = ElwcFeatureSpec.load(os.path.join(runs["enc"], "feature_spec.json"))
     assert raw.encoded is None
     assert enc.encoded.artifacts_fingerprint == Artifacts(runs["art"]).fingerprint
-    covered = {"country", "user_id", "city", "store_id", "price", "brand", "tags", "strict"}
+    covered = {"country", "user_id", "city", "store_id", "price", "weight", "brand", "tags",
+               "strict"}
     assert enc.encoded.names == covered
     assert enc.raw() == raw  # the raw spec is kept whole, in order
     kinds = {f.name: (f.dtype, f.shape) for f in (*enc.context, *enc.example)}
@@ -74,8 +75,8 @@ def test_encoded_values_equal_keras_layers_on_raw_features(runs, split):
     np.testing.assert_array_equal(raw_labels, enc_labels)
     np.testing.assert_array_equal(raw[MASK_KEY], enc[MASK_KEY])
     layers, _ = layers_and_rows(runs["art"], raw_spec)
-    assert set(layers) == {"country", "user_id", "city", "store_id", "price", "brand",
-                           "tags", "strict"}
+    assert set(layers) == {"country", "user_id", "city", "store_id", "price", "weight",
+                           "brand", "tags", "strict"}
     assert not bool(tf.reduce_all(tf.cast(raw[MASK_KEY], tf.bool)))  # padding is compared too
     mask = np.asarray(raw[MASK_KEY]).astype(bool)
     for name, layer in layers.items():
@@ -107,6 +108,7 @@ def test_values_cover_oov_missing_and_nan(runs):
     assert any(d["city"] == "Nowhere" for d in docs) and any(d["city"] is None for d in docs)
     assert any(d["country"] == "ZZ" for d in docs) and any(d["country"] is None for d in docs)
     assert any(isinstance(d["price"], float) and np.isnan(d["price"]) for d in docs)
+    assert any(isinstance(d["weight"], float) and np.isnan(d["weight"]) for d in docs)
     assert any("brand" not in d for d in docs)
     assert any(d["tags"] and None in d["tags"] for d in docs)
 

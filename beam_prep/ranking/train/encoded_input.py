@@ -121,8 +121,10 @@ def serving_inputs(launcher: Any) -> tuple[Any, Any]:
     spec = launcher.spec
     if spec.encoded is None:
         return launcher.preprocessor, launcher.datasets.parse_fn
-    from beam_prep.ranking.train.launcher import default_parse_fn
+    import tensorflow as tf
+
     from beam_prep.ranking.train.model import Preprocessor
+    from beam_prep.ranking.train.reader import parse_elwc_batch
 
     raw = spec.raw()
     data = launcher.hp.data
@@ -132,4 +134,9 @@ def serving_inputs(launcher: Any) -> tuple[Any, Any]:
     pre = Preprocessor(raw, {**extra, **layers}, list_size=trained.list_size,
                        sequence_length=trained.sequence_length, vocab_rows=rows,
                        include_mask=trained.include_mask)
-    return pre, default_parse_fn(raw, data.list_size)
+
+    def parse(serialized: Any) -> Any:  # the launcher's default_parse_fn, for the raw spec
+        return parse_elwc_batch(serialized, raw, list_size=data.list_size, mask_dtype=tf.int32)
+
+    pre(parse(tf.constant([b""]))[0])  # builds the layers (one empty list: padding only)
+    return pre, parse
