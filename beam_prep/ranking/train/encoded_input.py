@@ -138,5 +138,29 @@ def serving_inputs(launcher: Any) -> tuple[Any, Any]:
     def parse(serialized: Any) -> Any:  # the launcher's default_parse_fn, for the raw spec
         return parse_elwc_batch(serialized, raw, list_size=data.list_size, mask_dtype=tf.int32)
 
-    pre(parse(tf.constant([b""]))[0])  # builds the layers (one empty list: padding only)
+    build_layers(pre, parse(tf.constant([b""]))[0])
     return pre, parse
+
+
+def build_layers(pre: Any, features: Mapping[str, Any]) -> None:
+    """Builds ``pre``'s Keras layers on eager ``features`` (the export tracks built layers).
+
+    Dense inputs first, eagerly, the layers running on TensorFlow whatever the Keras backend
+    (the scope Keras' FeatureSpace uses), so state made by ``build`` (``Normalization``'s
+    moments) is eager and readable from any later graph; each layer is built with its input's
+    shape (on JAX a call in that scope does not build ``Normalization``). Then the whole
+    preprocessor once in a graph, as in tf.data (ragged lists; lookups keep their tables).
+    """
+    import tensorflow as tf
+    from keras.src.utils.backend_utils import TFGraphScope
+
+    with TFGraphScope():
+        for name, layer in pre.layers.items():
+            x = features[name]
+            for sub in getattr(layer, "chain", [layer]):
+                if isinstance(x, tf.RaggedTensor):
+                    break
+                if not getattr(sub, "built", True):
+                    sub.build(tuple(x.shape))
+                x = sub(x)
+    tf.function(pre.__call__, autograph=False)(dict(features))
