@@ -1,0 +1,169 @@
+"""Benchmark: ``make-elwc`` with and without ``--artifacts``, and training steps/s from encoded
+vs raw ELWC (the launcher applies the lookups in tf.data for raw ELWC, nothing for encoded).
+
+Two data sets:
+
+* ``letor``: the bundled LightGBM sample (``examples/data/letor/lightgbm/rank.train``, 3,005
+  documents, 300 float features); artifacts from ``beam-prep analyze`` over the same documents
+  as a dense CSV, every feature ``kind: numeric`` (z-score).
+* ``tabular``: a synthetic CSV (``--docs`` documents, 20 per query; seed 0) with a context
+  string (``country``, 50 values), string lookups (``city``, 2,000 values; ``shop``, 500
+  values), a hashed string (``user``, 4,096 bins), an integer lookup (``store``) and a numeric
+  feature (``price``); artifacts from ``beam-prep analyze`` over that CSV.
+
+make-elwc runs in-process on Beam's FnApiRunner (one warm-up run, then the best of
+``--repeats``). Training: the TF launcher, ``fit`` loop, ``list_size`` 32, batch 32,
+``--steps`` steps in one epoch after a one-step warm-up run; steps/s = steps / fit seconds.
+
+Usage::
+
+    nice -n 10 python benchmarks/bench_elwc_encoded.py --workdir /tmp/bench_elwc_enc
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+LETOR = os.path.join(ROOT, "examples", "data", "letor", "lightgbm", "rank.train")
+
+
+def letor_csv(path: str) -> list[str]:
+    """The sample as a dense CSV (missing ids = 0.0, make-elwc's --missing_value); names."""
+    from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
+
+    with open(LETOR, "rb") as f:
+        data = f.read()
+    with open(LETOR + ".query", "rb") as f:
+        sizes = parse_query_sizes(f.read(), path=LETOR + ".query")
+    p = parse_letor(data, fmt="lightgbm", query_sizes=sizes)
+    ids = np.unique(p.ids)
+    dense = np.zeros((len(p.labels), len(ids)), np.float32)
+    rows = np.repeat(np.arange(len(p.labels)), np.diff(p.indptr))
+    dense[rows, np.searchsorted(ids, p.ids)] = p.values
+    names = [f"f{int(i)}" for i in ids]
+    with open(path, "w") as f:
+        f.write(",".join(names) + "\n")
+        for row in dense:
+            f.write(",".join(f"{v:.9g}" for v in row) + "\n")
+    return names
+
+
+def tabular_csv(path: str, docs: int) -> None:
+    rng = np.random.default_rng(0)
+    q = np.arange(docs) // 20
+    cols = {
+        "qid": [f"q{i}" for i in q],
+        "label": rng.integers(0, 4, docs),
+        "country": [f"c{i % 50}" for i in q],
+        "city": [f"city{i}" for i in rng.zipf(1.3, docs) % 2500],
+        "shop": [f"shop{i}" for i in rng.integers(0, 600, docs)],
+        "user": [f"u{i}" for i in rng.integers(0, 100000, docs)],
+        "store": rng.integers(0, 400, docs),
+        "price": np.round(rng.lognormal(3, 1, docs), 2),
+    }
+    with open(path, "w") as f:
+        f.write(",".join(cols) + "\n")
+        for i in range(docs):
+            f.write(",".join(str(cols[c][i]) for c in cols) + "\n")
+
+
+TABULAR_SPEC = """features:
+  - {name: country, kind: string}
+  - {name: city, kind: string, top_k: 2000}
+  - {name: shop, kind: string}
+  - {name: user, kind: hashed, num_bins: 4096}
+  - {name: store, kind: integer}
+  - {name: price, kind: numeric}
+"""
+
+
+def analyze(spec_text: str, csv: str, out: str) -> str:
+    from beam_prep.pipelines import analyze as job
+
+    spec = out + ".yaml"
+    with open(spec, "w") as f:
+        f.write(spec_text)
+    job.run(["--spec", spec, "--input", csv, "--output", out, "--overwrite"])
+    return out
+
+
+def time_make_elwc(args: list[str], out: str, repeats: int) -> float:
+    from beam_prep.pipelines import make_elwc
+
+    make_elwc.run([*args, "--output", out, "--overwrite"])  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        make_elwc.run([*args, "--output", out, "--overwrite"])
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def steps_per_second(elwc: str, artifacts: str, model_dir: str, steps: int) -> float:
+    from beam_prep.ranking.train.hparams import RankingHparams
+    from beam_prep.ranking.train.launcher import RankingLauncher
+
+    def run(n: int) -> float:
+        shutil.rmtree(model_dir, ignore_errors=True)
+        hp = RankingHparams.from_dict({
+            "data": {"feature_spec": f"{elwc}/feature_spec.json",
+                     "train_pattern": f"{elwc}/train-*.tfrecord", "list_size": 32,
+                     "train_batch_size": 32, "shuffle_buffer": 0, "artifacts": artifacts},
+            "model": {"hidden_sizes": [64], "embedding_dim": 8},
+            "training": {"model_dir": model_dir, "epochs": 1, "steps_per_epoch": n,
+                         "loop": "fit", "early_stopping_metric": None, "metrics_k": [5]}})
+        return RankingLauncher(hp).run().seconds
+
+    run(1)
+    return steps / run(steps)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workdir", default="/tmp/bench_elwc_encoded")
+    ap.add_argument("--docs", type=int, default=60000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=300)
+    a = ap.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    w = a.workdir
+    out: dict = {}
+    names = letor_csv(f"{w}/letor.csv")
+    art = analyze("features:\n" + "".join(f"  - {{name: {n}, kind: numeric}}\n" for n in names),
+                  f"{w}/letor.csv", f"{w}/letor_art")
+    base = ["--input", LETOR, "--input_format", "lightgbm", "--quiet", "--num_shards", "1"]
+    out["letor"] = {"documents": 3005, "features": len(names),
+                    "make_elwc_s": time_make_elwc(base, f"{w}/letor_raw", a.repeats),
+                    "make_elwc_artifacts_s": time_make_elwc(
+                        [*base, "--artifacts", art], f"{w}/letor_enc", a.repeats)}
+    out["letor"]["train_steps_per_s_raw"] = steps_per_second(
+        f"{w}/letor_raw", art, f"{w}/m", a.steps)
+    out["letor"]["train_steps_per_s_encoded"] = steps_per_second(
+        f"{w}/letor_enc", art, f"{w}/m", a.steps)
+    print(json.dumps(out), flush=True)
+    tabular_csv(f"{w}/tab.csv", a.docs)
+    art = analyze(TABULAR_SPEC, f"{w}/tab.csv", f"{w}/tab_art")
+    base = ["--input", f"{w}/tab.csv", "--input_format", "csv", "--context_columns",
+            "country", "--quiet", "--num_shards", "1"]
+    out["tabular"] = {"documents": a.docs,
+                      "make_elwc_s": time_make_elwc(base, f"{w}/tab_raw", a.repeats),
+                      "make_elwc_artifacts_s": time_make_elwc(
+                          [*base, "--artifacts", art], f"{w}/tab_enc", a.repeats)}
+    out["tabular"]["train_steps_per_s_raw"] = steps_per_second(
+        f"{w}/tab_raw", art, f"{w}/m", a.steps)
+    out["tabular"]["train_steps_per_s_encoded"] = steps_per_second(
+        f"{w}/tab_enc", art, f"{w}/m", a.steps)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
