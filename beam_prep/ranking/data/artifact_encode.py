@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from beam_prep.errors import InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, EncodedFeature, Encoding, FeatureInfo
@@ -146,8 +147,7 @@ class ArtifactEncoder:
         elif isinstance(values, np.ndarray):
             arr = pa.array(values.astype(np.float64) if info.dtype == "float" else values, typ)
         else:
-            default = info.default
-            arr = pa.array([_cell(default if v is None else v, info.dtype) for v in values], typ)
+            arr = _scalars(values, info)
         batch = pa.RecordBatch.from_arrays([arr], names=[fp.column or fp.name])
         return self.batch.encode_feature(fp, batch, (info.name,))[info.name]
 
@@ -181,6 +181,18 @@ def _strict_lookup(fp: Any) -> bool:
     return any(lp.cls in ("StringLookup", "IntegerLookup")
                and int(dict(lp.args).get("num_oov_indices", 1)) == 0
                for o in fp.outputs for lp in o.layers)
+
+
+def _scalars(values: Sequence[Any], info: FeatureInfo) -> pa.Array:
+    """Scalar cells as an Arrow column, ``None`` -> the raw default (one Arrow conversion;
+    cells Arrow does not take as they are go through :func:`_cell`, per value)."""
+    typ = _ARROW[info.dtype]
+    try:
+        arr = pa.array(values, typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return pa.array([_cell(info.default if v is None else v, info.dtype) for v in values],
+                        typ)
+    return pc.fill_null(arr, pa.scalar(info.default, typ)) if arr.null_count else arr
 
 
 def _cell(v: Any, dtype: str) -> Any:
