@@ -120,9 +120,17 @@ class ArtifactEncoder:
                                else int(value))
         return FeatureInfo(info.name, dtype, (int(output.width),), 0.0 if dtype == "float" else 0)
 
-    def encode_spec(self, spec: ElwcFeatureSpec) -> ElwcFeatureSpec:
-        """The spec of the encoded output (covered features replaced, ``encoded`` set)."""
-        covered = self.covered((*spec.context, *spec.example))
+    def encode_spec(self, spec: ElwcFeatureSpec, *, skip: Iterable[str | None] = ()
+                    ) -> ElwcFeatureSpec:
+        """The spec of the encoded output (covered features replaced, ``encoded`` set).
+
+        Args:
+            spec: the raw spec.
+            skip: features written raw whatever the artifacts (the query id feature).
+        """
+        skipped = set(skip)
+        covered = self.covered(f for f in (*spec.context, *spec.example)
+                               if f.name not in skipped)
         names = {f.name: self.encoded_info(f) for f in covered}
         encoding = Encoding(self.fingerprint, tuple(
             EncodedFeature(f.name, self.outputs[f.name].key, f) for f in covered))

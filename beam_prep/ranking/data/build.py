@@ -71,7 +71,9 @@ def feature_spec_from_layout(layout: dict[str, Any], opts: ElwcOptions) -> ElwcF
                    if col not in opts.context_columns]
     spec = ElwcFeatureSpec(context=tuple(context), example=tuple(example),
                            label=LabelInfo(opts.label_name, opts.label_dtype))
-    return load_encoder(opts.artifacts).encode_spec(spec) if opts.artifacts else spec
+    if not opts.artifacts:
+        return spec
+    return load_encoder(opts.artifacts).encode_spec(spec, skip=(opts.query_id_feature,))
 
 
 def _column_info(col: str, kind: list[Any], opts: ElwcOptions) -> FeatureInfo:
