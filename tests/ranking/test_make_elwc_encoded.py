@@ -65,6 +65,10 @@ def test_spec_records_encoding_fingerprint_dtypes_and_raw_features(runs):
     assert kinds["city"] == ("int64", ()) and kinds["country"] == ("int64", ())
     assert kinds["other"] == ("float", ())  # not in the artifacts: unchanged
     assert "encoded" not in open(os.path.join(runs["raw"], "feature_spec.json")).read()
+    report = open(os.path.join(runs["enc"], "report.html")).read()
+    assert "encoded by the artifacts" in report
+    assert enc.encoded.artifacts_fingerprint[:12] in report
+    assert "encoded by the artifacts" not in open(os.path.join(runs["raw"], "report.html")).read()
 
 
 @pytest.mark.parametrize("split", ["train", "validation"])
