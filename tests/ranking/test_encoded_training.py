@@ -202,3 +202,36 @@ def test_jax_backend_export_takes_raw_features(data, tmp_path):
     want = np.load(want_path)
     assert got.shape == want.shape and np.ptp(want) > 1e-4
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+_JAX_REFUSE = """
+import sys
+from beam_prep.errors import SpecError
+from beam_prep.ranking.train.backend import make_launcher
+from beam_prep.ranking.train.hparams import RankingHparams
+hp = RankingHparams.from_yaml_text(open(sys.argv[1]).read(),
+                                   overrides=["distribution.backend=jax"])
+try:
+    make_launcher(hp)
+except SpecError as e:
+    print("REFUSED", e)
+"""
+
+
+def test_jax_backend_refuses_layers_its_export_cannot_run_before_training(data, tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (pip install beam-prep[jax])")
+    config = tmp_path / "train.yaml"
+    config.write_text(_config(data["enc"], data["art"], str(tmp_path / "m"),
+                              str(tmp_path / "export")))
+    proc = subprocess.run(
+        [sys.executable, "-c", _JAX_REFUSE, str(config)], cwd=ROOT, capture_output=True,
+        text=True, timeout=600, env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT,
+                                     "TF_CPP_MIN_LOG_LEVEL": "2"})
+    line = [x for x in proc.stdout.splitlines() if x.startswith("REFUSED")]
+    assert line, proc.stderr[-3000:]
+    assert "['store_id', 'price', 'tags']" in line[0], line[0]
+    assert "distribution.backend: tensorflow" in line[0]
+    assert not os.path.exists(tmp_path / "m")  # nothing trained

@@ -150,17 +150,34 @@ def build_layers(pre: Any, features: Mapping[str, Any]) -> None:
     moments) is eager and readable from any later graph; each layer is built with its input's
     shape (on JAX a call in that scope does not build ``Normalization``). Then the whole
     preprocessor once in a graph, as in tf.data (ragged lists; lookups keep their tables).
+
+    Raises:
+        SpecError: Some feature's layers cannot run in a TensorFlow graph on this Keras
+            backend (on JAX: plain Keras layers such as ``FillMissing``, ``ListEncoding``).
     """
+    import keras
     import tensorflow as tf
     from keras.src.utils.backend_utils import TFGraphScope
 
-    with TFGraphScope():
-        for name, layer in pre.layers.items():
-            x = features[name]
-            for sub in getattr(layer, "chain", [layer]):
-                if isinstance(x, tf.RaggedTensor):
-                    break
-                if not getattr(sub, "built", True):
-                    sub.build(tuple(x.shape))
-                x = sub(x)
+    failed = []
+    for name, layer in pre.layers.items():
+        try:
+            with TFGraphScope():
+                x = features[name]
+                for sub in getattr(layer, "chain", [layer]):
+                    if isinstance(x, tf.RaggedTensor):
+                        break
+                    if not getattr(sub, "built", True):
+                        sub.build(tuple(x.shape))
+                    x = sub(x)
+            tf.function(layer, autograph=False)(features[name])
+        except (TypeError, ValueError, NotImplementedError, tf.errors.OpError):
+            failed.append(name)
+    if failed:
+        raise SpecError(
+            f"The export cannot run the preprocessing layers of feature(s) {failed} on the "
+            f"{keras.backend.backend()!r} Keras backend (plain Keras layers such as "
+            "FillMissing for default_value and ListEncoding for list features do not run in a "
+            "TensorFlow graph under JAX). Fix: train with `distribution.backend: tensorflow`, "
+            "or leave those features out of the ELWC (--example_columns/--context_columns).")
     tf.function(pre.__call__, autograph=False)(dict(features))

@@ -90,6 +90,10 @@ class JaxRankingLauncher(RankingLauncher):
         self.distribution = make_distribution(dist.strategy, tables=self.sharded_tables,
                                               model_parallel_size=dist.model_parallel_size)
         keras.distribution.set_distribution(self.distribution)
+        if self.spec.encoded is not None and hparams.training.export_dir:
+            from beam_prep.ranking.train.encoded_input import serving_inputs
+
+            serving_inputs(self)  # refuses now, not after training, layers the export can't run
 
     def validate(self, element_spec: Any) -> None:
         """The global batches split evenly over the data replicas and the processes."""
