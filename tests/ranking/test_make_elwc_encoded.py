@@ -203,3 +203,19 @@ def test_help_names_artifacts(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--artifacts" in text
     assert "written encoded as the generated Keras layers output them" in text
+
+
+def test_encoder_cache_follows_the_manifest(tmp_path):
+    """A directory re-analysed in place (same path) is not encoded with the old layers."""
+    import shutil
+
+    from beam_prep.ranking.data.artifact_encode import load_encoder
+    from tests.codegen.artifact_fixtures import write_artifacts
+
+    path = fx.artifacts(str(tmp_path / "a"))
+    first = load_encoder(path)
+    assert load_encoder(path) is first
+    shutil.rmtree(path)
+    write_artifacts(path, fx.SPEC, dict(fx.DATA, city=["Oslo"] * 8), boundaries=fx.BOUNDARIES)
+    second = load_encoder(path)
+    assert second is not first and second.fingerprint != first.fingerprint

@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -43,6 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.errors import InputError, SpecError
+from beam_prep.io import filesystem as fs
+from beam_prep.io.artifacts import MANIFEST
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, EncodedFeature, Encoding, FeatureInfo
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary
 
@@ -51,10 +54,20 @@ _ELWC_DTYPE = {"string": "string", "int64": "int64", "float32": "float"}
 _ARROW = {"string": pa.string(), "int64": pa.int64(), "float": pa.float64()}
 
 
+def load_encoder(path: str) -> ArtifactEncoder:
+    """The :class:`ArtifactEncoder` of ``path``, built once per process and manifest (workers;
+    a directory re-analysed in place gets a new encoder: the cache key has its fingerprint)."""
+    try:
+        manifest = json.loads(fs.read_text(fs.join(path, MANIFEST)))
+        fingerprint = str(manifest.get("fingerprint")) if isinstance(manifest, dict) else ""
+    except (OSError, ValueError):
+        fingerprint = ""  # ArtifactEncoder reports what is wrong with the directory
+    return _encoder(path, fingerprint)
+
+
 @functools.lru_cache(maxsize=4)
-def load_encoder(path: str, verify: bool = False) -> ArtifactEncoder:
-    """The :class:`ArtifactEncoder` of ``path``, built once per process (workers)."""
-    return ArtifactEncoder(path, verify=verify)
+def _encoder(path: str, fingerprint: str) -> ArtifactEncoder:
+    return ArtifactEncoder(path)
 
 
 class ArtifactEncoder:
