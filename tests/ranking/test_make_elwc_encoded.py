@@ -219,3 +219,20 @@ def test_encoder_cache_follows_the_manifest(tmp_path):
     write_artifacts(path, fx.SPEC, dict(fx.DATA, city=["Oslo"] * 8), boundaries=fx.BOUNDARIES)
     second = load_encoder(path)
     assert second is not first and second.fingerprint != first.fingerprint
+
+
+def test_a_layer_the_encoder_does_not_support_is_refused_before_any_work(
+        tmp_path, runs, monkeypatch):
+    """Another lane's new layer class: refused with the fix (as the transform job does)."""
+    from beam_prep.errors import SpecError
+    from beam_prep.transform import layers
+
+    def unsupported(self, lp, fp, tf_idf):
+        raise NotImplementedError("No transform encoder for layer class 'Winsorize'")
+
+    monkeypatch.setattr(layers.BatchEncoder, "_layer", unsupported)
+    out = str(tmp_path / "o")
+    with pytest.raises(SpecError, match=r"layer class 'Winsorize', so make-elwc cannot write "
+                                        r"it encoded. Fix: run make-elwc without --artifacts"):
+        make_elwc.run(fx.make_elwc_args(runs["input"], out, "--artifacts", runs["art"]))
+    assert not os.path.exists(out)
