@@ -211,9 +211,16 @@ def _record_success(rec: SummaryRecorder, output: str, report: str | None = None
         outputs["rejected"] = filesystem.join(output, "rejected") + "/"
     if report:
         outputs["report"] = report
-    rec.succeed(counts=counts, outputs=outputs,
-                details={"output_files": {k: [filesystem.join(output, n) for n in v]
-                                          for k, v in s["output_files"].items()}})
+    details: dict = {"output_files": {k: [filesystem.join(output, n) for n in v]
+                                      for k, v in s["output_files"].items()}}
+    spec = json.loads(filesystem.read_text(filesystem.join(output, "feature_spec.json")))
+    encoded = spec.get("encoded") if isinstance(spec, dict) else None
+    if isinstance(encoded, dict):  # --artifacts: which features hold ids / values
+        names = [f.get("name") for f in encoded.get("features", []) if isinstance(f, dict)]
+        counts["encoded_features"] = len(names)
+        details["encoded"] = {"artifacts_fingerprint": encoded.get("artifacts_fingerprint"),
+                              "features": names}
+    rec.succeed(counts=counts, outputs=outputs, details=details)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,8 +31,10 @@ def runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("encoded")
     art = fx.artifacts(str(d / "art"))
     inp = fx.write_jsonl(str(d / "in" / "a.jsonl"), fx.rows())
-    make_elwc.main(fx.make_elwc_args(inp, str(d / "raw")))
-    make_elwc.main(fx.make_elwc_args(inp, str(d / "enc"), "--artifacts", art))
+    make_elwc.main(fx.make_elwc_args(inp, str(d / "raw"), "--summary_json",
+                                     str(d / "raw_summary.json")))
+    make_elwc.main(fx.make_elwc_args(inp, str(d / "enc"), "--artifacts", art, "--summary_json",
+                                     str(d / "enc_summary.json")))
     return {"dir": d, "art": art, "input": inp, "raw": str(d / "raw"), "enc": str(d / "enc")}
 
 
@@ -69,6 +71,14 @@ def test_spec_records_encoding_fingerprint_dtypes_and_raw_features(runs):
     assert "encoded by the artifacts" in report
     assert enc.encoded.artifacts_fingerprint[:12] in report
     assert "encoded by the artifacts" not in open(os.path.join(runs["raw"], "report.html")).read()
+    summary = json.load(open(runs["dir"] / "enc_summary.json"))
+    assert summary["counts"]["encoded_features"] == 9
+    assert summary["details"]["encoded"] == {
+        "artifacts_fingerprint": enc.encoded.artifacts_fingerprint,
+        "features": [f.name for f in enc.encoded.features]}
+    raw_summary = json.load(open(runs["dir"] / "raw_summary.json"))
+    assert "encoded_features" not in raw_summary["counts"]
+    assert "encoded" not in raw_summary["details"]
 
 
 @pytest.mark.parametrize("split", ["train", "validation"])
