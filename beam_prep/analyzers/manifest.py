@@ -125,6 +125,11 @@ def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) ->
         # Without a finite value (all missing, NaN or inf) there is one bucket: no boundary.
         found = num.boundaries(partial, feature.num_buckets) if m.count else []
         stats["boundaries"] = [_json_boundary(b) for b in found]
+    if feature.needs_quartiles():
+        # Additive (robust scaling): other manifests keep their bytes. Null without a
+        # finite value; ±inf (a quarter of the values infinite) as for boundaries.
+        found_q = num.quartiles(partial) if m.count else None
+        stats["quartiles"] = None if found_q is None else [_json_boundary(q) for q in found_q]
     return stats
 
 
@@ -135,6 +140,8 @@ def numeric_summary(name: str, stats: dict) -> str:
         >>> print(numeric_summary("x", {"mean": 2.5, "variance": 1.25, "min": 1.0,
         ...                             "max": 4.0, "missing_count": 0, "boundaries": None}))
           x                    numeric  mean 2.5 var 1.25 min 1.0 max 4.0 missing 0
+        >>> numeric_summary("x", {"missing_count": 0, "quartiles": [1.0, 2.0, 3.5]})[-16:]
+        'median 2 IQR 2.5'
     """
     def fmt(key: str) -> str:
         value = stats.get(key)
@@ -143,11 +150,12 @@ def numeric_summary(name: str, stats: dict) -> str:
     def raw(key: str) -> str:
         return "null" if stats.get(key) is None else str(stats[key])
 
-    b = stats.get("boundaries")
+    b, q = stats.get("boundaries"), stats.get("quartiles")
     return (f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
             + (f", {len(b)} boundaries" if b else "")
-            + (f", {stats['key_count']:,} keys" if "key_count" in stats else ""))
+            + (f", {stats['key_count']:,} keys" if "key_count" in stats else "")
+            + (f", median {q[1]:.6g} IQR {q[2] - q[0]:.6g}" if q else ""))
 
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
