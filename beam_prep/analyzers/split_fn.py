@@ -33,6 +33,7 @@ from beam_prep import progress
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocabulary as voc
+from beam_prep.analyzers import weighted_split as wsplit
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
 from beam_prep.errors import SpecError
@@ -42,6 +43,7 @@ from beam_prep.io.readers import Split, read_split
 from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.derived import ARROW_TYPES
+from beam_prep.spec.weights import is_weighted, weight_columns
 
 NUMERIC = "numeric"
 META = "meta"
@@ -74,6 +76,8 @@ def required_columns(spec: Spec) -> dict[str, str]:
             reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
         else:  # an expression's inputs, or a hashed feature's column(s) as its dtype
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
+        for c, t in weight_columns(f).items():  # instance weights (spec.weights)
+            reads.setdefault(c, ARROW_TYPES[t])
         for col, typ in reads.items():
             if col in out and out[col] != typ:
                 raise SpecError(
@@ -89,7 +93,7 @@ def column_owners(spec: Spec) -> dict[str, str]:
     """Input column → the first feature that reads it (for error messages)."""
     owners: dict[str, str] = {}
     for f in spec.features:
-        for col in f.input_columns():
+        for col in (*f.input_columns(), *weight_columns(f)):
             owners.setdefault(col, f.name)
     return owners
 
@@ -250,25 +254,34 @@ class AnalyzeSplitFn(beam.DoFn):
         spec = self._spec
         started = time.monotonic()
         stem = spill.stable_id(split.split_id)
-        vocab = {f.name: SplitVocabulary(f.name, num_partitions=self._num_partitions,
-                                         spill_dir=self._temp_dir, file_stem=stem,
-                                         spill_rows=self._spill_rows,
-                                         memory_rows=self._memory_rows)
-                 for f in spec.of_kind("string", "integer", "text")}
+        vocab_args = {"num_partitions": self._num_partitions, "spill_dir": self._temp_dir,
+                      "file_stem": stem, "spill_rows": self._spill_rows,
+                      "memory_rows": self._memory_rows}
+        vocab = {f.name: SplitVocabulary(f.name, **vocab_args)
+                 for f in spec.of_kind("string", "integer", "text") if not is_weighted(f)}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
-                   for f in spec.of_kind("numeric")}
+                   for f in spec.of_kind("numeric") if not is_weighted(f)}
+        weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
                 "terms_per_document": {f.name: [0] * TERMS_BUCKETS for f in spec.of_kind("text")}}
+        if weighted:
+            meta["invalid_weights"] = {name: 0 for name in weighted}
 
         def add_feature(args: tuple[Feature, pa.Array]) -> tuple[int, int, list[int] | None]:
             """Adds one feature's column; returns (missing cells, documents, terms histogram)."""
-            f, raw = args
+            f, raw, weights = args
             n_missing = int(colmod.missing_mask(raw).sum())
             filled = _fill_missing(raw, getattr(f, "default_value", None))
             documents, terms = 0, None
-            if f.kind == "numeric":
+            if weights is not None:
+                invalid, documents, terms = wsplit.add_weighted(f, filled, weights,
+                                                                weighted[f.name])
+                meta["invalid_weights"][f.name] += invalid
+                if f.kind == "numeric":
+                    weighted[f.name].missing += n_missing
+            elif f.kind == "numeric":
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
                 numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
             elif f.kind == "text":
@@ -296,8 +309,10 @@ class AnalyzeSplitFn(beam.DoFn):
                 key = f"{r.source}\x00{(r.row if r.row is not None else -1):020d}"
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
             batch = result.batch
-            added = self._map(add_feature, [(f, feature_column(f, batch))
-                                            for f in self._features])
+            added = self._map(add_feature, [
+                (f, feature_column(f, batch),
+                 wsplit.feature_weights(f, batch) if f.name in weighted else None)
+                for f in self._features])
             for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
                 if f.kind == "text":
@@ -310,8 +325,10 @@ class AnalyzeSplitFn(beam.DoFn):
 
         for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
-        if numeric:
-            partials = {name: acc.result() for name, acc in numeric.items()}
+        yield from wsplit.vocabulary_results(weighted)
+        partials = {name: acc.result() for name, acc in numeric.items()}
+        partials.update(wsplit.numeric_results(weighted))
+        if partials:
             yield beam.pvalue.TaggedOutput(
                 NUMERIC, (numeric_group(split.split_id), (split.split_id, partials)))
         yield beam.pvalue.TaggedOutput(META, meta)
