@@ -36,7 +36,8 @@ def test_issue_example_spec_loads_with_defaults():
     ("{name: c, kind: string, top_k: 0}",
      "Feature 'c': `top_k` must be a positive integer or null. Received: top_k=0"),
     ("{name: c, kind: string, top_k: 10, topk: 3}",
-     "Feature 'c': `topk` must be one of the known keys ['name', 'column', 'expr', 'kind', "
+     "Feature 'c': `topk` must be one of the known keys ['name', 'column', 'expr', 'weights', "
+     "'weights_expr', 'kind', "
      "'top_k', 'min_count', 'num_oov_indices', 'mask_token', 'output_mode', 'default_value', "
      "'shape', 'max_values'] (did you mean `top_k`?). Received: topk=3"),
     ("{name: c, kind: strin}", "`kind` must be one of 'string'"),

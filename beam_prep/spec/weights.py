@@ -27,9 +27,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from beam_prep.config import field_error, shown
 from beam_prep.errors import SpecError
 
 WEIGHTED_KINDS = ("string", "integer", "text", "numeric")
+
+
+def feature_error(feature: str, field: str, value: Any, allowed: str) -> SpecError:
+    return field_error(f"Feature {shown(feature, 80)}", field, value, allowed)
 
 
 def is_weighted(feature: Any) -> bool:
@@ -44,7 +49,6 @@ def weight_expression(feature: Any) -> Any:
     if text is None:
         return None
     from beam_prep.spec.derived import derived_expression
-    from beam_prep.spec.feature_base import feature_error
 
     try:
         tree = derived_expression(feature.name, "numeric", text)
@@ -79,8 +83,6 @@ def check_weights(feature: Any) -> None:
     ``tf_idf`` text; no ``labels`` (label-aware vocabularies are their own analysis);
     ``min_count`` a finite number >= 0 (the weighted count threshold).
     """
-    from beam_prep.spec.feature_base import feature_error
-
     name, column, expr = feature.name, feature.weights, feature.weights_expr
     if column is not None and expr is not None:
         raise feature_error(name, "weights_expr", expr,

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from beam_prep.pipelines import analyze
 
 N = 4000
