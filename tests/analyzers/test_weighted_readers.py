@@ -1,0 +1,83 @@
+"""A weighted artifact folder through every reader: generated module, report and diff.
+
+The layers are the same kinds as without weights; only the vocabulary order, the moments and
+the boundaries differ, and they must be the ones the analysis wrote.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from beam_prep.diff.compare import diff_artifacts
+from beam_prep.io.artifacts import Artifacts
+from beam_prep.pipelines import analyze
+from beam_prep.report.build import write_report
+from beam_prep.report.sidecar import summarize_sidecar
+
+keras = pytest.importorskip("keras")
+pytest.importorskip("tensorflow")
+
+from beam_prep.codegen.render import generate  # noqa: E402
+from tests.codegen.conftest import import_module_from  # noqa: E402
+
+SPEC = """
+features:
+  - {name: city, kind: string, weights: w, min_count: 0}
+  - {name: x, kind: numeric, weights: w, num_buckets: 3}
+"""
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("weighted_readers")
+    rng = np.random.default_rng(5)
+    rows = ["city,x,w"]
+    for _ in range(400):  # many tokens: the report's block parser sees float counts
+        rows.append(f"t{int(rng.integers(0, 90))},{rng.normal():.4f},{rng.integers(1, 9) / 3}")
+    (root / "d.csv").write_text("\n".join(rows) + "\n")
+    (root / "s.yaml").write_text(SPEC)
+    (root / "s2.yaml").write_text(SPEC.replace("min_count: 0", "min_count: 2.5"))
+    for name, spec in (("a", "s.yaml"), ("b", "s2.yaml")):
+        analyze.run(["--spec", str(root / spec), "--input", str(root / "d.csv"),
+                     "--output", str(root / name), "--quiet", "--no_report"])
+    return root
+
+
+def _apply(stack, x):
+    for layer in stack if isinstance(stack, list) else [stack]:
+        x = layer(x)
+    return x
+
+
+def test_generated_module_uses_the_weighted_vocabulary_and_moments(folders, tmp_path) -> None:
+    out = str(tmp_path / "pre.py")
+    generate(str(folders / "a"), out)
+    module = import_module_from(out, "bp_weighted_generated")
+    layers = module.build_layers()
+    vocab = (folders / "a" / "vocab" / "city.txt").read_text().splitlines()
+    got = np.asarray(_apply(layers["city"], keras.ops.convert_to_tensor(vocab[:3])))
+    assert got.ravel().tolist() == [1, 2, 3]  # index 0 = OOV, then the weighted order
+    stats = json.loads((folders / "a" / "manifest.json").read_text())["features"]["x"]["stats"]
+    z = np.asarray(_apply(layers["x"][:1], keras.ops.convert_to_tensor([[stats["mean"]]])))
+    assert abs(float(z.ravel()[0])) < 1e-5
+
+
+def test_report_reads_float_counts(folders, tmp_path) -> None:
+    s = summarize_sidecar(Artifacts(str(folders / "a")), "city", top_n=5)
+    listed = [json.loads(line)[1] for line in
+              (folders / "a" / "vocab" / "city.counts.jsonl").read_text().splitlines()]
+    assert s.tokens == len(listed)
+    assert s.total == pytest.approx(sum(listed))
+    assert any(isinstance(c, float) for c in listed)
+    write_report(str(folders / "a"), str(tmp_path / "r.html"))
+    assert "city" in (tmp_path / "r.html").read_text()
+
+
+def test_diff_compares_weighted_vocabularies(folders) -> None:
+    report = diff_artifacts(str(folders / "a"), str(folders / "b"), allow_spec_change=True)
+    city = next(f for f in report.features if f.name == "city")
+    assert city.vocab is not None and city.vocab.dropped > 0
+    assert city.vocab.new_size < city.vocab.old_size
