@@ -81,3 +81,38 @@ def test_diff_compares_weighted_vocabularies(folders) -> None:
     city = next(f for f in report.features if f.name == "city")
     assert city.vocab is not None and city.vocab.dropped > 0
     assert city.vocab.new_size < city.vocab.old_size
+
+
+
+WEIGHTED_CACHE_SPEC = """
+features:
+  - {name: city, kind: string, weights: price, min_count: 0, top_k: 5}
+  - {name: item, kind: integer, column: item_id, weights_expr: "price * 0.5"}
+  - {name: price_w, kind: numeric, column: price, num_buckets: 4, weights_expr: "price * price"}
+  - {name: words, kind: text, column: note, ngrams: 2, weights: price}
+  - {name: plain, kind: string, column: city}
+"""
+
+
+def test_cold_and_warm_cache_give_the_bytes_of_a_run_without_cache(tmp_path) -> None:
+    from tests.analyzers.test_cache import days, last_run, run
+    from tests.artifact_diff import assert_same_artifacts
+
+    files = days(tmp_path / "data", [1, 2, 3])
+    cache = tmp_path / "cache"
+    plain = run(tmp_path, files, str(tmp_path / "plain"), spec=WEIGHTED_CACHE_SPEC)
+    cold = run(tmp_path, files, str(tmp_path / "cold"), "--cache_dir", str(cache),
+               spec=WEIGHTED_CACHE_SPEC)
+    assert last_run(cache)["misses"] == 3
+    assert_same_artifacts(plain, cold)
+    warm = run(tmp_path, files, str(tmp_path / "warm"), "--cache_dir", str(cache),
+               spec=WEIGHTED_CACHE_SPEC)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (3, 0)
+    assert_same_artifacts(plain, warm)
+    stats = json.loads((warm / "manifest.json").read_text())["features"]
+    assert stats["city"]["stats"]["invalid_weight_count"] > 0  # missing prices
+    assert stats["price_w"]["stats"]["weight_total"] > 0
+    # another weight column: every entry is recomputed
+    run(tmp_path, files, str(tmp_path / "other"), "--cache_dir", str(cache),
+        spec=WEIGHTED_CACHE_SPEC.replace('weights_expr: "price * 0.5"', "weights: price"))
+    assert last_run(cache)["misses"] == 3
