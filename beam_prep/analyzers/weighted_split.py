@@ -27,6 +27,9 @@ from beam_prep.analyzers.weighted_vocab import WeightedSplitVocabulary, token_we
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.spec.weights import is_weighted, weight_expression
 
+#: Text is tokenised this many bytes at a time (as ``split_fn.TEXT_CHUNK_BYTES``).
+TEXT_CHUNK_BYTES = 1 << 22
+
 __all__ = ["accumulators", "add_weighted", "feature_weights", "numeric_results",
            "vocabulary_results"]
 
@@ -108,8 +111,28 @@ def _add_text(feature: Any, raw: pa.Array, weights: np.ndarray,
     present = np.asarray(pc.is_valid(raw).to_numpy(zero_copy_only=False), dtype=bool)
     raw, weights = raw.filter(pa.array(present)), weights[present]
     hist = np.zeros(TERMS_BUCKETS, np.int64)
-    if len(raw):
-        grams = text.grams(raw, feature)
+    for start, end in row_chunks(raw, TEXT_CHUNK_BYTES):
+        chunk = raw.slice(start, end - start)
+        grams = text.grams(chunk, feature)
         hist += text_counts.log2_histogram(text_counts.terms_per_document(grams))
-        acc.add(grams.values(), weights[grams.rows()])
+        acc.add(grams.values(), weights[start:end][grams.rows()])
     return int(present.sum()), hist.tolist()
+
+
+def row_chunks(texts: pa.Array, max_bytes: int) -> list[tuple[int, int]]:
+    """``(start, end)`` row ranges holding at most ``max_bytes`` of text each (a longer row
+    is a range of its own), so n-gram arrays stay small whatever the batch size.
+
+    Example:
+        >>> row_chunks(pa.array(["ab", "c", "de", "f"]), 3)
+        [(0, 2), (2, 4)]
+    """
+    n = len(texts)
+    ends = np.cumsum(pc.fill_null(pc.binary_length(texts), 0).to_numpy(zero_copy_only=False))
+    out, start = [], 0
+    while start < n:
+        consumed = int(ends[start - 1]) if start else 0
+        end = max(int(np.searchsorted(ends, consumed + max_bytes, side="right")), start + 1)
+        out.append((start, end))
+        start = end
+    return out

@@ -328,3 +328,29 @@ def test_weighted_moments_are_exact_and_order_free_even_at_extremes() -> None:
         merged.append(m)
         assert m.mean == float(mean) and m.variance == float(var)
     assert merged[0] == merged[1] == merged[2]
+
+
+def test_text_chunks_do_not_change_weighted_counts(monkeypatch) -> None:
+    import pyarrow as pa
+
+    from beam_prep.analyzers import weighted_split
+    from beam_prep.analyzers.weighted_counts import combine_bands
+    from beam_prep.analyzers.weighted_vocab import WeightedSplitVocabulary
+
+    f = TextFeature("t", weights="w", ngrams=2)
+    texts = pa.array(["a b a", "b c", None, "c c a b", "a"])
+    w = np.array([0.5, 2.0, 1.0, 0.25, 3.0])
+
+    def counted(chunk_bytes: int):
+        monkeypatch.setattr(weighted_split, "TEXT_CHUNK_BYTES", chunk_bytes)
+        acc = WeightedSplitVocabulary("t", num_partitions=1, spill_dir=None, file_stem="s")
+        _, docs, hist = weighted_split.add_weighted(f, texts, w, acc)
+        bands = [{int(k.rsplit(".w", 1)[1]): t} for (k, _), t in acc.result()]
+        out = combine_bands(bands).sort_by("token")
+        return out.to_pydict(), docs, hist
+
+    small, big = counted(4), counted(1 << 22)
+    assert small == big
+    got = dict(zip(small[0]["token"], small[0]["count"]))
+    assert got["a"] == 0.5 * 2 + 0.25 + 3.0 and got["a b"] == 0.5 + 0.25
+    assert small[1] == 4
