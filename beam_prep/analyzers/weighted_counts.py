@@ -52,6 +52,7 @@ _OFFSET = 1127  # frexp exponent - 53 + 1127 >= 1 for every float64 (subnormals 
 _LIMB = 30
 _MASK = (1 << _LIMB) - 1
 _SEP = ".w"
+_EXACT_BINCOUNT = 1 << 23
 
 
 def band_key(name: str, band: int) -> str:
@@ -118,16 +119,42 @@ def band_tables(tokens: pa.Array, weights: np.ndarray) -> dict[int, pa.Table]:
     if pa.types.is_dictionary(tokens.type):
         tokens = tokens.dictionary_decode()
     band, hi, lo = weight_limbs(weights)
-    t = pa.table({"token": tokens.cast(pa.large_string()), "band": band, "hi": hi, "lo": lo})
-    g = t.group_by(["band", "token"]).aggregate([("hi", "sum"), ("lo", "sum")])
-    bands = g.column("band").to_numpy()
+    if len(tokens) >= _EXACT_BINCOUNT:  # float64 bincount sums could round: Arrow int64
+        t = pa.table({"token": tokens.cast(pa.large_string()), "band": band, "hi": hi,
+                      "lo": lo})
+        g = t.group_by(["band", "token"]).aggregate([("hi", "sum"), ("lo", "sum")])
+        return {int(b): _table(g.filter(pc.equal(g.column("band"), b)), "hi_sum", "lo_sum")
+                for b in np.unique(g.column("band").to_numpy()).tolist()}
+    # One hash pass over the tokens, then (token id, band) pairs summed with bincount:
+    # limbs are below 2**30, so fewer than 2**23 of them sum exactly in float64.
+    encoded = pc.dictionary_encode(tokens.cast(pa.large_string()))
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    bands = np.flatnonzero(np.bincount(band))  # bands are below 2**8
+    lookup = np.zeros(int(bands[-1]) + 1, np.int64)
+    lookup[bands] = np.arange(len(bands))
+    pair = ids * len(bands) + lookup[band]
+    space = len(encoded.dictionary) * len(bands)
+    if space <= 4 * len(pair):  # dense: no sort
+        hi_sum = np.bincount(pair, weights=hi, minlength=space)
+        lo_sum = np.bincount(pair, weights=lo, minlength=space)
+        keys = np.flatnonzero(np.bincount(pair, minlength=space))
+        hi_sum, lo_sum = hi_sum[keys].astype(np.int64), lo_sum[keys].astype(np.int64)
+    else:
+        keys, inverse = np.unique(pair, return_inverse=True)
+        hi_sum = np.bincount(inverse, weights=hi, minlength=len(keys)).astype(np.int64)
+        lo_sum = np.bincount(inverse, weights=lo, minlength=len(keys)).astype(np.int64)
+    key_band = keys % len(bands)
     out: dict[int, pa.Table] = {}
-    for b in np.unique(bands).tolist():
-        rows = g.filter(pc.equal(g.column("band"), b))
-        out[int(b)] = table_from_counts(rows.column("token").combine_chunks(),
-                                        rows.column("hi_sum").combine_chunks(),
-                                        rows.column("lo_sum").combine_chunks())
+    for j, b in enumerate(bands.tolist()):
+        rows = np.flatnonzero(key_band == j)
+        out[int(b)] = table_from_counts(encoded.dictionary.take(pa.array(keys[rows] // len(bands))),
+                                        hi_sum[rows], lo_sum[rows])
     return out
+
+
+def _table(g: pa.Table, hi: str, lo: str) -> pa.Table:
+    return table_from_counts(g.column("token").combine_chunks(), g.column(hi).combine_chunks(),
+                             g.column(lo).combine_chunks())
 
 
 def combine_bands(parts: Iterable[dict[int, pa.Table]]) -> pa.Table:

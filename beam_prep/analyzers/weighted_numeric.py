@@ -35,7 +35,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
-from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sums, ratio_to_float
+from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
 from beam_prep.analyzers.numeric import NumericPartial, new_sketch
 
 __all__ = ["WeightedMoments", "WeightedNumericAccumulator"]
@@ -65,7 +65,7 @@ def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _exact(*parts: np.ndarray) -> int:
     """Exact Σ of float arrays in units of ``2**-SUM_SHIFT``."""
-    return sum(exact_sums(p)[0] for p in parts)
+    return sum(exact_sum(p) for p in parts)
 
 
 def _fraction_sums(x: np.ndarray, w: np.ndarray) -> tuple[int, int, int]:

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sums, ratio_to_float
+from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
 from beam_prep.analyzers.split_vocab import SplitVocabulary
 from beam_prep.analyzers.vocab_merge import merge_runs
 from beam_prep.analyzers.vocab_topk import select_top_k, sort_vocabulary
@@ -76,7 +76,7 @@ def exact_total(table: pa.Table) -> int:
     """Σ of the ``count`` column exactly, in units of ``2**-SUM_SHIFT`` (order-free)."""
     if table.num_rows == 0:
         return 0
-    return exact_sums(table.column("count").to_numpy())[0]
+    return exact_sum(table.column("count").to_numpy())
 
 
 def to_float(total: int) -> float:
