@@ -354,3 +354,18 @@ def test_text_chunks_do_not_change_weighted_counts(monkeypatch) -> None:
     got = dict(zip(small[0]["token"], small[0]["count"]))
     assert got["a"] == 0.5 * 2 + 0.25 + 3.0 and got["a b"] == 0.5 + 0.25
     assert small[1] == 4
+
+
+def test_bad_weights_and_a_weighted_min_count_of_one_warn(runs) -> None:
+    from beam_prep.analyzers.data_warnings import data_warnings
+
+    m = json.loads((runs["dirs"]["a"] / "manifest.json").read_text())
+    lines = data_warnings(m)
+    bad = len(range(0, ROWS, 97))
+    for name in ("city", "code", "words", "x"):
+        assert f"warning: {name}: {bad:,} rows set aside: their weight is missing, NaN, " \
+               "negative or infinite (invalid_weight_count)" in lines
+    assert not any(line.startswith("warning: city_plain") for line in lines)
+    m["spec"]["features"][0]["min_count"] = 1
+    m["features"]["city"]["stats"]["dropped_min_count"] = {"tokens": 4, "count": 0.5}
+    assert any("4 tokens dropped" in line and "min_count: 0" in line for line in data_warnings(m))
