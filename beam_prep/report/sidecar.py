@@ -203,8 +203,14 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
         elif tail:  # the other lines: counts only, a whole block at a time
             found = pattern.findall(tail)
             n_lines = tail.count(b"\n") + (0 if tail.endswith(b"\n") else 1)
+            counts = None
             if len(found) == n_lines:
-                curve.add_many([num(c) for c in found])
+                try:
+                    counts = [num(c) for c in found]
+                except ValueError:  # named below, line by line
+                    counts = None
+            if counts is not None:
+                curve.add_many(counts)
             else:  # a blank or malformed line: find it (and fail on it) line by line
                 for line in tail.split(b"\n"):
                     if not line.strip():
@@ -213,7 +219,10 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
                     if m is None:
                         raise _bad_line(name, curve.k, line, ValueError("no count at the end"),
                                         path)
-                    curve.add(num(m.group(1)))
+                    try:
+                        curve.add(num(m.group(1)))
+                    except ValueError as e:
+                        raise _bad_line(name, curve.k, line, e, path) from e
         if not block:
             break
     return SidecarSummary(top=top, tokens=curve.k, total=curve.total, curve=curve.finish(),
@@ -221,13 +230,13 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
 
 
 def _weight(value: Any) -> float:
-    """A weighted count: a finite number >= 0 (ValueError otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, bytes, str)):
-        raise ValueError(f"a weighted count must be a number, not {value!r}")
-    out = float(value)
-    if not math.isfinite(out) or out < 0:
-        raise ValueError(f"a weighted count must be finite and >= 0, not {value!r}")
-    return out
+    """A weighted count: a finite JSON number >= 0 (ValueError otherwise); ``bytes`` are the
+    digits the block parser matched."""
+    if isinstance(value, bytes):
+        value = float(value)
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"a weighted count must be a finite number >= 0, not {value!r}")
+    return float(value)
 
 
 def summarize_sidecar(art: Any, name: str, *, top_n: int = 25) -> SidecarSummary:

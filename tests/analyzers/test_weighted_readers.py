@@ -116,3 +116,23 @@ def test_cold_and_warm_cache_give_the_bytes_of_a_run_without_cache(tmp_path) -> 
     run(tmp_path, files, str(tmp_path / "other"), "--cache_dir", str(cache),
         spec=WEIGHTED_CACHE_SPEC.replace('weights_expr: "price * 0.5"', "weights: price"))
     assert last_run(cache)["misses"] == 3
+
+
+@pytest.mark.parametrize("line", [b'["a",-1.5]', b'["a",1e999]', b'["a",NaN]', b'["a","2"]',
+                                  b'["a",true]'])
+def test_hostile_weighted_sidecar_lines_are_refused(line) -> None:
+    import io
+
+    from beam_prep.diff.sidecar_lines import iter_pairs
+    from beam_prep.errors import ArtifactError
+    from beam_prep.report.sidecar import summarize_lines
+
+    good = b"".join(b'["t%d",%d.5]\n' % (i, 100 - i) for i in range(40))
+    for body in (line + b"\n" + good, good + line + b"\n"):  # decoded line, then block parse
+        with pytest.raises(ArtifactError):
+            summarize_lines(io.BytesIO(body), top_n=5, weighted=True)
+        with pytest.raises(ArtifactError):
+            list(iter_pairs(io.BytesIO(body), name="f", weighted=True))
+    # the same floats in an unweighted sidecar are refused too
+    with pytest.raises(ArtifactError):
+        list(iter_pairs(io.BytesIO(good), name="f"))
