@@ -369,3 +369,19 @@ def test_bad_weights_and_a_weighted_min_count_of_one_warn(runs) -> None:
     m["spec"]["features"][0]["min_count"] = 1
     m["features"]["city"]["stats"]["dropped_min_count"] = {"tokens": 4, "count": 0.5}
     assert any("4 tokens dropped" in line and "min_count: 0" in line for line in data_warnings(m))
+
+
+def test_list_features_count_each_value_with_its_row_weight(tmp_path) -> None:
+    rows = [{"tags": ["a", "b", "a"], "w": 0.5}, {"tags": [], "w": 2.0},
+            {"tags": ["b"], "w": 1.25}, {"tags": None, "w": 3.0}, {"tags": ["c"], "w": -1.0},
+            {"tags": ["c", "a"], "w": 0.0}]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "s.yaml").write_text(
+        "features:\n  - {name: tags, kind: string, shape: list, weights: w, min_count: 0}\n")
+    analyze.run(["--spec", str(tmp_path / "s.yaml"), "--input", str(tmp_path / "d.jsonl"),
+                 "--output", str(tmp_path / "o"), "--quiet", "--no_report"])
+    expected = _oracle_vocab([r["tags"] or [] for r in rows], [r["w"] for r in rows])
+    _check_vocab(tmp_path / "o", "tags", expected)
+    stats = json.loads((tmp_path / "o" / "manifest.json").read_text())["features"]["tags"]
+    assert stats["stats"]["invalid_weight_count"] == 1
+    assert stats["stats"]["missing_count"] == 2
