@@ -136,3 +136,10 @@ def test_hostile_weighted_sidecar_lines_are_refused(line) -> None:
     # the same floats in an unweighted sidecar are refused too
     with pytest.raises(ArtifactError):
         list(iter_pairs(io.BytesIO(good), name="f"))
+
+
+def test_artifacts_counts_of_a_weighted_feature_are_its_float_counts(folders) -> None:
+    art = Artifacts(str(folders / "a"))
+    lines = (folders / "a" / "vocab" / "city.counts.jsonl").read_text().splitlines()
+    assert art.counts("city") == [tuple(json.loads(line)) for line in lines]
+    assert any(isinstance(c, float) for _, c in art.counts("city"))
