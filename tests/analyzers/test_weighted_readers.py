@@ -73,7 +73,10 @@ def test_report_reads_float_counts(folders, tmp_path) -> None:
     assert s.total == pytest.approx(sum(listed))
     assert any(isinstance(c, float) for c in listed)
     write_report(str(folders / "a"), str(tmp_path / "r.html"))
-    assert "city" in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert "values seen (summed weights)" in page and "instance weights" in page
+    assert "rows set aside (invalid weight)" in page and "total weight" in page
+    assert "implied OOV rate</th><td>0.00%" in page  # min_count 0: every weight is listed
 
 
 def test_diff_compares_weighted_vocabularies(folders) -> None:
