@@ -85,18 +85,15 @@ def weighted_sums(x: np.ndarray, w: np.ndarray) -> tuple[int, int, int]:
     ax, aw = np.abs(x), np.abs(w)
     safe = (((ax >= _SAFE[0]) & (ax <= _SAFE[1])) | (x == 0)) & (
         ((aw >= _SAFE[0]) & (aw <= _SAFE[1])) | (w == 0))
-    sw = _exact(w) if safe.all() else 0
-    if not safe.all():
-        sw = _exact(w[safe])
-        xs, ws = x[safe], w[safe]
+    rest = (0, 0, 0)
+    if not safe.all():  # rare: products whose error terms would underflow or overflow
         rest = _fraction_sums(x[~safe], w[~safe])
-    else:
-        xs, ws, rest = x, w, (0, 0, 0)
-    p, e = _two_product(ws, xs)
-    sq, sq_e = _two_product(xs, xs)
-    a, b = _two_product(ws, sq)
-    c, d = _two_product(ws, sq_e)
-    return (sw + rest[0], (_exact(p, e) << SUM_SHIFT) + rest[1],
+        x, w = x[safe], w[safe]
+    p, e = _two_product(w, x)
+    sq, sq_e = _two_product(x, x)
+    a, b = _two_product(w, sq)
+    c, d = _two_product(w, sq_e)
+    return (_exact(w) + rest[0], (_exact(p, e) << SUM_SHIFT) + rest[1],
             (_exact(a, b, c, d) << WX_SHIFT) + rest[2])
 
 
