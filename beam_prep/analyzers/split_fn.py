@@ -76,8 +76,9 @@ def required_columns(spec: Spec) -> dict[str, str]:
             reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
         else:  # an expression's inputs, or a hashed feature's column(s) as its dtype
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
-        for c, t in weight_columns(f).items():  # instance weights (spec.weights)
-            reads.setdefault(c, ARROW_TYPES[t])
+        if f.weights_expr is not None:  # instance weights computed from columns
+            for c, t in weight_columns(f).items():
+                reads.setdefault(c, ARROW_TYPES[t])
         for col, typ in reads.items():
             if col in out and out[col] != typ:
                 raise SpecError(
@@ -86,6 +87,13 @@ def required_columns(spec: Spec) -> dict[str, str]:
                     "two columns.")
             out.setdefault(col, typ)
             owner.setdefault(col, f.name)
+    for f in spec.features:  # a `weights` column: as another feature reads it, or float64
+        col = f.weights
+        if col is not None and out.setdefault(col, "float64") not in ("float64", "int64"):
+            raise SpecError(
+                f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as the "
+                f"`weights` of feature {f.name!r}, which must be numbers. Use a numeric "
+                "column for the weights.")
     return out
 
 
@@ -269,7 +277,8 @@ class AnalyzeSplitFn(beam.DoFn):
         if weighted:
             meta["invalid_weights"] = {name: 0 for name in weighted}
 
-        def add_feature(args: tuple[Feature, pa.Array]) -> tuple[int, int, list[int] | None]:
+        def add_feature(args: tuple[Feature, pa.Array, np.ndarray | None]
+                        ) -> tuple[int, int, list[int] | None]:
             """Adds one feature's column; returns (missing cells, documents, terms histogram)."""
             f, raw, weights = args
             n_missing = int(colmod.missing_mask(raw).sum())

@@ -385,3 +385,23 @@ def test_list_features_count_each_value_with_its_row_weight(tmp_path) -> None:
     stats = json.loads((tmp_path / "o" / "manifest.json").read_text())["features"]["tags"]
     assert stats["stats"]["invalid_weight_count"] == 1
     assert stats["stats"]["missing_count"] == 2
+
+
+def test_a_weights_column_may_be_an_integer_column_of_another_feature(tmp_path) -> None:
+    from beam_prep.analyzers.split_fn import required_columns
+
+    spec = Spec.from_dict({"features": [
+        {"name": "item", "kind": "integer", "column": "n"},
+        {"name": "city", "kind": "string", "weights": "n", "min_count": 0}]})
+    assert required_columns(spec) == {"n": "int64", "city": "string"}
+    (tmp_path / "d.csv").write_text("n,city\n3,a\n1,b\n2,a\n,b\n")
+    (tmp_path / "s.yaml").write_text(json.dumps(spec.to_dict()))
+    analyze.run(["--spec", str(tmp_path / "s.yaml"), "--input", str(tmp_path / "d.csv"),
+                 "--output", str(tmp_path / "o"), "--quiet", "--no_report"])
+    assert _counts(tmp_path / "o" / "vocab" / "city.counts.jsonl") == [("a", 5), ("b", 1)]
+    stats = json.loads((tmp_path / "o" / "manifest.json").read_text())["features"]["city"]
+    assert stats["stats"]["invalid_weight_count"] == 1
+    bad = Spec.from_dict({"features": [{"name": "s", "kind": "string", "column": "n"},
+                                       {"name": "c", "kind": "string", "weights": "n"}]})
+    with pytest.raises(SpecError, match="`weights` of feature 'c'.*numeric column"):
+        required_columns(bad)
