@@ -64,6 +64,10 @@ def _check_lookup_fields(f: Any) -> None:
     """Ranges of the fields shared by string and integer lookups."""
     check_positive_int(f.name, "top_k", f.top_k, optional=True)
     if not is_weighted(f):  # weighted: a number >= 0 (spec.weights.check_weights)
+        if isinstance(f.min_count, float):
+            raise feature_error(f.name, "min_count", f.min_count,
+                                "a positive integer (a float such as 1e23 or 2.0 is not an "
+                                "integer: write digits; a float count needs `weights`)")
         check_positive_int(f.name, "min_count", f.min_count, optional=False)
     check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0,
                         maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
