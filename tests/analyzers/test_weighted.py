@@ -405,3 +405,28 @@ def test_a_weights_column_may_be_an_integer_column_of_another_feature(tmp_path) 
                                        {"name": "c", "kind": "string", "weights": "n"}]})
     with pytest.raises(SpecError, match="`weights` of feature 'c'.*numeric column"):
         required_columns(bad)
+
+
+def test_float_runs_survive_spilling_and_merge_levels(tmp_path) -> None:
+    import pyarrow as pa
+
+    from beam_prep.analyzers.vocab_merge import merge_runs, write_run
+    from beam_prep.analyzers.vocab_topk import sort_vocabulary
+    from beam_prep.analyzers.weighted_counts import WEIGHTED_SCHEMA
+
+    rng = np.random.default_rng(4)
+    runs, everything = [], []
+    for r in range(7):  # disjoint tokens per run, as hash partitions
+        tokens = [f"r{r}t{i}" for i in range(30)]
+        counts = rng.integers(0, 20, 30) / 4.0
+        table = sort_vocabulary(pa.Table.from_arrays(
+            [pa.array(tokens, pa.large_string()), pa.array(counts), pa.array(np.zeros(30, int))],
+            schema=WEIGHTED_SCHEMA))
+        everything.append(table)
+        runs.append(write_run(table, str(tmp_path / f"run{r}.arrow"), batch_rows=4)
+                    if r % 2 else table)
+    merged = pa.concat_tables(list(merge_runs(runs, fan_in=2, batch_rows=4,
+                                              temp_dir=str(tmp_path / "levels"))))
+    assert merged.schema.field("count").type == pa.float64()
+    assert merged.equals(sort_vocabulary(pa.concat_tables(everything)).combine_chunks()) or \
+        merged.to_pydict() == sort_vocabulary(pa.concat_tables(everything)).to_pydict()
