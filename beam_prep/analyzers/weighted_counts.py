@@ -12,9 +12,8 @@ Each band travels as a vocabulary table (:data:`~beam_prep.analyzers.vocab_count
 (``<feature>.w<band>``: a feature name never holds a dot), through the same per-split
 accumulator, hash partitions, spill files, analysis cache and keyed combine as unweighted
 counts (all sum int64 columns exactly). :func:`combine_bands` then reads a token's bands
-back as one float64: each band's exact value, rounded once; a token whose weights span
-several bands gets the float sum of its band values, lowest band first (deterministic;
-within a few ulps of the exact sum).
+back as one float64: the float64 nearest to the exact sum of its weights (vectorised for a
+token whose weights share one band, with Python integers for the others).
 
 Limits: int64 limb sums hold 2**33 occurrences of one token in one band. Weights must be
 finite, >= 0 and at most :data:`MAX_WEIGHT` (:func:`valid_weights`).
@@ -35,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_prep.analyzers.exact_sums import ratio_to_float
 from beam_prep.analyzers.vocab_count import SCHEMA, table_from_counts
 
 __all__ = ["BAND_BITS", "MAX_WEIGHT", "WEIGHTED_SCHEMA", "band_key", "band_tables",
@@ -53,6 +53,8 @@ _LIMB = 30
 _MASK = (1 << _LIMB) - 1
 _SEP = ".w"
 _EXACT_BINCOUNT = 1 << 23
+_EXACT_HI = 1 << 53
+_MIN_SIMPLE_BASE = -960  # above: hi·2**30·2**base and lo·2**base are normal floats
 
 
 def band_key(name: str, band: int) -> str:
@@ -174,15 +176,33 @@ def combine_bands(parts: Iterable[dict[int, pa.Table]]) -> pa.Table:
     t = t.sort_by([("token", "ascending"), ("band", "ascending")])
     hi = t.column("count_sum").to_numpy()
     lo = t.column("df_sum").to_numpy()
-    hi = hi + (lo >> _LIMB)  # carry: lo below 2**30, the float of hi exact to 2**53
+    hi = hi + (lo >> _LIMB)  # carry: lo below 2**30
     lo = lo & _MASK
-    base = t.column("band").to_numpy() * BAND_BITS - _OFFSET
-    value = np.ldexp(hi.astype(np.float64), base + _LIMB) + np.ldexp(lo.astype(np.float64), base)
+    band = t.column("band").to_numpy()
     tokens = t.column("token").combine_chunks()
     starts = np.flatnonzero(np.concatenate(
         ([True], pc.not_equal(tokens.slice(1), tokens.slice(0, len(tokens) - 1))
          .to_numpy(zero_copy_only=False))))
-    counts = np.add.reduceat(value, starts) if len(value) else value
+    ends = np.append(starts[1:], len(band))
+    base = band[starts] * BAND_BITS - _OFFSET
+    # One band, hi below 2**53, no subnormal: hi·2**30 and lo are exact floats, so their
+    # float sum is the exact value rounded once. Else the exact integer, in Python.
+    simple = (ends - starts == 1) & (hi[starts] < _EXACT_HI) & (base > _MIN_SIMPLE_BASE)
+    counts = (np.ldexp(hi[starts].astype(np.float64), base + _LIMB)
+              + np.ldexp(lo[starts].astype(np.float64), base))
+    for k in np.flatnonzero(~simple).tolist():
+        counts[k] = _exact_value(band[starts[k]:ends[k]], hi[starts[k]:ends[k]],
+                                 lo[starts[k]:ends[k]])
     return pa.Table.from_arrays(
         [tokens.take(pa.array(starts)), pa.array(counts, pa.float64()),
          pa.array(np.zeros(len(starts), np.int64))], schema=WEIGHTED_SCHEMA)
+
+
+def _exact_value(bands: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> float:
+    """Σ (hi·2**30 + lo)·2**(8·band - 1127), correctly rounded (Python integers)."""
+    low = int(bands[0])
+    total = 0
+    for b, h, rest in zip(bands.tolist(), hi.tolist(), lo.tolist()):
+        total += ((h << _LIMB) + rest) << (BAND_BITS * (b - low))
+    e = BAND_BITS * low - _OFFSET
+    return ratio_to_float(total << max(e, 0), 1 << max(-e, 0))
