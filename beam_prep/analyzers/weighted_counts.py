@@ -190,19 +190,24 @@ def combine_bands(parts: Iterable[dict[int, pa.Table]]) -> pa.Table:
     simple = (ends - starts == 1) & (hi[starts] < _EXACT_HI) & (base > _MIN_SIMPLE_BASE)
     counts = (np.ldexp(hi[starts].astype(np.float64), base + _LIMB)
               + np.ldexp(lo[starts].astype(np.float64), base))
-    for k in np.flatnonzero(~simple).tolist():
-        counts[k] = _exact_value(band[starts[k]:ends[k]], hi[starts[k]:ends[k]],
-                                 lo[starts[k]:ends[k]])
+    hard = np.flatnonzero(~simple)
+    if hard.size:
+        rows = np.concatenate([np.arange(starts[k], ends[k]) for k in hard.tolist()])
+        bl, hl, ll = band[rows].tolist(), hi[rows].tolist(), lo[rows].tolist()
+        at = 0
+        for k, size in zip(hard.tolist(), (ends[hard] - starts[hard]).tolist()):
+            counts[k] = _exact_value(bl[at:at + size], hl[at:at + size], ll[at:at + size])
+            at += size
     return pa.Table.from_arrays(
         [tokens.take(pa.array(starts)), pa.array(counts, pa.float64()),
          pa.array(np.zeros(len(starts), np.int64))], schema=WEIGHTED_SCHEMA)
 
 
-def _exact_value(bands: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> float:
+def _exact_value(bands: list[int], hi: list[int], lo: list[int]) -> float:
     """Σ (hi·2**30 + lo)·2**(8·band - 1127), correctly rounded (Python integers)."""
-    low = int(bands[0])
+    low = bands[0]
     total = 0
-    for b, h, rest in zip(bands.tolist(), hi.tolist(), lo.tolist()):
+    for b, h, rest in zip(bands, hi, lo):
         total += ((h << _LIMB) + rest) << (BAND_BITS * (b - low))
     e = BAND_BITS * low - _OFFSET
     return ratio_to_float(total << max(e, 0), 1 << max(-e, 0))
