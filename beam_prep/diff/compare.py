@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
 from beam_prep.diff.sidecar_lines import iter_sidecar
 from beam_prep.diff.thresholds import DiffThresholds
@@ -60,6 +61,8 @@ class FeatureDiff:
         vocab: Vocabulary drift (string, integer, text).
         numeric: Statistics drift (numeric).
         flags: Thresholds exceeded.
+        mutual_info: Ranking and label drift of a label-aware vocabulary (both sides
+            with ``labels``), else None (left out of the JSON).
     """
 
     name: str
@@ -69,6 +72,7 @@ class FeatureDiff:
     vocab: VocabDiff | None = None
     numeric: NumericDiff | None = None
     flags: tuple[Flag, ...] = ()
+    mutual_info: MutualInfoDiff | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,8 +172,15 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                           iter_sidecar(new, name),
                           new_total=total if type(total) in (int, float) else None,
                           top_k=t.top_k, top_n=t.top_n, name=name, weighted=weighted)
-        return FeatureDiff(name, kind, "compared", changed, vocab=d,
-                           flags=vocab_flags(name, d, t))
+        mi = compare_mutual_info(old, new, name, top_n=t.top_n)
+        flags = vocab_flags(name, d, t)
+        if mi is not None:
+            more: list[Flag] = []
+            _over(more, name, "label_share_change", mi.label_share_change, t.max_rate_change,
+                  "label share change", f"label {mi.most_changed_label}")
+            flags += tuple(more)
+        return FeatureDiff(name, kind, "compared", changed, vocab=d, flags=flags,
+                           mutual_info=mi)
     if kind == "numeric":
         n = compare_numeric(old.stats(name), new.stats(name))
         return FeatureDiff(name, kind, "compared", changed, numeric=n,

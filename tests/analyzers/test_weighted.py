@@ -243,6 +243,11 @@ def test_labels_with_weights_are_refused() -> None:
 
     with pytest.raises(SpecError, match="labels"):
         check_weights(Labelled())
+    with pytest.raises(SpecError, match="`weights` must be null when `labels` is set"):
+        StringFeature("a", weights="w", labels="y").validate()
+    with pytest.raises(SpecError, match="`weights_expr` must be null when `labels` is set"):
+        Spec.from_dict({"features": [{"name": "a", "kind": "string", "labels": "y",
+                                      "weights_expr": "w * 2"}]})
 
 
 def test_cache_key_changes_with_weights() -> None:
