@@ -52,7 +52,7 @@ VOCAB_KINDS = ("string", "integer", "text")
 KINDS = (*VOCAB_KINDS, "numeric", "hashed")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COUNTS = ("vocabulary_size", "distinct_values", "total_count", "missing_count",
-           "document_count", "count", "nan_count", "infinite_count")
+           "document_count", "count", "nan_count", "infinite_count", "key_count")
 _DROPS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
 _FIX = "Fix: re-run `beam-prep analyze` into a fresh directory; never edit its files."
 
@@ -340,8 +340,9 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         files = c.mapping(entry.get("files", {}) if kind not in VOCAB_KINDS
                           else c.need(entry, "files", key + "."), key + ".files")
         labelled = spec is not None and getattr(spec.feature(name), "labels", None) is not None
+        keyed = spec is not None and getattr(spec.feature(name), "per_key", None) is not None
         for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()) + (
-                ("mutual_info",) if labelled else ()):
+                ("mutual_info",) if labelled else ()) + (("per_key",) if keyed else ()):
             c.need(files, role, key + ".files.")
         for role, meta in files.items():
             _file_entry(c, meta, f"{key}.files.{role}")
@@ -351,6 +352,8 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         if labelled or "mutual_info" in st:
             _mutual_info(c, c.need(st, "mutual_info", key + ".stats."),
                          key + ".stats.mutual_info")
+        if keyed:  # the per-key file is read line by line against this count
+            c.count(c.need(st, "key_count", key + ".stats."), key + ".stats.key_count")
     if spec is not None:
         extra = sorted(set(features) - set(names))
         c.check(not extra, "features", extra, f"entries of the spec's features only "

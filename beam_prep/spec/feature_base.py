@@ -43,7 +43,8 @@ _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross":
                                     "weights": None, "weights_expr": None,
                                     # label-aware vocabulary (spec.label_fields)
                                     "labels": None, "adjusted_mutual_info": False,
-                                    "min_diff_from_avg": None, "min_mutual_info": None}
+                                    "min_diff_from_avg": None, "min_mutual_info": None,
+                                    "per_key": None, "per_key_count": False}
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -80,7 +80,7 @@ def check_weights(feature: Any) -> None:
     """SpecError naming the field, the value and the fix for a bad weights setting.
 
     Checks: not both fields; a non-empty column name; a feature kind that takes weights; no
-    ``tf_idf`` text; no ``labels`` (label-aware vocabularies are their own analysis);
+    ``tf_idf`` text; no ``labels`` or ``per_key`` (their own analyses, not weighted yet);
     ``min_count`` a finite number >= 0 (the weighted count threshold).
     """
     name, column, expr = feature.name, feature.weights, feature.weights_expr
@@ -105,6 +105,10 @@ def check_weights(feature: Any) -> None:
                             "null with output_mode='tf_idf' (document frequencies count "
                             "documents, not weights): drop the weights or use another "
                             "output_mode")
+    if getattr(feature, "per_key", None) is not None:
+        raise feature_error(name, field, value,
+                            "null when `per_key` is set (weighted per-key statistics are not "
+                            "supported yet): drop `weights` or `per_key`")
     if getattr(feature, "labels", None) is not None:
         raise feature_error(name, field, value,
                             "null when `labels` is set (weighted label-aware vocabularies are "

@@ -24,6 +24,9 @@ TextVectorization  tokens of :func:`beam_prep.analyzers.text.tokenize`; int mode
 Normalization      ``(x - mean) / max(sqrt(variance), 1e-7)`` in float32
 Activation         sigmoid, computed in float64 and rounded to float32
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
+PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknown -> row 0),
+                   then ``(x - shift) / scale`` in float32 or the sigmoid above
+PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
 Reshape            nothing (the text output is already ``(batch, width)``)
 =================  =========================================================================
@@ -45,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers.text import tokenize
+from beam_prep.codegen.per_key_plan import per_key_state
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_TOKEN,
     FeaturePlan,
@@ -292,6 +296,7 @@ class BatchEncoder:
     def __init__(self, path: str, *, verify: bool = True) -> None:
         self.path = path
         art = Artifacts(path, verify=verify)
+        self._art = art
         self.plan: ModulePlan = plan_from_artifacts(art)
         self.columns = read_columns(self.plan.features)
         self._spec = {f.name: f for f in art.spec.features}
@@ -333,6 +338,13 @@ class BatchEncoder:
             return lambda v: v
         if cls == "ListEncoding":
             return lambda v: _list_encoding(v, args)
+        if cls == "PerKeyScaling":
+            return _PerKey(per_key_state(self._art, fp.name, fp.keyed))
+        if cls == "PerKeyCount":
+            state = per_key_state(self._art, fp.name, fp.keyed)
+            keys, counts = pa.array(state["keys"], pa.string()), np.array(
+                [0, *state["counts"]], np.int64)
+            return lambda v: counts[_index_in(v[1], keys) + 1]
         raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
 
     def encode(self, batch: pa.RecordBatch) -> dict[str, Encoded]:
@@ -354,6 +366,22 @@ class BatchEncoder:
                         x = layer(x)
                 out[output.key] = _as_encoded(x, output)
         return out
+
+
+class _PerKey:
+    """``PerKeyScaling`` on ``(float32 values, string keys)``."""
+
+    def __init__(self, state: dict[str, list]) -> None:
+        self.keys = pa.array(state["keys"], pa.string())
+        self.shifts = np.asarray(state["shifts"], np.float64).astype(np.float32)
+        self.scales = np.asarray(state["scales"], np.float64).astype(np.float32)
+        self.sigmoid = np.asarray(state["sigmoid"], bool)
+
+    def __call__(self, value_and_key: tuple[np.ndarray, pa.Array]) -> np.ndarray:
+        x, keys = value_and_key
+        row = _index_in(keys, self.keys) + 1  # unknown (-1) -> row 0
+        scaled = (x - self.shifts[row]) / self.scales[row]
+        return np.where(self.sigmoid[row], _sigmoid(x), scaled).astype(np.float32)
 
 
 def _list_encoding(v: Ragged, args: dict[str, Any]) -> Encoded:

@@ -245,6 +245,9 @@ def test_labels_with_weights_are_refused() -> None:
         check_weights(Labelled())
     with pytest.raises(SpecError, match="`weights` must be null when `labels` is set"):
         StringFeature("a", weights="w", labels="y").validate()
+    with pytest.raises(SpecError, match="`weights` must be null when `per_key` is set"):
+        Spec.from_dict({"features": [{"name": "x", "kind": "numeric", "per_key": "k",
+                                      "weights": "w"}]})
     with pytest.raises(SpecError, match="`weights_expr` must be null when `labels` is set"):
         Spec.from_dict({"features": [{"name": "a", "kind": "string", "labels": "y",
                                       "weights_expr": "w * 2"}]})
