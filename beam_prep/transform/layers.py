@@ -355,16 +355,29 @@ class BatchEncoder:
         """
         out: dict[str, Encoded] = {}
         for fp in self.plan.features:
-            value = feature_value(fp, batch)
-            for output, chain in zip(fp.outputs, self._chains[fp.name]):
-                x = value
-                for cls, layer in chain:
-                    # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
-                    if isinstance(x, Ragged) and cls != "ListEncoding":
-                        x = Ragged(x.row_splits, layer(x.values))
-                    else:
-                        x = layer(x)
-                out[output.key] = _as_encoded(x, output)
+            out.update(self.encode_feature(fp, batch))
+        return out
+
+    def encode_feature(self, fp: FeaturePlan, batch: pa.RecordBatch,
+                       keys: tuple[str, ...] | None = None) -> dict[str, Encoded]:
+        """The outputs ``keys`` (default: all) of one plan feature for ``batch``.
+
+        Raises:
+            OutOfVocabulary: A lookup without OOV slots met an unknown value.
+        """
+        value = feature_value(fp, batch)
+        out: dict[str, Encoded] = {}
+        for output, chain in zip(fp.outputs, self._chains[fp.name]):
+            if keys is not None and output.key not in keys:
+                continue
+            x = value
+            for cls, layer in chain:
+                # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
+                if isinstance(x, Ragged) and cls != "ListEncoding":
+                    x = Ragged(x.row_splits, layer(x.values))
+                else:
+                    x = layer(x)
+            out[output.key] = _as_encoded(x, output)
         return out
 
 
