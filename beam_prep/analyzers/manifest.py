@@ -15,6 +15,7 @@ from typing import Any
 from beam_prep.analyzers import numeric as num
 from beam_prep.io import artifacts as layout
 from beam_prep.spec import Spec
+from beam_prep.spec.weights import is_weighted
 
 _DROP_KEYS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
 
@@ -104,10 +105,16 @@ def _json_boundary(b: float) -> float | None:
     return layout.finite_or_none(b)
 
 
+ZERO_WEIGHT = ("the weights of the finite values sum to 0 (or every weight was invalid): a "
+               "weighted mean is undefined; generated layers: identity Normalization")
+
+
 def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) -> dict:
     partial = partial or num.NumericPartial()
     m = partial.moments
     reasons = null_reasons(m)
+    if m.count and getattr(m, "weight", 1) == 0:  # weighted, Σw = 0 (spec.weights)
+        reasons = {k: ZERO_WEIGHT for k in ("mean", "variance")}
     stats: dict[str, Any] = {
         "count": m.count,
         "missing_count": missing,
@@ -187,6 +194,12 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                 features[f.name]["stats"]["key_count"] = keyed["key_count"]
         else:
             features[f.name] = {"kind": f.kind, "files": {}, "stats": {}}
+        if is_weighted(f):  # additive keys, only for weighted features
+            stats = features[f.name]["stats"]
+            stats["invalid_weight_count"] = meta.get("invalid_weights", {}).get(f.name, 0)
+            if f.kind == "numeric":
+                weight = getattr(numeric_partials.get(f.name), "moments", None)
+                stats["weight_total"] = float(getattr(weight, "weight_total", 0.0))
     manifest = {
         "format": layout.FORMAT_NAME,
         "format_version": layout.FORMAT_VERSION,

@@ -45,6 +45,7 @@ from beam_prep.analyzers.manifest import build_manifest, numeric_summary
 from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.vocab_partition import auto_partitions
+from beam_prep.analyzers.weighted_pipeline import WeightedVocabularies, is_band_element
 from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -54,6 +55,7 @@ from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.weights import is_weighted
 
 TEXT_RESERVED_TOKENS = ("[UNK]",)
 
@@ -137,8 +139,10 @@ def _sum_meta(metas: Iterable[dict]) -> dict:
         out["splits"] += m.get("splits", 1)
         out["rows_read"] += m["rows_read"]
         out["rows_rejected"] += m["rows_rejected"]
-        for key in ("rejected_by_reason", "missing", "documents"):
-            for k, v in m[key].items():
+        for key in ("rejected_by_reason", "missing", "documents", "invalid_weights"):
+            if key == "invalid_weights" and key in m:  # only with weighted features
+                out.setdefault(key, {})
+            for k, v in m.get(key, {}).items():
                 out[key][k] = out[key].get(k, 0) + v
         if m.get("skipped_tails"):  # TFRecord remainders skipped (--skip_corrupt_tail)
             out.setdefault("skipped_tails", []).extend(m["skipped_tails"])
@@ -302,7 +306,10 @@ class AnalyzeToArtifacts(beam.PTransform):
         spec_dict = self._spec.to_dict()
         temp = spill.tmp_dir(self._out)
         vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")
-                          if not has_labels(f)]  # those: label_vocab
+                          if not has_labels(f)  # those: label_vocab
+                          and not is_weighted(f)]  # those: weighted_pipeline
+        weighted_names = [f.name for f in self._spec.of_kind("string", "integer", "text")
+                          if is_weighted(f)]
         # TextVectorization refuses its OOV token "[UNK]" inside a vocabulary ("" is
         # already unwritable); StringLookup/IntegerLookup read such a token from a file.
         limits = {f.name: (getattr(f, "min_count", 1),
@@ -342,19 +349,28 @@ class AnalyzeToArtifacts(beam.PTransform):
 
         seeds = p | "EveryVocabulary" >> beam.Create(
             [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features], reshuffle=False)
-        pruned = (outputs.vocab
-                  | "CountTokens" >> beam.CombinePerKey(
-                      voc.VocabularyCombineFn(temp, 4 * self._spill_rows))
-                  | "PrunePartitions" >> beam.Map(_prune, limits, temp, self._spill_rows))
+        counted = outputs.vocab | "CountTokens" >> beam.CombinePerKey(
+            voc.VocabularyCombineFn(temp, 4 * self._spill_rows))
+        if weighted_names:  # band tables of weighted vocabularies go their own way
+            counted, bands = counted | "SplitWeighted" >> beam.Partition(
+                lambda kv, _: int(is_band_element(kv)), 2)
+            weighted_meta = bands | "WeightedVocabularies" >> WeightedVocabularies(
+                spec_dict, self._out, temp, weighted_names, self._spill_rows)
+        pruned = counted | "PrunePartitions" >> beam.Map(_prune, limits, temp,
+                                                         self._spill_rows)
         vocab_meta = ((pruned, seeds)
                       | "WithEmptyVocabularies" >> beam.Flatten()
                       | "GroupByFeature" >> beam.GroupByKey()
                       | "WriteVocabularies" >> beam.ParDo(
                           _WriteVocabulary(self._out, spec_dict, temp)))
+        extra_meta = []  # the label-aware and weighted vocabularies' own paths
         if any(has_labels(f) for f in self._spec.features):
-            labeled = outputs[split_fn.LABELS] | "LabelVocabularies" >> LabeledVocabularies(
-                self._spec, self._out)
-            vocab_meta = (vocab_meta, labeled) | "AllVocabularies" >> beam.Flatten()
+            extra_meta.append(outputs[split_fn.LABELS] | "LabelVocabularies"
+                              >> LabeledVocabularies(self._spec, self._out))
+        if weighted_names:
+            extra_meta.append(weighted_meta)
+        if extra_meta:
+            vocab_meta = (vocab_meta, *extra_meta) | "AllVocabularies" >> beam.Flatten()
         numeric = (outputs.numeric
                    | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))

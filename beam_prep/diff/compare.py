@@ -25,6 +25,7 @@ from beam_prep.diff.thresholds import DiffThresholds
 from beam_prep.diff.vocab import VocabDiff, compare_vocab
 from beam_prep.errors import SpecError
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.spec.weights import is_weighted
 
 Status = Literal["compared", "only_in_old", "only_in_new", "kind_changed", "nothing_to_compare"]
 VOCAB_KINDS = ("string", "integer", "text")
@@ -174,10 +175,11 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
         return FeatureDiff(name, kind, "kind_changed", True)
     if kind in VOCAB_KINDS:
         total = new.stats(name).get("total_count")
+        weighted = is_weighted(old.spec.feature(name)) or is_weighted(new.spec.feature(name))
         d = compare_vocab(iter_sidecar(old, name),
                           iter_sidecar(new, name),
-                          new_total=total if isinstance(total, int) else None,
-                          top_k=t.top_k, top_n=t.top_n, name=name)
+                          new_total=total if type(total) in (int, float) else None,
+                          top_k=t.top_k, top_n=t.top_n, name=name, weighted=weighted)
         mi = compare_mutual_info(old, new, name, top_n=t.top_n)
         flags = vocab_flags(name, d, t)
         if mi is not None:
