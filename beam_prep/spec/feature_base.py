@@ -38,7 +38,8 @@ SCALING_OPTIONS: tuple[str, ...] = get_args(Scaling)
 # hold their default, so the canonical spec (and every manifest fingerprint) of a spec
 # that does not use them is unchanged.
 _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross": None,
-                                    "max_values": None, "shape": None}
+                                    "max_values": None, "shape": None, "impute": None,
+                                    "missing_indicator": False}
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -12,6 +12,7 @@ import math
 
 from beam_prep.spec.bounds import MAX_NUM_BUCKETS, MIN_EPSILON, check_positive_int
 from beam_prep.spec.feature_base import FeatureBase, Scaling, feature_error
+from beam_prep.spec.imputation import Impute, canonicalize, check_imputation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,11 @@ class NumericFeature(FeatureBase):
             ``min_max`` (``(x - min) / (max - min)`` from the analysed min and max, TF
             Transform's ``scale_to_0_1``: not clipped, and ``sigmoid(x)`` when
             ``min == max`` or there was no finite value) or ``none`` (the raw value).
+        impute: ``mean`` or ``median`` of the finite values: replaces a missing cell or NaN
+            in the layers (not in the statistics); ``default_value: mean`` is the same
+            (beam_prep.spec.imputation). null = no imputation.
+        missing_indicator: Adds the output ``<name>_missing``: 1.0 where the value was
+            missing or NaN, else 0.0.
 
     Example:
         >>> NumericFeature("price", num_buckets=20).resolved_epsilon()
@@ -39,7 +45,12 @@ class NumericFeature(FeatureBase):
     epsilon: float | None = None
     default_value: float | None = None
     scaling: Scaling = "z_score"
+    impute: Impute | None = None
+    missing_indicator: bool = False
     kind: str = dataclasses.field(default="numeric", init=False)
+
+    def __post_init__(self) -> None:
+        canonicalize(self)
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
@@ -63,6 +74,7 @@ class NumericFeature(FeatureBase):
             raise feature_error(self.name, "default_value", self.default_value,
                         "a finite number or null (NaN and infinity cannot stand in for a "
                         "missing value)")
+        check_imputation(self)
 
     def resolved_epsilon(self) -> float | None:
         """The sketch epsilon actually used (TFT's default when not set)."""
