@@ -123,7 +123,7 @@ class _WriteVocabulary(beam.DoFn):
                  for role, rel in rels.items()}
         kept = written["kept"]
         yield name, {"files": files, "vocabulary_size": kept["tokens"],
-                     "kept_count": kept["count"], "drops": drops}
+                     "kept_count": kept["count"], "drops": drops, "first": written["first"]}
 
 
 def _sum_meta(metas: Iterable[dict]) -> dict:

@@ -32,8 +32,9 @@ CONSTANTS = frozenset({
     "FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "INPUT_NAMES", "LIST_INPUTS",
     "LIST_PADDING", "RAGGED_OUTPUTS", "OUTPUTS", "OUTPUT_SPECS", "STAGES", "_FILES",
     "EMPTY_VOCABULARY_TOKEN", "EMPTY_VOCABULARY_INTEGER", "MISSING_INTEGER", "DEFAULT_VALUES",
-    "BUILDERS"})
-CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature"})
+    "IMPUTED", "MISSING_INDICATORS", "BUILDERS"})
+CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature",
+                     "MissingIndicator"})
 FUNCTIONS = frozenset({
     "feature_values", "_artifact_path", "_read_bytes", "check_artifacts", "_tf_idf_state",
     "build_layers", "raw_inputs", "input_signature", "_apply", "build_preprocessor",

@@ -31,6 +31,7 @@ from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
+    INDICATOR_CLASS,
     LayerPlan,
     ModulePlan,
     TfIdfState,
@@ -122,7 +123,7 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
 def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
     cls = escape.identifier(layer.cls)
-    return cls if cls == LIST_LAYER_CLASS else Code(f"keras.layers.{cls}")
+    return cls if cls in (LIST_LAYER_CLASS, INDICATOR_CLASS) else Code(f"keras.layers.{cls}")
 
 
 def _docwrap(text: str, indent: int) -> Code:

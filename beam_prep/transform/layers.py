@@ -24,6 +24,7 @@ TextVectorization  tokens of :func:`beam_prep.analyzers.text.tokenize`; int mode
 Normalization      ``(x - mean) / max(sqrt(variance), 1e-7)`` in float32
 Activation         sigmoid, computed in float64 and rounded to float32
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
+MissingIndicator   float32 1.0 where the value before FillMissing is missing, else 0.0
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
 Reshape            nothing (the text output is already ``(batch, width)``)
 =================  =========================================================================
@@ -59,7 +60,13 @@ from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing
-from beam_prep.transform.values import Ragged, feature_value, read_columns
+from beam_prep.transform.values import (
+    Ragged,
+    feature_value,
+    fill_missing,
+    missing_mask,
+    read_columns,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -333,6 +340,8 @@ class BatchEncoder:
             return lambda v: v
         if cls == "ListEncoding":
             return lambda v: _list_encoding(v, args)
+        if cls == "MissingIndicator":
+            return missing_mask
         raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
 
     def encode(self, batch: pa.RecordBatch) -> dict[str, Encoded]:
@@ -343,9 +352,10 @@ class BatchEncoder:
         """
         out: dict[str, Encoded] = {}
         for fp in self.plan.features:
-            value = feature_value(fp, batch)
+            raw = feature_value(fp, batch, fill=False)
+            value = fill_missing(fp, raw)
             for output, chain in zip(fp.outputs, self._chains[fp.name]):
-                x = value
+                x = raw if output.before_fill else value
                 for cls, layer in chain:
                     # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
                     if isinstance(x, Ragged) and cls != "ListEncoding":
