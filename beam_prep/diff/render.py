@@ -29,6 +29,9 @@ JSON_FORMAT_VERSION = 1
 def to_dict(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON-ready data (``format``/``format_version`` first-level keys)."""
     body = dataclasses.asdict(report)
+    for feature in body["features"]:  # only features with `impute` carry the key
+        if feature.get("imputed") is None:
+            feature.pop("imputed", None)
     body["flags"] = [dataclasses.asdict(f) for f in report.flags]
     body["drift"] = bool(report.flags)
     return {"format": JSON_FORMAT, "format_version": JSON_FORMAT_VERSION, **body}
@@ -130,6 +133,18 @@ def _numeric_section(features: list[FeatureDiff]) -> list[str]:
     return ["Numeric (shifts in OLD std units, rate changes in points)", *_grid(header, rows)]
 
 
+def _imputed_section(features: list[FeatureDiff]) -> list[str]:
+    rows = []
+    for f in features:
+        d = f.imputed
+        assert d is not None
+        show = _tok if isinstance(d.new, str) or isinstance(d.old, str) else repr
+        rows.append([f.name, d.strategy or "-", f"{show(d.old)} -> {show(d.new)}",
+                     _num(d.shift), _flag_names(f)])
+    header = ["feature", "impute", "value", "shift", "flags"]
+    return ["Imputed values (numeric shift in OLD std units)", *_grid(header, rows)]
+
+
 def render_table(report: DiffReport) -> str:
     """The readable report: vocabularies, numeric features, other features, flags."""
     lines = [f"OLD: {report.old} (fingerprint {report.old_fingerprint[:12]})",
@@ -142,6 +157,9 @@ def render_table(report: DiffReport) -> str:
         lines += [*_vocab_section(vocab), ""]
     if numeric:
         lines += [*_numeric_section(numeric), ""]
+    imputed = [f for f in compared if f.imputed is not None]
+    if imputed:
+        lines += [*_imputed_section(imputed), ""]
     others = [f for f in report.features if f.status != "compared"]
     if others:
         lines += ["Not compared: " + ", ".join(f"{f.name} ({f.kind}: "
