@@ -121,6 +121,11 @@ def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) ->
         # Without a finite value (all missing, NaN or inf) there is one bucket: no boundary.
         found = num.boundaries(partial, feature.num_buckets) if m.count else []
         stats["boundaries"] = [_json_boundary(b) for b in found]
+    if feature.needs_quartiles():
+        # Additive (robust scaling): other manifests keep their bytes. Null without a
+        # finite value; ±inf (a quarter of the values infinite) as for boundaries.
+        found_q = num.quartiles(partial) if m.count else None
+        stats["quartiles"] = None if found_q is None else [_json_boundary(q) for q in found_q]
     return stats
 
 

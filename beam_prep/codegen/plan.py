@@ -93,7 +93,12 @@ from beam_prep.codegen.plan_types import (
     TfIdfState,
     VocabularyFile,
 )
-from beam_prep.codegen.scaling_plan import min_max_layer, normalization_moments
+from beam_prep.codegen.scaling_plan import (
+    min_max_layer,
+    normalization_moments,
+    piecewise_layers,
+    robust_layer,
+)
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
 
@@ -218,9 +223,11 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
         summary = (f"numeric feature {f.name!r}: min_max scaling, min={stats.get('min')!r}, "
                    f"max={stats.get('max')!r}" + (" (sigmoid: min == max or no data)"
                                                   if layer.cls == "Activation" else ""))
-    else:
+    elif f.scaling == "none":
         outputs = [OutputPlan(f.name, (), stage="data", dtype="float32")]
         summary = f"numeric feature {f.name!r}: no scaling (the raw value)"
+    else:
+        outputs, summary = _numeric_transform(f, stats)
     if f.num_buckets is not None:
         boundaries = stats.get("boundaries")
         if no_data or boundaries is None:
@@ -239,6 +246,27 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
              ) if no_data and f.scaling == "z_score" else ()
     return FeaturePlan(f.name, "numeric", "float32", tuple(outputs), summary + ".",
                        notes=notes)
+
+
+def _numeric_transform(f: Any, stats: dict[str, Any]) -> tuple[list[OutputPlan], str]:
+    """The output of ``scaling`` log1p, robust or piecewise_linear (codegen.scaling_plan)."""
+    if f.scaling == "log1p":
+        layer = LayerPlan("SignedLog1p", f"{f.name}_log1p", ())
+        summary = f"numeric feature {f.name!r}: signed log1p, sign(x) * log1p(|x|)"
+        return [OutputPlan(f.name, (layer,), stage="model", dtype="float32")], summary
+    if f.scaling == "robust":
+        spec, identity = robust_layer(f.name, stats)
+        layer = LayerPlan(*spec)
+        args = dict(layer.args)
+        summary = (f"numeric feature {f.name!r}: robust scaling, median={args['median']!r}, "
+                   f"iqr={args['iqr']!r}" + (" (no finite value in the data: identity)"
+                                             if identity else ""))
+        return [OutputPlan(f.name, (layer,), stage="model", dtype="float32")], summary
+    piecewise, reshape, width = piecewise_layers(f.name, stats, f.num_buckets)
+    layers = (LayerPlan(*piecewise), LayerPlan(*reshape))
+    summary = (f"numeric feature {f.name!r}: piecewise linear encoding, {width} bins between "
+               f"min={stats.get('min')!r} and max={stats.get('max')!r}")
+    return [OutputPlan(f.name, layers, stage="model", dtype="float32", width=width)], summary
 
 
 def _hashed(f: Any) -> FeaturePlan:

@@ -16,7 +16,8 @@ contract of docs/artifacts.md:
   on disk against ``bytes`` before reading it (:meth:`Artifacts.open_file`);
 * statistics, when present (older manifests lack some): counts are integers >= 0, ``mean``,
   ``min``, ``max`` finite numbers or null, ``variance`` finite >= 0 or null, ``min <= max``,
-  ``boundaries`` null or a non-decreasing list of finite numbers, ``epsilon`` > 0;
+  ``boundaries`` null or a non-decreasing list of finite numbers, ``quartiles`` null or three
+  non-decreasing finite numbers, ``epsilon`` > 0;
 * ``stats.imputed_value`` (features with ``impute``; required then): a finite number
   (numeric; equal to ``mean`` or ``quartiles[1]``, the statistic it was taken from), an
   int64 (integer) or a string (string), or null (no observed value);
@@ -203,6 +204,11 @@ def _stats(c: _Checker, st: dict[str, Any], key: str, feature: Any) -> None:
         most = f" (at most num_buckets - 1 = {buckets - 1})" if isinstance(buckets, int) else ""
         c.check(ok, key + "boundaries", b,
                 f"null or a non-decreasing list of finite numbers{most}")
+    if "quartiles" in st and st["quartiles"] is not None:
+        q = st["quartiles"]
+        ok = isinstance(q, list) and len(q) == 3 and all(_is_num(x) for x in q)
+        c.check(ok and q[0] <= q[1] <= q[2], key + "quartiles", q,
+                "null or [q25, q50, q75]: three non-decreasing finite numbers")
     if "null_reasons" in st:
         r = c.mapping(st["null_reasons"], key + "null_reasons")
         c.check(all(isinstance(v, str) for v in r.values()), key + "null_reasons", r,

@@ -24,7 +24,7 @@ TextOutputMode = Literal["int", "multi_hot", "count", "tf_idf"]
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
 Split = Literal["whitespace", "character", "none"]
 HashedDtype = Literal["string", "integer"]
-Scaling = Literal["z_score", "min_max", "none"]
+Scaling = Literal["z_score", "min_max", "none", "log1p", "robust", "piecewise_linear"]
 
 KINDS: tuple[str, ...] = get_args(Kind)
 LOOKUP_OUTPUT_MODES: tuple[str, ...] = get_args(LookupOutputMode)

@@ -23,10 +23,13 @@ TextVectorization  tokens of :func:`beam_prep.analyzers.text.tokenize`; int mode
                    ``[UNK]`` = mean of the others)
 Normalization      ``(x - mean) / max(sqrt(variance), 1e-7)`` in float32
 Activation         sigmoid, computed in float64 and rounded to float32
+SignedLog1p,       :mod:`beam_prep.transform.scaling`: the float32 operations of
+RobustScaling,     ``beam_prep.codegen.numeric_layers`` (``scaling: log1p``, ``robust``,
+PiecewiseLinear    ``piecewise_linear``), in the same order
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
 MissingIndicator   float32 1.0 where the value before FillMissing is missing, else 0.0
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
-Reshape            nothing (the text output is already ``(batch, width)``)
+Reshape            nothing (text and piecewise outputs are already ``(batch, width)``)
 =================  =========================================================================
 
 Example:
@@ -59,7 +62,7 @@ from beam_prep.codegen.plan import (
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
-from beam_prep.transform import hashing
+from beam_prep.transform import hashing, scaling
 from beam_prep.transform.values import (
     Ragged,
     feature_value,
@@ -336,6 +339,12 @@ class BatchEncoder:
         if cls == "Discretization":
             bounds = np.asarray(args["bin_boundaries"], np.float32)
             return lambda v: np.searchsorted(bounds, v, side="right").astype(np.int64)
+        if cls == "SignedLog1p":
+            return scaling.signed_log1p
+        if cls == "RobustScaling":
+            return lambda v: scaling.robust(v, args["median"], args["iqr"])
+        if cls == "PiecewiseLinear":
+            return lambda v: Encoded("float32", scaling.piecewise_linear(v, args["edges"]))
         if cls == "Reshape":
             return lambda v: v
         if cls == "ListEncoding":

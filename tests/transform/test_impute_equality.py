@@ -42,6 +42,9 @@ features:
   - {name: n_mean, kind: numeric, column: price, impute: mean, missing_indicator: true,
      num_buckets: 3}
   - {name: n_raw, kind: numeric, column: price, default_value: mean, scaling: none}
+  - {name: n_med, kind: numeric, column: price, impute: median, missing_indicator: true}
+  - {name: n_med_b, kind: numeric, column: qty, default_value: median, num_buckets: 3,
+     scaling: none}
   - {name: n_flag, kind: numeric, column: qty, missing_indicator: true}
   - {name: n_none, kind: numeric, column: empty, impute: mean, missing_indicator: true}
   - {name: d_mean, kind: numeric, expr: "price * 2", impute: mean, missing_indicator: true}
@@ -106,6 +109,13 @@ def test_imputed_values_match_independent_oracles(setup):
     assert art.stats("s_tie")["imputed_value"] == _top(DEVICES) == "web"
     assert art.stats("i_top")["imputed_value"] == int(_top(ITEMS)) == 30
     assert art.stats("n_none")["imputed_value"] is None  # no observed value
+    # median: the sketch's 0.5 quantile of the non-NaN values (inf included); exact on
+    # data this small, the upper middle value for an even count (numpy method="higher").
+    non_nan = [p for p in PRICES if p is not None and not math.isnan(p)]
+    assert art.stats("n_med")["imputed_value"] == np.quantile(non_nan, 0.5, method="higher")
+    assert art.stats("n_med")["imputed_value"] == art.stats("n_med")["quartiles"][1] == 4.0
+    qty = [q for q in QTY if q is not None]
+    assert art.stats("n_med_b")["imputed_value"] == np.quantile(qty, 0.5, method="higher")
     for name in ("s_flag", "t_flag", "n_flag"):
         assert "imputed_value" not in art.stats(name)
     # Statistics are over observed values: the missing cells are not counted as the mean.
@@ -114,7 +124,7 @@ def test_imputed_values_match_independent_oracles(setup):
     # The generated module holds the same values; the spec synonyms are canonical.
     assert module.IMPUTED == {"s_top": "most_frequent", "s_tie": "most_frequent",
                               "i_top": "most_frequent", "n_mean": "mean", "n_raw": "mean",
-                              "d_mean": "mean"}
+                              "n_med": "median", "n_med_b": "median", "d_mean": "mean"}
     assert module.DEFAULT_VALUES["n_mean"] == art.stats("n_mean")["imputed_value"]
     assert module.DEFAULT_VALUES["i_top"] == 30 and module.DEFAULT_VALUES["s_top"] == "US"
     assert "n_none" not in module.DEFAULT_VALUES
@@ -148,8 +158,19 @@ def test_generated_outputs_on_missing_nan_and_present_cells(setup):
     assert math.isinf(z[2])  # inf is a value, not missing
     finite = np.array([p for p in PRICES if p is not None and math.isfinite(p)])
     assert ref["n_raw"][0, 0] == np.float32(finite.mean())
+    med = np.float32(art_median(setup))
+    assert ref["n_med_missing"][:, 0].tolist() == [1, 1, 0, 0, 0, 1]
+    z_med = ref["n_med"][:, 0]
+    assert z_med[0] == z_med[1] == z_med[5] and not np.isnan(z_med[0])
+    qty_med = np.float32(Artifacts(setup[0]).stats("n_med_b")["imputed_value"])
+    assert ref["n_med_b"][[0, 4], 0].tolist() == [qty_med, qty_med]
+    assert med == np.float32(4.0)
     # No observed value: nothing is filled, NaN stays NaN.
     assert np.isnan(ref["n_none"][:, 0]).all()
+
+
+def art_median(setup) -> float:
+    return Artifacts(setup[0]).stats("n_med")["imputed_value"]
 
 
 def test_runtime_twin_equals_generated_module(setup):
