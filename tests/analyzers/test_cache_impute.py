@@ -27,3 +27,21 @@ def test_adding_impute_reuses_entries_and_gives_the_bytes_of_a_fresh_run(tmp_pat
     warm = run(tmp_path, files, str(tmp_path / "warm"), "--cache_dir", str(cache), spec=IMPUTED)
     assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (2, 0)
     assert_same_bytes(run(tmp_path, files, str(tmp_path / "fresh"), spec=IMPUTED), warm)
+
+
+def test_median_needs_the_sketch_and_invalidates_only_without_num_buckets(tmp_path):
+    from beam_prep.io.readers import Split
+    from tests.analyzers.test_cache import _cached_fn, _spec, _status, write_day
+
+    split = Split(str(write_day(tmp_path / "d.csv", 3)), "csv")
+    cache = tmp_path / "cache"
+    twice = "{name: twice, kind: numeric, expr: \"price * 2\"}"
+    price = "{name: price, kind: numeric, num_buckets: 4}"
+    assert twice in SPEC and price in SPEC
+    assert _status(_cached_fn(_spec(), cache), split) == ["miss"]
+    for old, new, status in [
+            (twice, twice[:-1] + ", impute: mean}", "hit"),            # post-merge
+            (twice, twice[:-1] + ", impute: median}", "miss"),         # a sketch now
+            (price, price[:-1] + ", impute: median}", "hit")]:         # the same sketch
+        spec = _spec(SPEC.replace(old, new))
+        assert _status(_cached_fn(spec, cache), split) == [status], new
