@@ -8,8 +8,9 @@ descending; integers ranked as decimal strings; text standardised like Keras for
 Boundaries are passed in by hand (``boundaries={name: [...]}``). A missing cell (None) is
 replaced by the feature's ``default_value`` before counting, as the analysis does; NaN is
 not missing (excluded from the moments). A feature with ``impute`` gets
-``stats.imputed_value``: the mean computed here, ``statistics.median`` of the finite values
-(also written as ``quartiles[1]``), or the first token of the ranking computed here.
+``stats.imputed_value``: the mean computed here, the median of the finite values (the upper
+middle one for an even count, as the exact sketch gives; also written as ``quartiles[1]``),
+or the first token of the ranking computed here.
 
 Example:
     >>> write_artifacts(tmp, {"features": [{"name": "c", "kind": "string"}]},
@@ -23,7 +24,6 @@ import hashlib
 import json
 import math
 import os
-import statistics
 import string
 from typing import Any
 
@@ -89,7 +89,7 @@ def _add_imputed(f: Any, stats: dict[str, Any], values: list[Any], tokens: list[
         stats["imputed_value"] = stats["mean"]
     elif impute == "median":
         xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-        median = statistics.median(xs) if xs else None
+        median = sorted(xs)[len(xs) // 2] if xs else None
         stats["quartiles"] = [min(xs), median, max(xs)] if xs else None  # [1] is what counts
         stats["imputed_value"] = median
     elif impute == "most_frequent":
