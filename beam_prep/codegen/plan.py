@@ -46,6 +46,9 @@ Missing values (``default_value``): the analysis replaces a missing cell by the 
 ``FillMissing`` layer ``<name>_fill_missing`` (:attr:`FeaturePlan.fill`) applied to the raw
 input before every chain of that feature (one shared instance, so it also runs inside the
 model stage before Normalization). Features without ``default_value`` get no such layer.
+``impute`` plans the same layer with the manifest's ``imputed_value``, and
+``missing_indicator`` an output ``<name>_missing`` read before it
+(:mod:`beam_prep.codegen.impute_plan`).
 
 Numeric statistics: a feature without a finite value in the data (``count`` 0) gets an
 identity Normalization (mean 0, variance 1) and a single bucket, with ``#`` comments

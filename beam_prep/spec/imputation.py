@@ -120,7 +120,7 @@ def check_imputation(feature: Any) -> None:
                             " or ".join(repr(a) for a in allowed)
                             + f" for {feature.kind} features (a mean or median of category "
                             "ids is not a category; most_frequent is the top entry of the "
-                            "vocabulary)")
+                            "vocabulary; `default_value: <strategy>` is read as `impute`)")
 
 
 def check_indicator_names(features: tuple[Any, ...]) -> None:
