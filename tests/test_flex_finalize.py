@@ -99,13 +99,14 @@ def test_analyze_flex_failed_input_check_keeps_folder_and_releases_lock(tmp_path
     assert any("2 of 2 rows" in m and staging in m and "left as it was" in m for m in errors)
 
 
-LETOR = "".join(f"{i % 3} qid:q{i // 4} 1:{i}.25 2:{i % 5}\n" for i in range(12))
+# 12 good lines and a bad one: the rejected shards are committed with the others
+LETOR = "".join(f"{i % 3} qid:q{i // 4} 1:{i}.25 2:{i % 5}\n" for i in range(12)) + "bad\n"
 
 
 @pytest.mark.slow  # two pipeline runs: ~15 s on the shared 2-core machine
 def test_make_elwc_from_the_flex_launcher_commits_in_the_pipeline(tmp_path, no_driver_commit):
     (tmp_path / "a.txt").write_text(LETOR)
-    base = [f"--input={tmp_path / 'a.txt'}", "--num_shards=2"]
+    base = [f"--input={tmp_path / 'a.txt'}", "--num_shards=2", "--max_bad_fraction=0.5"]
     normal = tmp_path / "normal"
     make_elwc.run([*base, f"--output={normal}"])
     no_driver_commit.clear()

@@ -150,9 +150,10 @@ def test_make_elwc_gs_to_gs_overwrite_leaves_no_stale_shard(gcs):
     from beam_prep.pipelines import make_elwc
 
     letor = "".join(f"{i % 3} qid:q{i // 4} 1:{i}.25 2:{i % 5}\n" for i in range(12))
-    fs.write_bytes(f"{gcs}/logs/a.txt", letor.encode())
+    # one bad line, so that rejected shards exist and must not outlive the overwrite
+    fs.write_bytes(f"{gcs}/logs/a.txt", (letor + "not a letor line\n").encode())
     out = f"{gcs}/elwc"
-    base = ["--input", f"{gcs}/logs/*.txt", "--output", out]
+    base = ["--input", f"{gcs}/logs/*.txt", "--output", out, "--max_bad_fraction", "0.5"]
     make_elwc.run(base + ["--num_shards", "3"])
     fixed = ["feature_spec.json", "stats.json"]
     shards3 = [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
