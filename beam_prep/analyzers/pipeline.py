@@ -407,4 +407,7 @@ def summarize(manifest: dict, *, counts: bool = True) -> str:
             lines.append(numeric_summary(name, s))
         else:
             lines.append(f"  {name:<20} {kind:<8} (no analysis)")
+        if "imputed_value" in s:  # `impute`: repr escapes control characters of a token
+            v = s["imputed_value"]
+            lines[-1] += f", imputed {v:.6g}" if isinstance(v, float) else f", imputed {v!r:.60}"
     return "\n".join(lines)

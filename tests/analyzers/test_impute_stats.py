@@ -80,6 +80,14 @@ def test_imputed_values_on_many_splits(tmp_path):
     itop = sorted(icounts, key=lambda v: (-icounts[v], [-b for b in str(v).encode()] + [1]))[0]
     assert icounts[5] == icounts[6] and itop == 6
     assert art.stats("item")["imputed_value"] == itop
+    # The end-of-run summary names them (control characters escaped by repr).
+    from beam_prep.analyzers.pipeline import summarize
+
+    lines = {line.split()[0]: line for line in summarize(art.manifest).splitlines()[1:]}
+    assert lines["city"].endswith(f", imputed {str(top)!r}")
+    assert lines["item"].endswith(f", imputed {itop!r}")
+    assert lines["price"].endswith(f", imputed {observed.mean():.6g}")
+    assert "imputed" not in lines["plain"]
     # A feature without impute records nothing new.
     assert "imputed_value" not in art.stats("plain") and "quartiles" not in art.stats("plain")
     spec = {f["name"]: f for f in json.loads((outs[0] / "manifest.json").read_text())["spec"]
