@@ -214,3 +214,28 @@ def test_transform_job_equals_keras_layers(setup):
     assert set(mine) == set(ref)
     assert not _compare(mine, ref)
     assert ("n_mean_missing", "float32") in enc.outputs
+
+
+def test_transform_job_writes_the_indicators_and_fills(setup, tmp_path):
+    from beam_prep.pipelines import transform
+
+    from beam_prep.transform.layers import Encoded
+    from tests.transform.test_equality import _parse_shards
+
+    out, module, serve_path, serve = setup
+    dest = tmp_path / "enc"
+    transform.run(["--artifacts", out, "--input", serve_path, "--output", str(dest)])
+    manifest = json.loads((dest / "transform.json").read_text())
+    outputs = {o["key"]: o for o in manifest["outputs"]}
+    assert outputs["n_mean_missing"]["dtype"] == "float32"
+    assert outputs["n_mean_missing"]["width"] == 1
+    parsed = _parse_shards([str(dest / f["path"]) for f in manifest["files"]], manifest)
+    mine = {}
+    for o in manifest["outputs"]:
+        v = parsed[o["key"]]
+        mine[o["key"]] = (Encoded(o["dtype"], v.flat_values.numpy(),
+                                  v.row_splits.numpy().astype(np.int64)) if o["ragged"]
+                          else Encoded(o["dtype"], v.numpy()))
+    ref = keras_outputs(module, serve)
+    assert set(mine) == set(ref)
+    assert not _compare(mine, ref)
