@@ -93,3 +93,45 @@ def test_imputed_values_on_many_splits(tmp_path):
     spec = {f["name"]: f for f in json.loads((outs[0] / "manifest.json").read_text())["spec"]
             ["features"]}
     assert "impute" not in spec["plain"] and spec["item"]["impute"] == "most_frequent"
+
+
+PLAIN = """
+features:
+  - {name: price, kind: numeric, num_buckets: 4}
+  - {name: city, kind: string, top_k: 3}
+  - {name: item, kind: integer}
+"""
+WITH_FIELDS = """
+features:
+  - {name: price, kind: numeric, num_buckets: 4, impute: mean, missing_indicator: true}
+  - {name: city, kind: string, top_k: 3, impute: most_frequent}
+  - {name: item, kind: integer, default_value: most_frequent, missing_indicator: true}
+"""
+
+
+def test_the_fields_only_add_to_the_manifest(tmp_path):
+    """With the fields removed again (spec entries, imputed_value), the manifest is the one
+    of the spec without them: nothing else the analysis writes changes."""
+    price, cities, items = _data(3)
+    n = 3000
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"price": pa.array(price[:n], pa.float64()), "city": cities[:n],
+                             "item": pa.array(items[:n], pa.int64())}), str(path))
+    manifests = []
+    for i, spec in enumerate((PLAIN, WITH_FIELDS)):
+        (tmp_path / f"s{i}.yaml").write_text(spec)
+        analyze.run(["--spec", str(tmp_path / f"s{i}.yaml"), "--input", str(path),
+                     "--output", str(tmp_path / f"o{i}")])
+        manifests.append(json.loads((tmp_path / f"o{i}" / "manifest.json").read_text()))
+    plain, with_fields = manifests
+    for f in with_fields["spec"]["features"]:
+        f.pop("impute", None)
+        f.pop("missing_indicator", None)
+    for entry in with_fields["features"].values():
+        assert "imputed_value" in entry["stats"]
+        del entry["stats"]["imputed_value"]
+    for m in manifests:
+        del m["fingerprint"]
+    assert with_fields == plain
+    assert (tmp_path / "o0" / "vocab" / "city.txt").read_bytes() == \
+        (tmp_path / "o1" / "vocab" / "city.txt").read_bytes()
