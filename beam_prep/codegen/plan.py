@@ -25,6 +25,9 @@ hashed   string or int64  ``<name>``: int64 (b, 1) or       Hashing ``<name>_has
                           float32 (b, num_bins)             (+ CategoryEncoding)
 =======  ===============  ================================  ==================================
 
+A numeric feature's ``<name>`` output follows its ``scaling`` (z_score above; min_max, none,
+log1p, robust, piecewise_linear: :mod:`beam_prep.codegen.scaling_plan`).
+
 Raw inputs are data columns, one each (``beam_prep.codegen.derived_plan``); a numeric
 feature's float64 column is cast to float32 inside the model before its layers.
 
@@ -36,8 +39,9 @@ refused.
 List features (``shape: list`` or ``expr: split(...)``; beam_prep.codegen.list_plan): raw
 input ``(b, None)``, lookup index 0 = padding, a ``ListEncoding`` layer ``<name>_list``.
 
-Stages: every output is computed in the ``data`` stage (``tf.data``) except Normalization,
-which is in the ``model`` stage: the TPU split of the Keras preprocessing guide.
+Stages: every output is computed in the ``data`` stage (``tf.data``) except the numeric
+scaling layers of width 1 (Normalization, min_max's sigmoid, SignedLog1p, RobustScaling),
+which are in the ``model`` stage: the TPU split of the Keras preprocessing guide.
 
 Missing values (``default_value``): the analysis replaces a missing cell by the feature's
 ``default_value`` before counting, so the layers must too. At the layer input "missing" is
@@ -269,7 +273,8 @@ def _numeric_transform(f: Any, stats: dict[str, Any]) -> tuple[list[OutputPlan],
     layers = (LayerPlan(*piecewise), LayerPlan(*reshape))
     summary = (f"numeric feature {f.name!r}: piecewise linear encoding, {width} bins between "
                f"min={stats.get('min')!r} and max={stats.get('max')!r}")
-    return [OutputPlan(f.name, layers, stage="model", dtype="float32", width=width)], summary
+    # Data stage (as Discretization): the model stage's inputs have the outputs' width.
+    return [OutputPlan(f.name, layers, stage="data", dtype="float32", width=width)], summary
 
 
 def _hashed(f: Any) -> FeaturePlan:

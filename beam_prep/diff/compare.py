@@ -142,6 +142,10 @@ def numeric_flags(name: str, d: NumericDiff, t: DiffThresholds) -> tuple[Flag, .
     _over(flags, name, "std_shift", d.std_shift, t.max_std_shift, "std shift in OLD std units")
     _over(flags, name, "boundary_shift", d.boundary_shift, t.max_boundary_shift,
           "largest quantile boundary shift in OLD std units")
+    _over(flags, name, "quartile_shift", d.quartile_shift, t.max_boundary_shift,
+          "largest quartile shift in OLD std units",
+          f"median {d.old_quartiles[1]:.6g} -> {d.new_quartiles[1]:.6g}"
+          if d.old_quartiles and d.new_quartiles else "")
     _over(flags, name, "missing_rate_change", d.missing_rate_change, t.max_rate_change,
           "missing rate change")
     _over(flags, name, "nan_rate_change", d.nan_rate_change, t.max_rate_change,
@@ -150,7 +154,8 @@ def numeric_flags(name: str, d: NumericDiff, t: DiffThresholds) -> tuple[Flag, .
           "infinite rate change")
     if d.unscaled_change:
         flags.append(Flag(name, "unscaled_change", None, 0.0,
-                          f"{name}: the mean, std or a boundary changed while OLD's std is 0 "
+                          f"{name}: the mean, std or a boundary (or quartile) changed while OLD's "
+                          "std is 0 "
                           "(or the shift overflows): no shift in OLD std units exists"))
     return tuple(flags)
 

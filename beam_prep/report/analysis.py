@@ -16,7 +16,8 @@ What each card shows and where it comes from (``docs/artifacts.md``):
 * numeric: the manifest has no histogram, only min, max, mean, variance and the quantile
   boundaries. The picture drawn is the one they imply: ``num_buckets`` buckets between
   min, the boundaries and max, each holding about ``count / num_buckets`` finite values
-  (within ``epsilon``), drawn as bars of density ``mass / width``; the page says so.
+  (within ``epsilon``), drawn as bars of density ``mass / width``; the page says so. With
+  ``quartiles`` (``scaling: robust``): rows q25, median, q75 and IQR.
 * hashed: settings only (there is nothing to analyse).
 * every kind with ``impute`` or ``missing_indicator``: a line naming the imputed value
   (``stats.imputed_value``, a statistic of the observed values) and the indicator output.
@@ -215,6 +216,14 @@ def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
+def _quartile_rows(q: Any) -> list[tuple[str, str]]:
+    """q25, median, q75 and IQR rows (from the quantile sketch, within its epsilon)."""
+    if not isinstance(q, list) or len(q) != 3:
+        return [("quartiles", "none (no finite value)")]
+    return [("q25", fmt_num(q[0])), ("median", fmt_num(q[1])), ("q75", fmt_num(q[2])),
+            ("IQR", fmt_num(q[2] - q[0]))]
+
+
 def _numeric_card(st: dict[str, Any]) -> str:
     lo, hi, mean = _finite(st.get("min")), _finite(st.get("max")), _finite(st.get("mean"))
     var = _finite(st.get("variance"))
@@ -229,6 +238,10 @@ def _numeric_card(st: dict[str, Any]) -> str:
         rows.append(("boundaries", text(", ".join(fmt_num(b) for b in bounds[:64]) +
                                         (" …" if len(bounds) > 64 else "")) or "none"))
         rows.append(("epsilon", fmt_num(st.get("epsilon"))))
+    if "quartiles" in st:  # robust scaling (NumericFeature.needs_quartiles)
+        rows.extend(_quartile_rows(st.get("quartiles")))
+        if bounds is None:
+            rows.append(("epsilon", fmt_num(st.get("epsilon"))))
     for stat, why in sorted((st.get("null_reasons") or {}).items()):
         rows.append((f"{stat} is null", text(why)))
     if lo is None or hi is None:
