@@ -157,6 +157,8 @@ def numeric_summary(name: str, stats: dict) -> str:
         >>> print(numeric_summary("x", {"mean": 2.5, "variance": 1.25, "min": 1.0,
         ...                             "max": 4.0, "missing_count": 0, "boundaries": None}))
           x                    numeric  mean 2.5 var 1.25 min 1.0 max 4.0 missing 0
+        >>> numeric_summary("x", {"missing_count": 0, "quartiles": [1.0, 2.0, 3.5]})[-16:]
+        'median 2 IQR 2.5'
     """
     def fmt(key: str) -> str:
         value = stats.get(key)
@@ -165,10 +167,11 @@ def numeric_summary(name: str, stats: dict) -> str:
     def raw(key: str) -> str:
         return "null" if stats.get(key) is None else str(stats[key])
 
-    b = stats.get("boundaries")
+    b, q = stats.get("boundaries"), stats.get("quartiles")
     return (f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
-            + (f", {len(b)} boundaries" if b else ""))
+            + (f", {len(b)} boundaries" if b else "")
+            + (f", median {q[1]:.6g} IQR {q[2] - q[0]:.6g}" if q else ""))
 
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],

@@ -273,6 +273,10 @@ def _numeric_transform(f: Any, stats: dict[str, Any]) -> tuple[list[OutputPlan],
     layers = (LayerPlan(*piecewise), LayerPlan(*reshape))
     summary = (f"numeric feature {f.name!r}: piecewise linear encoding, {width} bins between "
                f"min={stats.get('min')!r} and max={stats.get('max')!r}")
+    if int(stats.get("count") or 0) == 0:
+        summary += " (no finite value in the data: step bins at 0)"
+    elif stats.get("min") == stats.get("max"):
+        summary += " (a constant: step bins at that value)"
     # Data stage (as Discretization): the model stage's inputs have the outputs' width.
     return [OutputPlan(f.name, layers, stage="data", dtype="float32", width=width)], summary
 

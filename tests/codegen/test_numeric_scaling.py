@@ -265,3 +265,39 @@ def test_exported_inference_model_serves_the_same_encoding(setup, tmp_path):
     served = loaded.serve(raw).numpy()
     want = np.concatenate([np.asarray(module.make_dataset_fn()(raw)[k]) for k in keys], axis=1)
     np.testing.assert_array_equal(served, want)
+
+
+def test_module_is_ruff_clean_and_imports_only_keras_tensorflow(setup, tmp_path):
+    import subprocess
+    import sys
+
+    out, _, _ = setup
+    spec = {"features": [{"name": f"pl{n}", "kind": "numeric", "column": "x",
+                          "scaling": "piecewise_linear", "num_buckets": n} for n in (2, 40)]}
+    (tmp_path / "spec.yaml").write_text(json.dumps(spec))
+    pq.write_table(pa.table({"x": pa.array(X_CELLS, pa.float64())}),
+                   str(tmp_path / "x.parquet"))
+    analyze.run(["--spec", str(tmp_path / "spec.yaml"), "--input",
+                 str(tmp_path / "x.parquet"), "--output", str(tmp_path / "art")])
+    for i, art in enumerate((out, str(tmp_path / "art"))):
+        code = render_module(Artifacts(art), default_artifacts_dir="gs://b/a")
+        path = tmp_path / f"preprocessing{i}.py"
+        path.write_text(code, encoding="utf-8")
+        ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
+        proc = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--line-length",
+                               "100", "--select", "E,F,W,I,B,UP", "--ignore", "UP007,B905",
+                               str(path)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        roots = {(n.module or "").split(".")[0] if isinstance(n, ast.ImportFrom)
+                 else n.names[0].name.split(".")[0]
+                 for n in ast.parse(code).body if isinstance(n, (ast.Import, ast.ImportFrom))}
+        assert roots - set(sys.stdlib_module_names) - {"__future__"} == {"keras", "tensorflow"}
+
+
+def test_summaries_say_when_a_layer_is_degenerate(setup):
+    _, module, _ = setup
+    doc = " ".join(module.__doc__.split())  # the summaries are wrapped
+    assert "'rb_none': robust scaling, median=0.0, iqr=1.0 (no finite value in the data:" in doc
+    assert "'rb_const': robust scaling, median=3.0, iqr=1.0" in doc
+    assert "(a constant: step bins at that value)" in " ".join(
+        module.build_pl_const_layers.__doc__.split())
