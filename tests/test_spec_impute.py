@@ -72,6 +72,9 @@ def test_specs_without_the_fields_keep_their_canonical_dict() -> None:
      "`impute` must be null for a list feature"),
     ("{name: x, kind: integer, shape: list, missing_indicator: true}",
      "`missing_indicator` must be null for a list feature"),
+    ("{name: x, kind: string, labels: y, impute: most_frequent}",
+     "`impute` must be null with labels='y' (a label-aware vocabulary is ranked by mutual "
+     "information"),
     ("{name: x, kind: numeric, missing_indicator: 1}",
      "`missing_indicator` must be true or false"),
 ])

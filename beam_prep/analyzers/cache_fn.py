@@ -31,7 +31,7 @@ import apache_beam as beam
 
 from beam_prep import progress
 from beam_prep.analyzers import cache_store as store
-from beam_prep.analyzers import spill, split_fn
+from beam_prep.analyzers import label_counts, spill, split_fn
 from beam_prep.analyzers.cache_key import (
     ReaderSettings,
     analysis_key,
@@ -44,6 +44,7 @@ from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
+from beam_prep.spec.label_fields import has_labels
 
 CACHE = "cache"
 #: Formats whose split plan reads the whole file (record-aligned byte ranges): cached too.
@@ -99,7 +100,8 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         self._inner.setup()
         spec = Spec.from_dict(self._spec_dict)
         self._analysis, self._per_feature = analysis_key(spec, self._reader)
-        self._vocab_names = [f.name for f in spec.of_kind("string", "integer", "text")]
+        self._vocab_names = [f.name for f in spec.of_kind("string", "integer", "text")
+                             if not has_labels(f)]
 
     def teardown(self) -> None:
         self._inner.teardown()
@@ -143,6 +145,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         numeric = None
         meta: dict = {}
         rejected: list[tuple[str, str]] = []
+        labels: dict[str, Any] = {}
         outputs = list(self._inner.process(split))
         for out in outputs:
             tag = getattr(out, "tag", None)
@@ -156,7 +159,11 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 meta = value
             elif tag == split_fn.REJECTED:
                 rejected.append(value)
-        return store.SplitResult(vocab, numeric, meta, rejected), outputs
+            elif tag == split_fn.LABELS:  # stored unpartitioned, like the count tables
+                labels.setdefault(value[0][0], []).append(value[1])
+        merged = {name: label_counts.merge_label_tables(tables)
+                  for name, tables in labels.items()}
+        return store.SplitResult(vocab, numeric, meta, rejected, merged), outputs
 
     def _replay(self, split: Split, folder: str, index: dict) -> Iterator[Any]:
         stem = spill.stable_id(split.split_id)
@@ -175,6 +182,10 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(
                 split_fn.NUMERIC,
                 (split_fn.numeric_group(split.split_id), (split.split_id, partials)))
+        for name, relname in index.get("labels", {}).items():
+            table = store.load_label_table(folder, relname)
+            for item in label_counts.partitioned(name, table, self._partitions):
+                yield beam.pvalue.TaggedOutput(split_fn.LABELS, item)
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

@@ -6,6 +6,8 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
     DIR/entries/<key[:2]>/<key>/vocab-NNN.arrow one feature's count tables, Arrow IPC stream
                                                 (token, count, df, hash: the token's uint64
                                                 partition hash, so replay never re-hashes)
+    DIR/entries/<key[:2]>/<key>/labels-NNN.arrow one label-aware feature's label table
+                                                (token, label, count; analyzers.label_counts)
     DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
@@ -47,6 +49,7 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_prep.analyzers import label_counts
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
 from beam_prep.analyzers.spill import SpillRef, materialize
@@ -76,12 +79,14 @@ class SplitResult:
         numeric: Feature → partial, or None when the spec has no numeric feature.
         meta: Row, reject, missing and document counts.
         rejected: ``(sort key, json line)`` per rejected row.
+        labels: Label-aware feature → its label table (none without such features).
     """
 
     vocab: dict[str, list[pa.Table | SpillRef]]
     numeric: dict[str, num.NumericPartial] | None
     meta: dict
     rejected: list[tuple[str, str]]
+    labels: dict[str, pa.Table] = dataclasses.field(default_factory=dict)
 
 
 def entry_dir(cache_dir: str, key: str) -> str:
@@ -137,6 +142,23 @@ def _write_tables(path: str, tables: list[pa.Table | SpillRef]) -> dict:
     return {"sha256": sink.sha.hexdigest(), "bytes": sink.size}
 
 
+def _write_label_table(path: str, table: pa.Table) -> dict:
+    """Writes a label table (:data:`label_counts.SCHEMA`) as one Arrow IPC stream."""
+    fs.makedirs(FileSystems.split(path)[0])
+    _unlink_local(path)
+    with FileSystems.create(path, compression_type=_PLAIN) as f:
+        sink = _HashingFile(f)
+        with pa.ipc.new_stream(sink, label_counts.SCHEMA) as writer:
+            writer.write_table(table.cast(label_counts.SCHEMA))
+    return {"sha256": sink.sha.hexdigest(), "bytes": sink.size}
+
+
+def load_label_table(folder: str, relname: str) -> pa.Table:
+    """A stored label table."""
+    with FileSystems.open(fs.join(folder, relname), compression_type=_PLAIN) as f:
+        return pa.ipc.open_stream(f).read_all().cast(label_counts.SCHEMA)
+
+
 def _write_file(path: str, data: bytes) -> dict:
     _unlink_local(path)
     fs.write_bytes(path, data)
@@ -184,6 +206,10 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
     for i, (name, tables) in enumerate(result.vocab.items()):
         vocab[name] = f"vocab-{i:03d}.arrow"
         files[vocab[name]] = _write_tables(fs.join(folder, vocab[name]), tables)
+    labels: dict[str, str] = {}
+    for i, (name, table) in enumerate(result.labels.items()):
+        labels[name] = f"labels-{i:03d}.arrow"
+        files[labels[name]] = _write_label_table(fs.join(folder, labels[name]), table)
     numeric = None
     if result.numeric is not None:
         numeric = {}
@@ -202,7 +228,8 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
     files["rejected.jsonl"] = _write_file(fs.join(folder, "rejected.jsonl"),
                                           lines.encode("utf-8"))
     index = {"format": FORMAT_NAME, "format_version": CACHE_FORMAT_VERSION, "key": key,
-             **info, "vocab": vocab, "numeric": numeric is not None, "files": files}
+             **info, "vocab": vocab, "numeric": numeric is not None, "files": files,
+             **({"labels": labels} if labels else {})}
     write_atomic(index_path, _json(index))
 
 

@@ -58,6 +58,10 @@ def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None,
     total = entry["kept_count"] + sum(d["count"] for d in drops.values())
     stats = {"vocabulary_size": entry["vocabulary_size"], "distinct_values": distinct,
              "total_count": total, "missing_count": missing, **drops}
+    if "mutual_info" in entry:  # a label-aware vocabulary (analyzers.label_vocab)
+        mi = stats["mutual_info"] = entry["mutual_info"]
+        stats["distinct_values"] += mi["dropped_min_mutual_info"]["tokens"]
+        stats["total_count"] += mi["dropped_min_mutual_info"]["count"]
     if kind == "text":
         stats["document_count"] = documents or 0
         field = terms_histogram_field(terms, documents or 0)

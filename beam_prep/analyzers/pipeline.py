@@ -6,6 +6,7 @@ Graph (every step labelled)::
                             │          ─ PrunePartitions ─ GroupByFeature ─ WriteVocabularies ─┐
                             ├─ numeric ─ MergeNumericGroups ─ MergeNumericAll ─────────────────┤
                             ├─ meta ─ SumCounts ──────────────────────────────────────────────┤
+                            ├─ labels ─ SumLabelCounts ─ WriteLabeledVocabularies ─────────────┤
                             ├─ rejected ─ WriteRejected (sorted chunks → shards) ─────────────┤
                             └─ cache ─ RecordCacheUse (only with cache_dir) ──────────────────┤
                                                                WriteManifest (side inputs) ◄──┘
@@ -39,6 +40,7 @@ from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
+from beam_prep.analyzers.label_vocab import LabeledVocabularies
 from beam_prep.analyzers.manifest import build_manifest, numeric_summary
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.vocab_partition import auto_partitions
@@ -50,6 +52,7 @@ from beam_prep.io.byte_ranges import DEFAULT_SPLIT_BYTES
 from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
+from beam_prep.spec.label_fields import has_labels
 
 TEXT_RESERVED_TOKENS = ("[UNK]",)
 
@@ -296,7 +299,8 @@ class AnalyzeToArtifacts(beam.PTransform):
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         spec_dict = self._spec.to_dict()
         temp = spill.tmp_dir(self._out)
-        vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")]
+        vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")
+                          if not has_labels(f)]  # those: label_vocab
         # TextVectorization refuses its OOV token "[UNK]" inside a vocabulary ("" is
         # already unwritable); StringLookup/IntegerLookup read such a token from a file.
         limits = {f.name: (getattr(f, "min_count", 1),
@@ -321,7 +325,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             spec_dict, batch_size=self._batch_size, num_partitions=self._partitions,
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
             threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
-        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED]
+        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS]
         if self._cache_dir is not None:
             reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
                                     self._skip_corrupt_tail)
@@ -344,6 +348,10 @@ class AnalyzeToArtifacts(beam.PTransform):
                       | "GroupByFeature" >> beam.GroupByKey()
                       | "WriteVocabularies" >> beam.ParDo(
                           _WriteVocabulary(self._out, spec_dict, temp)))
+        if any(has_labels(f) for f in self._spec.features):
+            labeled = outputs[split_fn.LABELS] | "LabelVocabularies" >> LabeledVocabularies(
+                self._spec, self._out)
+            vocab_meta = (vocab_meta, labeled) | "AllVocabularies" >> beam.Flatten()
         numeric = (outputs.numeric
                    | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))

@@ -9,6 +9,8 @@ here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outpu
 * ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents,
   terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
+* ``labels``  ``((feature, partition), label table)`` per feature with ``labels`` (those
+  have no main output; see :mod:`beam_prep.analyzers.label_vocab`)
 
 Example:
     >>> fn = AnalyzeSplitFn(spec.to_dict())                        # doctest: +SKIP
@@ -30,8 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep import progress
+from beam_prep.analyzers import label_counts, spill
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
@@ -42,10 +44,12 @@ from beam_prep.io.readers import Split, read_split
 from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.derived import ARROW_TYPES
+from beam_prep.spec.label_fields import has_labels
 
 NUMERIC = "numeric"
 META = "meta"
 REJECTED = "rejected"
+LABELS = "labels"
 NUMERIC_GROUPS = 64
 #: Text is tokenised and counted this many bytes at a time (bounds the n-gram arrays).
 TEXT_CHUNK_BYTES = 1 << 22
@@ -74,6 +78,8 @@ def required_columns(spec: Spec) -> dict[str, str]:
             reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
         else:  # an expression's inputs, or a hashed feature's column(s) as its dtype
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
+        if has_labels(f):  # the label column of a label-aware vocabulary
+            reads.setdefault(f.labels, "int64")
         for col, typ in reads.items():
             if col in out and out[col] != typ:
                 raise SpecError(
@@ -89,7 +95,7 @@ def column_owners(spec: Spec) -> dict[str, str]:
     """Input column → the first feature that reads it (for error messages)."""
     owners: dict[str, str] = {}
     for f in spec.features:
-        for col in f.input_columns():
+        for col in [*f.input_columns(), *([f.labels] if has_labels(f) else [])]:
             owners.setdefault(col, f.name)
     return owners
 
@@ -254,7 +260,8 @@ class AnalyzeSplitFn(beam.DoFn):
                                          spill_dir=self._temp_dir, file_stem=stem,
                                          spill_rows=self._spill_rows,
                                          memory_rows=self._memory_rows)
-                 for f in spec.of_kind("string", "integer", "text")}
+                 for f in spec.of_kind("string", "integer", "text") if not has_labels(f)}
+        labeled = {f.name: label_counts.LabelTables() for f in spec.features if has_labels(f)}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric")}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
@@ -262,15 +269,18 @@ class AnalyzeSplitFn(beam.DoFn):
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
                 "terms_per_document": {f.name: [0] * TERMS_BUCKETS for f in spec.of_kind("text")}}
 
-        def add_feature(args: tuple[Feature, pa.Array]) -> tuple[int, int, list[int] | None]:
+        def add_feature(args: tuple[Feature, pa.Array, pa.Array | None]
+                        ) -> tuple[int, int, list[int] | None]:
             """Adds one feature's column; returns (missing cells, documents, terms histogram)."""
-            f, raw = args
+            f, raw, labels = args
             n_missing = int(colmod.missing_mask(raw).sum())
             filled = _fill_missing(raw, getattr(f, "default_value", None))
             documents, terms = 0, None
             if f.kind == "numeric":
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
                 numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
+            elif labels is not None:
+                labeled[f.name].add(label_counts.count_batch(filled, labels))
             elif f.kind == "text":
                 tables, documents, terms = self._count_text(f, filled)
                 for table in tables:
@@ -296,8 +306,10 @@ class AnalyzeSplitFn(beam.DoFn):
                 key = f"{r.source}\x00{(r.row if r.row is not None else -1):020d}"
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
             batch = result.batch
-            added = self._map(add_feature, [(f, feature_column(f, batch))
-                                            for f in self._features])
+            added = self._map(add_feature, [
+                (f, feature_column(f, batch),
+                 batch.column(f.labels) if f.name in labeled else None)
+                for f in self._features])
             for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
                 if f.kind == "text":
@@ -310,6 +322,9 @@ class AnalyzeSplitFn(beam.DoFn):
 
         for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
+        for name, tables in labeled.items():
+            for item in label_counts.partitioned(name, tables.result(), self._num_partitions):
+                yield beam.pvalue.TaggedOutput(LABELS, item)
         if numeric:
             partials = {name: acc.result() for name, acc in numeric.items()}
             yield beam.pvalue.TaggedOutput(

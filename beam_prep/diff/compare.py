@@ -19,6 +19,7 @@ from typing import Literal
 
 from beam_prep.config import shown
 from beam_prep.diff.imputed import ImputedDiff, compare_imputed
+from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
 from beam_prep.diff.sidecar_lines import iter_sidecar
 from beam_prep.diff.thresholds import DiffThresholds
@@ -62,6 +63,8 @@ class FeatureDiff:
         numeric: Statistics drift (numeric).
         flags: Thresholds exceeded.
         imputed: Drift of the ``impute`` value (None when neither side imputes).
+        mutual_info: Ranking and label drift of a label-aware vocabulary (both sides
+            with ``labels``), else None (left out of the JSON).
     """
 
     name: str
@@ -72,6 +75,7 @@ class FeatureDiff:
     numeric: NumericDiff | None = None
     flags: tuple[Flag, ...] = ()
     imputed: ImputedDiff | None = None
+    mutual_info: MutualInfoDiff | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,8 +208,15 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                           iter_sidecar(new, name),
                           new_total=total if isinstance(total, int) else None,
                           top_k=t.top_k, top_n=t.top_n, name=name)
-        return FeatureDiff(name, kind, "compared", changed, vocab=d,
-                           flags=vocab_flags(name, d, t))
+        mi = compare_mutual_info(old, new, name, top_n=t.top_n)
+        flags = vocab_flags(name, d, t)
+        if mi is not None:
+            more: list[Flag] = []
+            _over(more, name, "label_share_change", mi.label_share_change, t.max_rate_change,
+                  "label share change", f"label {mi.most_changed_label}")
+            flags += tuple(more)
+        return FeatureDiff(name, kind, "compared", changed, vocab=d, flags=flags,
+                           mutual_info=mi)
     if kind == "numeric":
         n = compare_numeric(old.stats(name), new.stats(name))
         return FeatureDiff(name, kind, "compared", changed, numeric=n,

@@ -29,9 +29,10 @@ JSON_FORMAT_VERSION = 1
 def to_dict(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON-ready data (``format``/``format_version`` first-level keys)."""
     body = dataclasses.asdict(report)
-    for feature in body["features"]:  # only features with `impute` carry the key
-        if feature.get("imputed") is None:
-            feature.pop("imputed", None)
+    for feature in body["features"]:  # only features with `impute` / labels carry the keys
+        for key in ("imputed", "mutual_info"):
+            if feature.get(key) is None:
+                feature.pop(key, None)
     body["flags"] = [dataclasses.asdict(f) for f in report.flags]
     body["drift"] = bool(report.flags)
     return {"format": JSON_FORMAT, "format_version": JSON_FORMAT_VERSION, **body}
@@ -112,9 +113,23 @@ def _vocab_section(features: list[FeatureDiff]) -> list[str]:
         if d.top_dropped:
             notes.append(f"  {f.name} dropped: " + ", ".join(
                 f"{_tok(t)} ({c})" for t, c in d.top_dropped))
+        if f.mutual_info is not None:
+            notes += _mutual_info_notes(f)
     header = ["feature", "kind", "size", "added", "dropped", "index moved", "top-K moved",
               "OOV share", "JSD", "flags"]
     return ["Vocabularies", *_grid(header, rows), *notes]
+
+
+def _mutual_info_notes(f: FeatureDiff) -> list[str]:
+    m = f.mutual_info
+    assert m is not None
+    column = (repr(m.new_label_column) if m.old_label_column == m.new_label_column
+              else f"{m.old_label_column!r} -> {m.new_label_column!r}")
+    return [f"  {f.name} ranked by MI with {column}: top overlap {_pct(m.top_overlap)}, "
+            f"largest label share change {_pct(m.label_share_change)}"
+            + (f" (label {m.most_changed_label})" if m.most_changed_label is not None else ""),
+            f"  {f.name} OLD top:  " + ", ".join(f"{_tok(t)} ({s:.4g})" for t, s in m.old_top),
+            f"  {f.name} NEW top:  " + ", ".join(f"{_tok(t)} ({s:.4g})" for t, s in m.new_top)]
 
 
 def _numeric_section(features: list[FeatureDiff]) -> list[str]:

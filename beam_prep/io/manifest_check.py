@@ -10,7 +10,8 @@ contract of docs/artifacts.md:
   integer outside int64 (``10**400``) are refused where they stand;
 * required keys and their types: ``format``, ``format_version``, ``fingerprint``, ``spec``,
   ``features`` (one entry per spec feature, of the spec's kind), each entry's ``files`` (string,
-  integer and text features: ``vocabulary`` and ``counts``) and ``stats``;
+  integer and text features: ``vocabulary`` and ``counts``; with ``labels`` in the spec also
+  ``mutual_info``) and ``stats``;
 * every file entry: ``path`` a relative path inside the directory (no NUL, no ``..``, not
   absolute), ``sha256`` 64 hex digits, ``bytes`` an integer >= 0; readers then check the file
   on disk against ``bytes`` before reading it (:meth:`Artifacts.open_file`);
@@ -21,6 +22,8 @@ contract of docs/artifacts.md:
 * ``stats.imputed_value`` (features with ``impute``; required then): a finite number
   (numeric; equal to ``mean`` or ``quartiles[1]``, the statistic it was taken from), an
   int64 (integer) or a string (string), or null (no observed value);
+* ``stats.mutual_info`` of a label-aware vocabulary (required with ``labels``): label
+  column, options, row and label counts (:func:`_mutual_info`);
 * ``input``, ``versions``, ``run`` (read by the report): the types the analysis writes.
 
 Unknown keys are accepted (a reader ignores what it does not use). Every failure is one
@@ -237,6 +240,38 @@ def _imputed(c: _Checker, st: dict[str, Any], key: str, kind: str, feature: Any)
             f"the {impute} it is taken from ({source!r})")
 
 
+def _mutual_info(c: _Checker, mi: Any, key: str) -> None:
+    """``stats.mutual_info``: what the label-aware vocabulary was scored with."""
+    mi = c.mapping(mi, key)
+    where = key + "."
+    c.check(isinstance(c.need(mi, "label_column", where), str), where + "label_column",
+            mi["label_column"], "a string")
+    c.check(type(c.need(mi, "adjusted", where)) is bool, where + "adjusted", mi["adjusted"],
+            "true or false")
+    diff = c.need(mi, "min_diff_from_avg", where)
+    c.check(_is_num(diff) and diff >= 0, where + "min_diff_from_avg", diff,
+            "a finite number >= 0")
+    if "min_mutual_info" in mi:
+        v = mi["min_mutual_info"]
+        c.check(v is None or _is_num(v), where + "min_mutual_info", v, "a finite number or null")
+    for name in ("rows", "rows_without_label", "distinct_labels"):
+        c.count(c.need(mi, name, where), where + name)
+    d = c.mapping(c.need(mi, "dropped_min_mutual_info", where), where + "dropped_min_mutual_info")
+    for part in ("tokens", "count"):
+        c.count(c.need(d, part, where + "dropped_min_mutual_info."),
+                f"{where}dropped_min_mutual_info.{part}")
+    if "label_rows" in mi:
+        rows = c.mapping(mi["label_rows"], where + "label_rows")
+        c.check(len(rows) == mi["distinct_labels"]
+                and all(re.fullmatch(r"0|[1-9][0-9]{0,18}", k) for k in rows),
+                where + "label_rows", rows, "one entry per label, keyed by the label (an "
+                "integer >= 0 in decimal)")
+        for label, n in rows.items():
+            c.count(n, f"{where}label_rows.{label}")
+        c.check(sum(rows.values()) == mi["rows"], where + "label_rows", rows,
+                f"row counts summing to rows={mi['rows']}")
+
+
 def _input(c: _Checker, inp: Any) -> None:
     inp = c.mapping(inp, "input")
     c.optional(inp, "patterns", "input.", c.strings)
@@ -305,13 +340,18 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
                 f"{want!r}, the spec's kind" if want else f"one of {list(KINDS)}")
         files = c.mapping(entry.get("files", {}) if kind not in VOCAB_KINDS
                           else c.need(entry, "files", key + "."), key + ".files")
-        for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()):
+        labelled = spec is not None and getattr(spec.feature(name), "labels", None) is not None
+        for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()) + (
+                ("mutual_info",) if labelled else ()):
             c.need(files, role, key + ".files.")
         for role, meta in files.items():
             _file_entry(c, meta, f"{key}.files.{role}")
         st = c.mapping(c.need(entry, "stats", key + "."), key + ".stats")
         _stats(c, st, key + ".stats.", spec.feature(name) if spec is not None else None)
         _imputed(c, st, key + ".stats.", kind, spec.feature(name) if spec is not None else None)
+        if labelled or "mutual_info" in st:
+            _mutual_info(c, c.need(st, "mutual_info", key + ".stats."),
+                         key + ".stats.mutual_info")
     if spec is not None:
         extra = sorted(set(features) - set(names))
         c.check(not extra, "features", extra, f"entries of the spec's features only "

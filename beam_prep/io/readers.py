@@ -397,7 +397,8 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
         details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in missing)
         raise InputError(
             f"Column(s) {details} not found in {path}. Columns present: "
-            f"{sorted(present)[:50]}. Fix the feature's `column` in the spec or the input."
+            f"{sorted(present)[:50]}. Fix the feature's `column` (or the column its `expr` "
+            "or `labels` names) in the spec, or the input."
         )
     if fmt == "parquet":
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:

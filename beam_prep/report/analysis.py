@@ -34,6 +34,7 @@ from typing import Any
 
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.report import svg
+from beam_prep.report.label_card import mutual_info_section
 from beam_prep.report.page import (
     card,
     document,
@@ -168,6 +169,10 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
                                               int(st.get("document_count") or 0))
         rows += more_rows
         charts.insert(0, chart)
+    mi_rows, mi_chart = mutual_info_section(art, name, st)  # label-aware vocabularies
+    rows += mi_rows
+    if mi_chart:
+        charts.insert(0, mi_chart)
     return f'<div class="row"><div>{kv_table(rows)}</div><div>{"".join(charts)}</div></div>'
 
 

@@ -39,7 +39,10 @@ SCALING_OPTIONS: tuple[str, ...] = get_args(Scaling)
 # that does not use them is unchanged.
 _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross": None,
                                     "max_values": None, "shape": None, "impute": None,
-                                    "missing_indicator": False}
+                                    "missing_indicator": False,
+                                    # label-aware vocabulary (spec.label_fields)
+                                    "labels": None, "adjusted_mutual_info": False,
+                                    "min_diff_from_avg": None, "min_mutual_info": None}
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

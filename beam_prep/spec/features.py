@@ -56,6 +56,7 @@ from beam_prep.spec.feature_base import (  # noqa: F401  (re-exported: the publi
 )
 from beam_prep.spec.hashed_feature import HashedFeature
 from beam_prep.spec.imputation import Impute, canonicalize, check_imputation
+from beam_prep.spec.label_fields import check_label_fields
 from beam_prep.spec.lists import Shape, check_list_fields
 from beam_prep.spec.numeric_feature import NumericFeature
 
@@ -67,6 +68,7 @@ def _check_lookup_fields(f: Any) -> None:
     check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0,
                         maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
     check_list_fields(f)
+    check_label_fields(f)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +93,16 @@ class StringFeature(FeatureBase):
             literal, ``default_value: most_frequent`` included (beam_prep.spec.imputation).
         missing_indicator: Adds the output ``<name>_missing``: 1.0 where the value was
             missing (``""`` at the layer input), else 0.0.
+        labels: An integer label column: the vocabulary is ranked by mutual information
+            with it (TFT ``tft.vocabulary(labels=...)``) instead of by count; null = by count
+            (beam_prep.spec.label_fields, docs/label_vocabulary.md).
+        adjusted_mutual_info: With ``labels``: rank by adjusted mutual information (MI minus
+            its expected value by chance; TFT ``use_adjusted_mutual_info``).
+        min_diff_from_avg: With ``labels``: a (token, label) pair adds to the score only
+            when its count differs from the count expected by chance by at least this much
+            (TFT ``min_diff_from_avg``); null = TFT's recommendation from the row count.
+        min_mutual_info: With ``labels``: drop tokens scoring below this (TFT passes it as
+            ``frequency_threshold`` when labels are given); null = keep all.
 
     Example:
         >>> StringFeature("country", top_k=100).min_count
@@ -107,6 +119,10 @@ class StringFeature(FeatureBase):
     max_values: int | None = None
     impute: Impute | None = None
     missing_indicator: bool = False
+    labels: str | None = None
+    adjusted_mutual_info: bool = False
+    min_diff_from_avg: float | None = None
+    min_mutual_info: float | None = None
     kind: str = dataclasses.field(default="string", init=False)
 
     def validate(self) -> None:  # noqa: D102
@@ -139,6 +155,8 @@ class IntegerFeature(FeatureBase):
             same (beam_prep.spec.imputation).
         missing_indicator: Adds the output ``<name>_missing``: 1.0 where the value was
             missing, else 0.0.
+        labels, adjusted_mutual_info, min_diff_from_avg, min_mutual_info: As for
+            :class:`StringFeature` (the tokens are the values' decimal strings).
 
     Example:
         >>> IntegerFeature("item_id", top_k=1000).num_oov_indices
@@ -155,6 +173,10 @@ class IntegerFeature(FeatureBase):
     max_values: int | None = None
     impute: Impute | None = None
     missing_indicator: bool = False
+    labels: str | None = None
+    adjusted_mutual_info: bool = False
+    min_diff_from_avg: float | None = None
+    min_mutual_info: float | None = None
     kind: str = dataclasses.field(default="integer", init=False)
 
     def __post_init__(self) -> None:

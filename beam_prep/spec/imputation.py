@@ -114,6 +114,11 @@ def check_imputation(feature: Any) -> None:
                             "float column needs a count of every distinct value, as large as "
                             "the data; use median, or read an integral column as kind: "
                             "integer and use most_frequent there)")
+    if impute == "most_frequent" and getattr(feature, "labels", None) is not None:
+        raise feature_error(name, "impute", impute,
+                            f"null with labels={feature.labels!r} (a label-aware vocabulary is "
+                            "ranked by mutual information, so its top entry is not the most "
+                            "frequent value); use a literal default_value")
     allowed = ALLOWED[feature.kind]
     if impute not in allowed:
         raise feature_error(name, "impute", impute,

@@ -35,6 +35,8 @@ features:
   - {name: i_int, kind: integer, column: item, top_k: 2, num_oov_indices: 3}
   - {name: i_one, kind: integer, column: item, output_mode: one_hot, default_value: 0}
   - {name: i_mask, kind: integer, column: item, mask_token: 5}
+  - {name: s_labels, kind: string, column: country, labels: item, top_k: 3, num_oov_indices: 2}
+  - {name: i_labels, kind: integer, column: qty_i, labels: item, adjusted_mutual_info: true}
   - {name: t_int, kind: text, column: title, ngrams: 2}
   - {name: t_len, kind: text, column: title, standardize: lower, output_sequence_length: 4}
   - {name: t_char, kind: text, column: title, split: character, output_mode: multi_hot}
