@@ -75,6 +75,10 @@ def test_specs_without_the_fields_keep_their_canonical_dict() -> None:
     ("{name: x, kind: string, labels: y, impute: most_frequent}",
      "`impute` must be null with labels='y' (a label-aware vocabulary is ranked by mutual "
      "information"),
+    ("{name: x, kind: numeric, per_key: store, impute: mean}",
+     "`impute` must be null with per_key (not supported together"),
+    ("{name: x, kind: numeric, per_key: store, missing_indicator: true}",
+     "`missing_indicator` must be null with per_key"),
     ("{name: x, kind: numeric, missing_indicator: 1}",
      "`missing_indicator` must be true or false"),
 ])

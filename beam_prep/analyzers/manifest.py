@@ -15,6 +15,7 @@ from typing import Any
 from beam_prep.analyzers import numeric as num
 from beam_prep.io import artifacts as layout
 from beam_prep.spec import Spec
+from beam_prep.spec.weights import is_weighted
 
 _DROP_KEYS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
 
@@ -104,10 +105,16 @@ def _json_boundary(b: float) -> float | None:
     return layout.finite_or_none(b)
 
 
+ZERO_WEIGHT = ("the weights of the finite values sum to 0 (or every weight was invalid): a "
+               "weighted mean is undefined; generated layers: identity Normalization")
+
+
 def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) -> dict:
     partial = partial or num.NumericPartial()
     m = partial.moments
     reasons = null_reasons(m)
+    if m.count and getattr(m, "weight", 1) == 0:  # weighted, Σw = 0 (spec.weights)
+        reasons = {k: ZERO_WEIGHT for k in ("mean", "variance")}
     stats: dict[str, Any] = {
         "count": m.count,
         "missing_count": missing,
@@ -175,15 +182,17 @@ def numeric_summary(name: str, stats: dict) -> str:
     return (f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
             + (f", {len(b)} boundaries" if b else "")
+            + (f", {stats['key_count']:,} keys" if "key_count" in stats else "")
             + (f", median {q[1]:.6g} IQR {q[2] - q[0]:.6g}" if q else ""))
 
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                    numeric_partials: dict[str, num.NumericPartial], meta: dict,
-                   rejected: list[str] | None) -> dict:
+                   rejected: list[str] | None, per_key: dict[str, dict] | None = None) -> dict:
     """Assembles the manifest dict (with fingerprint) from merged results.
 
-    ``rejected`` lists the rejected-row shard files (relative paths), empty when none.
+    ``rejected`` lists the rejected-row shard files (relative paths), empty when none;
+    ``per_key`` maps each feature with ``per_key`` to its file entry and ``key_count``.
     """
     features: dict[str, dict] = {}
     for f in spec.features:
@@ -200,8 +209,18 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
             features[f.name] = {"kind": f.kind, "files": {},
                                 "stats": _numeric_stats(f, numeric_partials.get(f.name),
                                                         missing)}
+            if f.per_key is not None:  # only then: other manifests keep their bytes
+                keyed = (per_key or {})[f.name]
+                features[f.name]["files"] = keyed["files"]
+                features[f.name]["stats"]["key_count"] = keyed["key_count"]
         else:
             features[f.name] = {"kind": f.kind, "files": {}, "stats": {}}
+        if is_weighted(f):  # additive keys, only for weighted features
+            stats = features[f.name]["stats"]
+            stats["invalid_weight_count"] = meta.get("invalid_weights", {}).get(f.name, 0)
+            if f.kind == "numeric":
+                weight = getattr(numeric_partials.get(f.name), "moments", None)
+                stats["weight_total"] = float(getattr(weight, "weight_total", 0.0))
         if getattr(f, "impute", None) is not None:  # only then: other manifests keep their bytes
             stats = features[f.name]["stats"]
             stats["imputed_value"] = imputed_value(

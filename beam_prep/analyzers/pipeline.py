@@ -42,8 +42,10 @@ from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.label_vocab import LabeledVocabularies
 from beam_prep.analyzers.manifest import build_manifest, numeric_summary
+from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.vocab_partition import auto_partitions
+from beam_prep.analyzers.weighted_pipeline import WeightedVocabularies, is_band_element
 from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -53,6 +55,7 @@ from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.weights import is_weighted
 
 TEXT_RESERVED_TOKENS = ("[UNK]",)
 
@@ -136,8 +139,10 @@ def _sum_meta(metas: Iterable[dict]) -> dict:
         out["splits"] += m.get("splits", 1)
         out["rows_read"] += m["rows_read"]
         out["rows_rejected"] += m["rows_rejected"]
-        for key in ("rejected_by_reason", "missing", "documents"):
-            for k, v in m[key].items():
+        for key in ("rejected_by_reason", "missing", "documents", "invalid_weights"):
+            if key == "invalid_weights" and key in m:  # only with weighted features
+                out.setdefault(key, {})
+            for k, v in m.get(key, {}).items():
                 out[key][k] = out[key].get(k, 0) + v
         if m.get("skipped_tails"):  # TFRecord remainders skipped (--skip_corrupt_tail)
             out.setdefault("skipped_tails", []).extend(m["skipped_tails"])
@@ -156,7 +161,7 @@ class _WriteManifest(beam.DoFn):
         self._input = input_info
         self._max_bad = max_bad_fraction
 
-    def process(self, _unused, vocab_meta, numeric_partials, meta, rejected):
+    def process(self, _unused, vocab_meta, numeric_partials, meta, rejected, per_key=()):
         # Never raises on bad input (a runner would retry the bundle): a failed check
         # writes FAILED_REPORT instead of the manifest; the driver raises from it.
         output.delete_tree(spill.tmp_dir(self._out))  # a prefix on object stores
@@ -164,7 +169,8 @@ class _WriteManifest(beam.DoFn):
                                rejected):
             return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
-                                  dict(vocab_meta), numeric_partials, meta, rejected)
+                                  dict(vocab_meta), numeric_partials, meta, rejected,
+                                  dict(per_key))
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -300,7 +306,10 @@ class AnalyzeToArtifacts(beam.PTransform):
         spec_dict = self._spec.to_dict()
         temp = spill.tmp_dir(self._out)
         vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")
-                          if not has_labels(f)]  # those: label_vocab
+                          if not has_labels(f)  # those: label_vocab
+                          and not is_weighted(f)]  # those: weighted_pipeline
+        weighted_names = [f.name for f in self._spec.of_kind("string", "integer", "text")
+                          if is_weighted(f)]
         # TextVectorization refuses its OOV token "[UNK]" inside a vocabulary ("" is
         # already unwritable); StringLookup/IntegerLookup read such a token from a file.
         limits = {f.name: (getattr(f, "min_count", 1),
@@ -325,7 +334,8 @@ class AnalyzeToArtifacts(beam.PTransform):
             spec_dict, batch_size=self._batch_size, num_partitions=self._partitions,
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
             threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
-        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS]
+        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS,
+                split_fn.PER_KEY]
         if self._cache_dir is not None:
             reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
                                     self._skip_corrupt_tail)
@@ -339,24 +349,36 @@ class AnalyzeToArtifacts(beam.PTransform):
 
         seeds = p | "EveryVocabulary" >> beam.Create(
             [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features], reshuffle=False)
-        pruned = (outputs.vocab
-                  | "CountTokens" >> beam.CombinePerKey(
-                      voc.VocabularyCombineFn(temp, 4 * self._spill_rows))
-                  | "PrunePartitions" >> beam.Map(_prune, limits, temp, self._spill_rows))
+        counted = outputs.vocab | "CountTokens" >> beam.CombinePerKey(
+            voc.VocabularyCombineFn(temp, 4 * self._spill_rows))
+        if weighted_names:  # band tables of weighted vocabularies go their own way
+            counted, bands = counted | "SplitWeighted" >> beam.Partition(
+                lambda kv, _: int(is_band_element(kv)), 2)
+            weighted_meta = bands | "WeightedVocabularies" >> WeightedVocabularies(
+                spec_dict, self._out, temp, weighted_names, self._spill_rows)
+        pruned = counted | "PrunePartitions" >> beam.Map(_prune, limits, temp,
+                                                         self._spill_rows)
         vocab_meta = ((pruned, seeds)
                       | "WithEmptyVocabularies" >> beam.Flatten()
                       | "GroupByFeature" >> beam.GroupByKey()
                       | "WriteVocabularies" >> beam.ParDo(
                           _WriteVocabulary(self._out, spec_dict, temp)))
+        extra_meta = []  # the label-aware and weighted vocabularies' own paths
         if any(has_labels(f) for f in self._spec.features):
-            labeled = outputs[split_fn.LABELS] | "LabelVocabularies" >> LabeledVocabularies(
-                self._spec, self._out)
-            vocab_meta = (vocab_meta, labeled) | "AllVocabularies" >> beam.Flatten()
+            extra_meta.append(outputs[split_fn.LABELS] | "LabelVocabularies"
+                              >> LabeledVocabularies(self._spec, self._out))
+        if weighted_names:
+            extra_meta.append(weighted_meta)
+        if extra_meta:
+            vocab_meta = (vocab_meta, *extra_meta) | "AllVocabularies" >> beam.Flatten()
         numeric = (outputs.numeric
                    | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))
                    | "MergeNumericAll" >> beam.CombineGlobally(num.CanonicalMergeFn()))
         meta = outputs.meta | "SumCounts" >> beam.CombineGlobally(_sum_meta)
+        keyed = [f.name for f in self._spec.of_kind("numeric") if f.per_key is not None]
+        extra = {"per_key": beam.pvalue.AsList(
+            outputs[split_fn.PER_KEY] | "PerKey" >> PerKeyFiles(keyed, self._out))} if keyed else {}
         rejected = outputs.rejected | "WriteRejected" >> WriteRejected(self._out, temp)
         input_info = {"patterns": self._patterns, "format": self._fmt,
                       "files": len(self._files)}
@@ -372,12 +394,12 @@ class AnalyzeToArtifacts(beam.PTransform):
                     vocab_meta=beam.pvalue.AsList(vocab_meta),
                     numeric_partials=beam.pvalue.AsSingleton(numeric),
                     meta=beam.pvalue.AsSingleton(meta),
-                    rejected=beam.pvalue.AsSingleton(rejected)))
+                    rejected=beam.pvalue.AsSingleton(rejected), **extra))
 
 
 ARTIFACT_OUTPUT = output.OutputPolicy(
     job="analyze", signatures=((layout.MANIFEST,),),
-    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", SHARD_GLOB,
+    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", "per_key/**", SHARD_GLOB,
            layout.REJECTED_FILE,  # the single file of outputs written before the shards
            f"{spill.TMP_DIR}/**", FAILED_REPORT, "report.html"),  # the job's HTML report
     last=layout.MANIFEST)

@@ -6,6 +6,8 @@ here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outpu
 
 * main        ``((feature, partition), vocabulary table)`` for every vocabulary feature
 * ``numeric`` ``(group, (split_id, {feature: NumericPartial}))`` for all numeric features
+* ``per_key`` ``((feature, partition), KeyStats)`` per features with ``per_key`` (keys
+  hash-partitioned like vocabularies; :mod:`beam_prep.analyzers.per_key_stats`)
 * ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents,
   terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
@@ -20,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import time
 import zlib
 from collections.abc import Iterator
@@ -34,9 +37,12 @@ import pyarrow.compute as pc
 from beam_prep import progress
 from beam_prep.analyzers import label_counts, spill
 from beam_prep.analyzers import numeric as num
+from beam_prep.analyzers import per_key_stats as pks
 from beam_prep.analyzers import vocabulary as voc
+from beam_prep.analyzers import weighted_split as wsplit
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
+from beam_prep.analyzers.vocab_partition import token_hashes
 from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
@@ -45,8 +51,10 @@ from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.derived import ARROW_TYPES
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.weights import is_weighted, weight_columns
 
 NUMERIC = "numeric"
+PER_KEY = "per_key"
 META = "meta"
 REJECTED = "rejected"
 LABELS = "labels"
@@ -78,6 +86,9 @@ def required_columns(spec: Spec) -> dict[str, str]:
             reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
         else:  # an expression's inputs, or a hashed feature's column(s) as its dtype
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
+        if f.weights_expr is not None:  # instance weights computed from columns
+            for c, t in weight_columns(f).items():
+                reads.setdefault(c, ARROW_TYPES[t])
         if has_labels(f):  # the label column of a label-aware vocabulary
             reads.setdefault(f.labels, "int64")
         for col, typ in reads.items():
@@ -88,6 +99,26 @@ def required_columns(spec: Spec) -> dict[str, str]:
                     "two columns.")
             out.setdefault(col, typ)
             owner.setdefault(col, f.name)
+        if getattr(f, "per_key", None) is not None:  # the key's columns (per_key.py)
+            from beam_prep.spec.per_key import key_columns
+
+            for col, typ in key_columns(f).items():
+                typ = ARROW_TYPES[typ]
+                if col in out and out[col] != typ:
+                    raise SpecError(
+                        f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and "
+                        f"as {typ} by the per_key of feature {f.name!r}. Fix: per_key: "
+                        f"{{expr: \"str({col})\"}} for an integer column, or convert it "
+                        "upstream.")
+                out.setdefault(col, typ)
+                owner.setdefault(col, f.name)
+    for f in spec.features:  # a `weights` column: as another feature reads it, or float64
+        col = f.weights
+        if col is not None and out.setdefault(col, "float64") not in ("float64", "int64"):
+            raise SpecError(
+                f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as the "
+                f"`weights` of feature {f.name!r}, which must be numbers. Use a numeric "
+                "column for the weights.")
     return out
 
 
@@ -95,7 +126,8 @@ def column_owners(spec: Spec) -> dict[str, str]:
     """Input column → the first feature that reads it (for error messages)."""
     owners: dict[str, str] = {}
     for f in spec.features:
-        for col in [*f.input_columns(), *([f.labels] if has_labels(f) else [])]:
+        for col in [*f.input_columns(), *weight_columns(f),
+                    *([f.labels] if has_labels(f) else [])]:
             owners.setdefault(col, f.name)
     return owners
 
@@ -115,6 +147,23 @@ def feature_column(f: Feature, batch: pa.RecordBatch) -> pa.Array:
     if pa.types.is_list(values.type):  # split(): list columns are large_list, as read
         values = values.cast(pa.large_list(values.type.value_type))
     return values
+
+
+def key_values(f: Feature, batch: pa.RecordBatch) -> pa.Array:
+    """The per-key key of every row: the ``per_key`` column, or its expression's value."""
+    from beam_prep.spec.per_key import key_expression
+
+    tree = key_expression(f)
+    if tree is None:
+        return batch.column(f.per_key)
+    return expr_arrow.evaluate(tree, batch)
+
+
+def key_partitions(stats: pks.KeyStats, num_partitions: int) -> list[tuple[int, Any]]:
+    """Per-key stats split by the keys' hash partition (as vocabularies are)."""
+    if not len(stats):
+        return []
+    return pks.split_by_partition(stats, token_hashes(stats.keys), num_partitions)
 
 
 def numeric_group(split_id: str) -> int:
@@ -256,29 +305,49 @@ class AnalyzeSplitFn(beam.DoFn):
         spec = self._spec
         started = time.monotonic()
         stem = spill.stable_id(split.split_id)
-        vocab = {f.name: SplitVocabulary(f.name, num_partitions=self._num_partitions,
-                                         spill_dir=self._temp_dir, file_stem=stem,
-                                         spill_rows=self._spill_rows,
-                                         memory_rows=self._memory_rows)
-                 for f in spec.of_kind("string", "integer", "text") if not has_labels(f)}
+        vocab_args = {"num_partitions": self._num_partitions, "spill_dir": self._temp_dir,
+                      "file_stem": stem, "spill_rows": self._spill_rows,
+                      "memory_rows": self._memory_rows}
+        vocab = {f.name: SplitVocabulary(f.name, **vocab_args)
+                 for f in spec.of_kind("string", "integer", "text")
+                 if not has_labels(f) and not is_weighted(f)}
         labeled = {f.name: label_counts.LabelTables() for f in spec.features if has_labels(f)}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
-                   for f in spec.of_kind("numeric")}
+                   for f in spec.of_kind("numeric") if not is_weighted(f)}
+        weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
+        keyed: dict[str, list[pks.KeyStats]] = {f.name: [] for f in spec.of_kind("numeric")
+                                                 if f.per_key is not None}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
                 "terms_per_document": {f.name: [0] * TERMS_BUCKETS for f in spec.of_kind("text")}}
+        if weighted:
+            meta["invalid_weights"] = {name: 0 for name in weighted}
 
-        def add_feature(args: tuple[Feature, pa.Array, pa.Array | None]
+        def add_feature(args: tuple[Feature, pa.Array, np.ndarray | None, pa.Array | None]
                         ) -> tuple[int, int, list[int] | None]:
             """Adds one feature's column; returns (missing cells, documents, terms histogram)."""
-            f, raw, labels = args
+            f, raw, weights, labels = args
             n_missing = int(colmod.missing_mask(raw).sum())
             filled = _fill_missing(raw, getattr(f, "default_value", None))
             documents, terms = 0, None
-            if f.kind == "numeric":
+            if weights is not None:
+                invalid, documents, terms = wsplit.add_weighted(f, filled, weights,
+                                                                weighted[f.name])
+                meta["invalid_weights"][f.name] += invalid
+                if f.kind == "numeric":
+                    weighted[f.name].missing += n_missing
+            elif f.kind == "numeric":
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
-                numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
+                values = np.asarray(values, dtype=np.float64)
+                numeric[f.name].add(values, n_missing)
+                if f.name in keyed:
+                    parts = keyed[f.name]
+                    rows = pc.fill_null(filled.cast(pa.float64()), math.nan)  # row-aligned
+                    parts.append(pks.batch_stats(key_values(f, batch),
+                                                 rows.to_numpy(zero_copy_only=False)))
+                    if len(parts) >= 16:
+                        parts[:] = [pks.merge(parts)]
             elif labels is not None:
                 labeled[f.name].add(label_counts.count_batch(filled, labels))
             elif f.kind == "text":
@@ -308,6 +377,7 @@ class AnalyzeSplitFn(beam.DoFn):
             batch = result.batch
             added = self._map(add_feature, [
                 (f, feature_column(f, batch),
+                 wsplit.feature_weights(f, batch) if f.name in weighted else None,
                  batch.column(f.labels) if f.name in labeled else None)
                 for f in self._features])
             for f, (n_missing, documents, terms) in zip(self._features, added):
@@ -322,11 +392,16 @@ class AnalyzeSplitFn(beam.DoFn):
 
         for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
+        yield from wsplit.vocabulary_results(weighted)
         for name, tables in labeled.items():
             for item in label_counts.partitioned(name, tables.result(), self._num_partitions):
                 yield beam.pvalue.TaggedOutput(LABELS, item)
-        if numeric:
-            partials = {name: acc.result() for name, acc in numeric.items()}
+        for name, parts in keyed.items():
+            for part, stats in key_partitions(pks.merge(parts), self._num_partitions):
+                yield beam.pvalue.TaggedOutput(PER_KEY, ((name, part), stats))
+        partials = {name: acc.result() for name, acc in numeric.items()}
+        partials.update(wsplit.numeric_results(weighted))
+        if partials:
             yield beam.pvalue.TaggedOutput(
                 NUMERIC, (numeric_group(split.split_id), (split.split_id, partials)))
         yield beam.pvalue.TaggedOutput(META, meta)

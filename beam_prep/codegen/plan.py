@@ -83,6 +83,7 @@ from beam_prep.codegen.derived_plan import (
 )
 from beam_prep.codegen.impute_plan import fill_value, indicator_output, no_value_note
 from beam_prep.codegen.list_plan import as_list
+from beam_prep.codegen.per_key_plan import keyed_plan
 from beam_prep.codegen.plan_types import (
     BUCKET_SUFFIX,
     EMPTY_VOCABULARY_INTEGER,
@@ -348,7 +349,8 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
         elif f.kind == "text":
             features.append(_text(art, f))
         elif f.kind == "numeric":
-            features.append(_numeric(art, f))
+            fp = _numeric(art, f)
+            features.append(fp if f.per_key is None else keyed_plan(art, f, fp))
         else:
             features.append(_hashed(f))
     planned = tuple(as_list(_with_fill(fp, f, art.stats(f.name)), f) if f.is_list()

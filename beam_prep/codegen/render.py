@@ -29,6 +29,7 @@ from beam_prep.codegen import escape, module_check
 from beam_prep.codegen.escape import Code
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
 from beam_prep.codegen.numeric_source import numeric_layers_source
+from beam_prep.codegen.per_key_plan import PER_KEY_COUNT_CLASS, PER_KEY_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
@@ -39,6 +40,7 @@ from beam_prep.codegen.plan import (
     VocabularyFile,
     plan_from_artifacts,
 )
+from beam_prep.codegen.plan_types import PerKeyState
 from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
@@ -85,7 +87,7 @@ def py_literal(value: Any, indent: int = 0) -> Code:
     if isinstance(value, VocabularyFile):
         relpath = escape.literal(value.relpath, double_quotes=False)
         return Code(f"_artifact_path(artifacts_dir, {relpath})")
-    if isinstance(value, TfIdfState):
+    if isinstance(value, (TfIdfState, PerKeyState)):
         return escape.identifier(value.part)
     if isinstance(value, str) and value == EMPTY_VOCABULARY_TOKEN:
         return Code("EMPTY_VOCABULARY_TOKEN")
@@ -127,8 +129,9 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
 def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
     cls = escape.identifier(layer.cls)
-    own = cls in (LIST_LAYER_CLASS, INDICATOR_CLASS) or cls in NUMERIC_LAYER_CLASSES
-    return cls if own else Code(f"keras.layers.{cls}")
+    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS, INDICATOR_CLASS,
+           *NUMERIC_LAYER_CLASSES)
+    return cls if cls in own else Code(f"keras.layers.{cls}")
 
 
 def _docwrap(text: str, indent: int) -> Code:
@@ -182,19 +185,22 @@ def render_plan(plan: ModulePlan, *, default_artifacts_dir: str, source: str = "
             ``module_check`` (it would run more than definitions on import).
     """
     del source
-    derived_code = {}
+    derived_code, key_code = {}, {}
     if plan.has_derived():
         from beam_prep.expr import tf as expr_tf  # imports TensorFlow: only when needed
 
         for f in plan.features:
-            if f.derived is not None:
-                code = expr_tf.render(f.derived.tree, name=escape.identifier(f.derived.function))
-                module_check.check_derived_function(code, f.derived.function)
-                derived_code[f.name] = Code(code)
+            for d, into in ((f.derived, derived_code),
+                            (f.keyed.derived if f.keyed else None, key_code)):
+                if d is not None:
+                    code = expr_tf.render(d.tree, name=escape.identifier(d.function))
+                    module_check.check_derived_function(code, d.function)
+                    into[f.name] = Code(code)
     template = _environment().get_template(MAIN_TEMPLATE)
     text = template.render(
         plan=plan,
         derived_code=derived_code,
+        key_code=key_code,
         numeric_code=numeric_layers_source(plan.numeric_layer_classes()),
         artifacts_dir=default_artifacts_dir,
     )

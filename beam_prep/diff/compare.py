@@ -21,11 +21,13 @@ from beam_prep.config import shown
 from beam_prep.diff.imputed import ImputedDiff, compare_imputed
 from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
+from beam_prep.diff.per_key import PerKeyDiff, compare_per_key
 from beam_prep.diff.sidecar_lines import iter_sidecar
 from beam_prep.diff.thresholds import DiffThresholds
 from beam_prep.diff.vocab import VocabDiff, compare_vocab
 from beam_prep.errors import SpecError
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.spec.weights import is_weighted
 
 Status = Literal["compared", "only_in_old", "only_in_new", "kind_changed", "nothing_to_compare"]
 VOCAB_KINDS = ("string", "integer", "text")
@@ -61,6 +63,7 @@ class FeatureDiff:
         spec_changed: The feature's spec entry differs (or exists on one side only).
         vocab: Vocabulary drift (string, integer, text).
         numeric: Statistics drift (numeric).
+        per_key: Per-key statistics drift (numeric features with ``per_key`` on both sides).
         flags: Thresholds exceeded.
         imputed: Drift of the ``impute`` value (None when neither side imputes).
         mutual_info: Ranking and label drift of a label-aware vocabulary (both sides
@@ -76,6 +79,7 @@ class FeatureDiff:
     flags: tuple[Flag, ...] = ()
     imputed: ImputedDiff | None = None
     mutual_info: MutualInfoDiff | None = None
+    per_key: PerKeyDiff | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,10 +208,11 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
         return FeatureDiff(name, kind, "kind_changed", True)
     if kind in VOCAB_KINDS:
         total = new.stats(name).get("total_count")
+        weighted = is_weighted(old.spec.feature(name)) or is_weighted(new.spec.feature(name))
         d = compare_vocab(iter_sidecar(old, name),
                           iter_sidecar(new, name),
-                          new_total=total if isinstance(total, int) else None,
-                          top_k=t.top_k, top_n=t.top_n, name=name)
+                          new_total=total if type(total) in (int, float) else None,
+                          top_k=t.top_k, top_n=t.top_n, name=name, weighted=weighted)
         mi = compare_mutual_info(old, new, name, top_n=t.top_n)
         flags = vocab_flags(name, d, t)
         if mi is not None:
@@ -219,8 +224,16 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                            mutual_info=mi)
     if kind == "numeric":
         n = compare_numeric(old.stats(name), new.stats(name))
+        keyed = None
+        if all("per_key" in a.manifest["features"][name].get("files", {}) for a in (old, new)):
+            keyed = compare_per_key(old.iter_lines(name, "per_key"),
+                                    new.iter_lines(name, "per_key"),
+                                    old_where=old.file_path(name, "per_key"),
+                                    new_where=new.file_path(name, "per_key"),
+                                    old_count=old.stats(name).get("key_count"),
+                                    new_count=new.stats(name).get("key_count"))
         return FeatureDiff(name, kind, "compared", changed, numeric=n,
-                           flags=numeric_flags(name, n, t))
+                           flags=numeric_flags(name, n, t), per_key=keyed)
     return FeatureDiff(name, kind, "nothing_to_compare", changed)
 
 

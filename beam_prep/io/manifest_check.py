@@ -15,7 +15,9 @@ contract of docs/artifacts.md:
 * every file entry: ``path`` a relative path inside the directory (no NUL, no ``..``, not
   absolute), ``sha256`` 64 hex digits, ``bytes`` an integer >= 0; readers then check the file
   on disk against ``bytes`` before reading it (:meth:`Artifacts.open_file`);
-* statistics, when present (older manifests lack some): counts are integers >= 0, ``mean``,
+* statistics, when present (older manifests lack some): counts are integers >= 0 (for a
+  vocabulary feature with instance weights, ``total_count`` and each drop's ``count`` are
+  sums of weights: finite numbers >= 0; ``weight_total`` too), ``mean``,
   ``min``, ``max`` finite numbers or null, ``variance`` finite >= 0 or null, ``min <= max``,
   ``boundaries`` null or a non-decreasing list of finite numbers, ``quartiles`` null or three
   non-decreasing finite numbers, ``epsilon`` > 0;
@@ -54,7 +56,7 @@ VOCAB_KINDS = ("string", "integer", "text")
 KINDS = (*VOCAB_KINDS, "numeric", "hashed")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COUNTS = ("vocabulary_size", "distinct_values", "total_count", "missing_count",
-           "document_count", "count", "nan_count", "infinite_count")
+           "document_count", "count", "nan_count", "infinite_count", "key_count")
 _DROPS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
 _FIX = "Fix: re-run `beam-prep analyze` into a fresh directory; never edit its files."
 
@@ -140,6 +142,10 @@ class _Checker:
         self.check(_is_int(value) and 0 <= value <= INT64_MAX, key, value,
                    "an integer >= 0")
 
+    def amount(self, value: Any, key: str) -> None:
+        """A sum of weights: a finite number >= 0."""
+        self.check(_is_num(value) and value >= 0, key, value, "a finite number >= 0")
+
     def strings(self, value: Any, key: str) -> None:
         self.check(isinstance(value, list) and all(isinstance(s, str) for s in value), key,
                    value, "a list of strings")
@@ -175,14 +181,38 @@ def _file_entry(c: _Checker, meta: Any, key: str) -> None:
     c.count(c.need(meta, "bytes", key + "."), key + ".bytes")
 
 
+def _spec_entry(spec: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The manifest spec's entry of feature ``name`` (a dict), if it has one."""
+    entries = spec.get("features")
+    for f in entries if isinstance(entries, list) else ():
+        if isinstance(f, dict) and f.get("name") == name:
+            return f
+    return None
+
+
+def _field(feature: Any, name: str) -> Any:
+    return feature.get(name) if isinstance(feature, dict) else getattr(feature, name, None)
+
+
+def _weighted(feature: Any) -> bool:
+    """A feature (spec object or the manifest spec's dict) with instance weights."""
+    return (_field(feature, "weights") is not None
+            or _field(feature, "weights_expr") is not None)
+
+
 def _stats(c: _Checker, st: dict[str, Any], key: str, feature: Any) -> None:
+    # A weighted feature's counts of a vocabulary are sums of weights (spec.weights).
+    weighted = _weighted(feature) and _field(feature, "kind") in VOCAB_KINDS
+    summed = c.amount if weighted else c.count
     for name in _COUNTS:
-        c.optional(st, name, key, c.count)
+        c.optional(st, name, key, summed if name == "total_count" else c.count)
+    c.optional(st, "invalid_weight_count", key, c.count)
+    c.optional(st, "weight_total", key, c.amount)
     for name in _DROPS:
         if name in st:
             d = c.mapping(st[name], f"{key}{name}")
-            for part in ("tokens", "count"):
-                c.optional(d, part, f"{key}{name}.", c.count)
+            c.optional(d, "tokens", f"{key}{name}.", c.count)
+            c.optional(d, "count", f"{key}{name}.", summed)
     if "terms_per_document_log2" in st:
         terms = st["terms_per_document_log2"]
         c.check(isinstance(terms, list) and len(terms) <= 33 and
@@ -225,7 +255,7 @@ _IMPUTED = {"numeric": (_is_num, "a finite number"),
 
 def _imputed(c: _Checker, st: dict[str, Any], key: str, kind: str, feature: Any) -> None:
     """``imputed_value``: required with the spec's ``impute``, typed by kind, the statistic."""
-    impute = getattr(feature, "impute", None)
+    impute = _field(feature, "impute")
     if impute is not None:
         c.need(st, "imputed_value", key)
     if "imputed_value" not in st:
@@ -341,17 +371,21 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         files = c.mapping(entry.get("files", {}) if kind not in VOCAB_KINDS
                           else c.need(entry, "files", key + "."), key + ".files")
         labelled = spec is not None and getattr(spec.feature(name), "labels", None) is not None
+        keyed = spec is not None and getattr(spec.feature(name), "per_key", None) is not None
         for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()) + (
-                ("mutual_info",) if labelled else ()):
+                ("mutual_info",) if labelled else ()) + (("per_key",) if keyed else ()):
             c.need(files, role, key + ".files.")
         for role, meta in files.items():
             _file_entry(c, meta, f"{key}.files.{role}")
         st = c.mapping(c.need(entry, "stats", key + "."), key + ".stats")
-        _stats(c, st, key + ".stats.", spec.feature(name) if spec is not None else None)
-        _imputed(c, st, key + ".stats.", kind, spec.feature(name) if spec is not None else None)
+        feature = spec.feature(name) if spec is not None else _spec_entry(manifest["spec"], name)
+        _stats(c, st, key + ".stats.", feature)
+        _imputed(c, st, key + ".stats.", kind, feature)
         if labelled or "mutual_info" in st:
             _mutual_info(c, c.need(st, "mutual_info", key + ".stats."),
                          key + ".stats.mutual_info")
+        if keyed:  # the per-key file is read line by line against this count
+            c.count(c.need(st, "key_count", key + ".stats."), key + ".stats.key_count")
     if spec is not None:
         extra = sorted(set(features) - set(names))
         c.check(not extra, "features", extra, f"entries of the spec's features only "

@@ -101,7 +101,9 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
     st = art.stats(name)
     kind = spec["kind"]
     s: SidecarSummary = summarize_sidecar(art, name, top_n=TOP_N)
-    total = int(st.get("total_count", 0))
+    weighted = _weights_of(spec) is not None
+    total = st.get("total_count", 0) if weighted else int(st.get("total_count", 0))
+    num = fmt_num if weighted else fmt_int  # weighted counts are sums of weights
     distinct = int(st.get("distinct_values", s.tokens))
     oov = 1.0 - s.total / total if total else None
     def opt(key: str) -> str:
@@ -114,8 +116,8 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
     rows = [
         ("vocabulary size (tokens written)", fmt_int(s.tokens)),
         ("distinct values", fmt_int(distinct)),
-        ("values seen", fmt_int(total)),
-        ("values covered by the vocabulary", fmt_int(s.total)),
+        ("values seen" + (" (summed weights)" if weighted else ""), num(total)),
+        ("values covered by the vocabulary", num(s.total)),
         ("implied OOV rate", fmt_pct(oov)),
         ("missing rows", f"{fmt_int(st.get('missing_count'))} "
                          f"({fmt_pct(_share(int(st.get('missing_count', 0)), rows_used))})"),
@@ -126,7 +128,8 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
         d = st.get(key) or {}
         if d.get("tokens"):
             rows.append((key.replace("_", " "), f"{fmt_int(d['tokens'])} tokens, "
-                                                 f"{fmt_int(d.get('count'))} values"))
+                                                 f"{num(d.get('count'))} values"))
+    rows += _weight_rows(spec, st)
     if kind == "text" and st.get("document_count"):
         docs = int(st["document_count"])
         rows.append(("documents", fmt_int(docs)))
@@ -229,7 +232,28 @@ def _quartile_rows(q: Any) -> list[tuple[str, str]]:
             ("IQR", fmt_num(q[2] - q[0]))]
 
 
-def _numeric_card(st: dict[str, Any]) -> str:
+def _weights_of(spec: dict[str, Any]) -> str | None:
+    """``weights: w`` / ``weights_expr: e`` of a feature, as shown; None when unweighted."""
+    if spec.get("weights") is not None:
+        return f"column {spec['weights']}"
+    if spec.get("weights_expr") is not None:
+        return f"expression {spec['weights_expr']}"
+    return None
+
+
+def _weight_rows(spec: dict[str, Any], st: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows of a weighted feature's card: where the weights come from, rows set aside."""
+    source = _weights_of(spec)
+    if source is None:
+        return []
+    rows = [("instance weights", text(source)),
+            ("rows set aside (invalid weight)", fmt_int(st.get("invalid_weight_count")))]
+    if "weight_total" in st:
+        rows.append(("total weight", fmt_num(st.get("weight_total"))))
+    return rows
+
+
+def _numeric_card(st: dict[str, Any], spec: dict[str, Any] | None = None) -> str:
     lo, hi, mean = _finite(st.get("min")), _finite(st.get("max")), _finite(st.get("mean"))
     var = _finite(st.get("variance"))
     std = math.sqrt(var) if var is not None and var >= 0 else None
@@ -237,7 +261,7 @@ def _numeric_card(st: dict[str, Any]) -> str:
     rows = [("finite values", fmt_int(count)), ("missing", fmt_int(st.get("missing_count"))),
             ("NaN", fmt_int(st.get("nan_count"))), ("±inf", fmt_int(st.get("infinite_count"))),
             ("mean", fmt_num(mean)), ("std", fmt_num(std)), ("min", fmt_num(lo)),
-            ("max", fmt_num(hi))]
+            ("max", fmt_num(hi))] + _weight_rows(spec or {}, st)
     bounds = st.get("boundaries")
     if bounds is not None:
         rows.append(("boundaries", text(", ".join(fmt_num(b) for b in bounds[:64]) +
@@ -315,7 +339,11 @@ def render_analysis(art: Artifacts) -> str:
         if kind in ("string", "integer", "text"):
             body = _vocab_card(art, name, spec, rows_used)
         elif kind == "numeric":
-            body = _numeric_card(art.stats(name))
+            body = _numeric_card(art.stats(name), spec)
+            if "per_key" in art.manifest["features"][name].get("files", {}):
+                from beam_prep.report.per_key import per_key_html
+
+                body += per_key_html(art, name)
         else:
             body = note("Hashed feature: no analysis, settings only.")
         title = f'{text(name)}<span class="kind">{text(kind)}</span>'

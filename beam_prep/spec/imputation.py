@@ -101,6 +101,13 @@ def check_imputation(feature: Any) -> None:
                 raise feature_error(name, field, getattr(feature, field),
                                     "null for a list feature (a missing list is an empty row, "
                                     "not a missing value)")
+    if getattr(feature, "per_key", None) is not None:
+        for field in ("impute", "missing_indicator"):
+            if getattr(feature, field, None) not in (None, False):
+                raise feature_error(name, field, getattr(feature, field),
+                                    "null with per_key (not supported together, as "
+                                    "default_value; fill the value with `expr: coalesce(x, "
+                                    "0.0)` instead)")
     if impute is None:
         return
     if feature.default_value is not None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from beam_prep.spec.bounds import MAX_NUM_BUCKETS, MIN_EPSILON, check_positive_int
 from beam_prep.spec.feature_base import FeatureBase, Scaling, feature_error
 from beam_prep.spec.imputation import Impute, canonicalize, check_imputation
+from beam_prep.spec.per_key import PerKeyExpr, check_per_key, key_columns, per_key_dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +43,14 @@ class NumericFeature(FeatureBase):
             (beam_prep.spec.imputation). null = no imputation.
         missing_indicator: Adds the output ``<name>_missing``: 1.0 where the value was
             missing or NaN, else 0.0.
+        per_key: Statistics per key as well (TF Transform's ``*_per_key``): a column name
+            (``per_key: store_id``, read as text) or ``{expr: "..."}`` (an expression over
+            columns giving a string, e.g. ``{expr: "str(store_id)"}``); the scaling then
+            uses the row's key's statistics, the global ones for an unknown or missing key
+            (see :mod:`beam_prep.spec.per_key`). Null = global statistics only.
+        per_key_count: With ``per_key``, a second output ``<name>_key_count``: the number of
+            finite values the analysis saw for the row's key (int64; 0 for an unknown or
+            missing key), TF Transform's ``count_per_key`` looked up per row.
 
     Example:
         >>> NumericFeature("price", num_buckets=20).resolved_epsilon()
@@ -53,6 +63,8 @@ class NumericFeature(FeatureBase):
     scaling: Scaling = "z_score"
     impute: Impute | None = None
     missing_indicator: bool = False
+    per_key: str | PerKeyExpr | None = None
+    per_key_count: bool = False
     kind: str = dataclasses.field(default="numeric", init=False)
 
     def __post_init__(self) -> None:
@@ -86,6 +98,11 @@ class NumericFeature(FeatureBase):
             raise feature_error(self.name, "default_value", self.default_value,
                         "a finite number or null (NaN and infinity cannot stand in for a "
                         "missing value)")
+        if self.per_key is not None:
+            check_per_key(self)
+        elif self.per_key_count:
+            raise feature_error(self.name, "per_key_count", self.per_key_count,
+                                "false unless per_key is set (the count is per key)")
         check_imputation(self)
 
     def needs_quartiles(self) -> bool:
@@ -98,6 +115,18 @@ class NumericFeature(FeatureBase):
             True
         """
         return self.scaling == "robust" or self.impute == "median"
+
+    def input_columns(self) -> dict[str, str]:  # noqa: D102
+        out = super().input_columns()
+        for col, typ in key_columns(self).items():
+            out.setdefault(col, typ)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+        out = super().to_dict()
+        if "per_key" in out:
+            out["per_key"] = per_key_dict(self.per_key)
+        return out
 
     def resolved_epsilon(self) -> float | None:
         """The sketch epsilon actually used (TFT's default when not set).

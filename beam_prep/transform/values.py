@@ -72,6 +72,10 @@ def read_columns(features: tuple[FeaturePlan, ...]) -> dict[str, str]:
             reads = {c: ARROW_TYPES[t] for c, t in input_types(fp.derived.tree).items()}
         else:
             reads = {fp.column: READ_TYPES[fp.dtype]}
+        if fp.keyed is not None:  # per_key: the key's column(s), as the analysis read them
+            reads = {**reads, **({fp.keyed.column: "string"} if fp.keyed.derived is None else
+                                 {c: ARROW_TYPES[t] for c, t in
+                                  input_types(fp.keyed.derived.tree).items()})}
         for column, typ in reads.items():
             if out.setdefault(column, typ) != typ:
                 raise SpecError(
@@ -158,7 +162,17 @@ def feature_value(fp: FeaturePlan, batch: pa.RecordBatch, *, fill: bool = True) 
         return _ragged(batch.column(fp.column), fp.dtype)
     else:
         value = _scalar(batch.column(fp.column), fp.dtype, keep_dictionary=fp.fill is None)
-    return fill_missing(fp, value) if fill else value
+    if fill:
+        value = fill_missing(fp, value)
+    if fp.keyed is not None:  # (value, key): a missing key is "" as at the layer input
+        key = fp.keyed
+        if key.derived is None:
+            return value, _strings(batch.column(key.column))
+        result = expr_arrow.evaluate(key.derived.tree, batch)
+        if isinstance(result, pa.ChunkedArray):
+            result = result.combine_chunks()
+        return value, _strings(result)
+    return value
 
 
 def fill_missing(fp: FeaturePlan, value: Any) -> Any:

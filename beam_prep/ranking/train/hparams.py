@@ -111,7 +111,8 @@ class DataHparams:
         drop_remainder: Drop the last partial batch (required on TPU).
         sequence_length: Length every variable-length feature (token lists) is padded or
             truncated to after preprocessing (static shapes).
-        artifacts: Optional artifact directory whose vocabularies size the embedding tables.
+        artifacts: Optional artifact directory whose vocabularies size the embedding tables;
+            required (the same fingerprint) for ELWC written by ``make-elwc --artifacts``.
     """
 
     feature_spec: str
