@@ -18,9 +18,10 @@ the sha256 of:
 Settings applied after the merge (:data:`POST_MERGE_FIELDS`: ``top_k``, ``min_count``,
 ``max_tokens``, ``num_buckets`` when the sketch's epsilon stays the same, output modes
 other than ``tf_idf``, scaling, OOV and mask settings, the mutual-information options of a
-label-aware vocabulary) are not part of the key (``labels`` itself is: it changes what a
-split counts): changing
-them reuses every entry. The partition count is not either: entries hold unpartitioned tables.
+label-aware vocabulary, ``impute`` and ``missing_indicator``, whose imputed value is read from
+the merged statistics or vocabulary) are not part of the key (``labels`` itself is: it changes
+what a split counts): changing them reuses every entry. The partition count is not either:
+entries hold unpartitioned tables.
 
 Example:
     >>> from beam_prep.spec import Spec, StringFeature
@@ -73,7 +74,8 @@ def _digest(obj: Any) -> str:
 #: Feature fields applied after the merge: a change of one of them reuses every entry.
 POST_MERGE_FIELDS = frozenset({
     "top_k", "min_count", "num_oov_indices", "mask_token", "output_mode", "max_tokens",
-    "output_sequence_length", "num_buckets", "epsilon", "scaling", "max_values",
+    "output_sequence_length", "num_buckets", "epsilon", "scaling", "max_values", "impute",
+    "missing_indicator",
     # label-aware vocabularies: applied when the summed label tables are scored
     "adjusted_mutual_info", "min_diff_from_avg", "min_mutual_info",
     "per_key_count"})

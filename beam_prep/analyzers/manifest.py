@@ -140,6 +140,27 @@ def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) ->
     return stats
 
 
+def imputed_value(feature, stats: dict, first_token: str | None) -> Any:
+    """``stats.imputed_value`` of a feature with ``impute`` (null: no observed value).
+
+    ``mean``: the manifest mean of the finite values; ``median``: ``quartiles[1]``;
+    ``most_frequent``: the vocabulary's first line (an int for integer features).
+
+    Example:
+        >>> from beam_prep.spec import IntegerFeature
+        >>> imputed_value(IntegerFeature("i", impute="most_frequent"), {}, "42")
+        42
+    """
+    if feature.impute == "mean":
+        return stats.get("mean")
+    if feature.impute == "median":
+        quartiles = stats.get("quartiles")
+        return None if quartiles is None else quartiles[1]
+    if first_token is None:
+        return None
+    return int(first_token) if feature.kind == "integer" else first_token
+
+
 def numeric_summary(name: str, stats: dict) -> str:
     """Summary line of a numeric feature (its warnings: :mod:`beam_prep.analyzers.data_warnings`).
 
@@ -200,6 +221,10 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
             if f.kind == "numeric":
                 weight = getattr(numeric_partials.get(f.name), "moments", None)
                 stats["weight_total"] = float(getattr(weight, "weight_total", 0.0))
+        if getattr(f, "impute", None) is not None:  # only then: other manifests keep their bytes
+            stats = features[f.name]["stats"]
+            stats["imputed_value"] = imputed_value(
+                f, stats, vocab_meta[f.name].get("first") if f.kind != "numeric" else None)
     manifest = {
         "format": layout.FORMAT_NAME,
         "format_version": layout.FORMAT_VERSION,

@@ -129,7 +129,7 @@ class _WriteVocabulary(beam.DoFn):
                  for role, rel in rels.items()}
         kept = written["kept"]
         yield name, {"files": files, "vocabulary_size": kept["tokens"],
-                     "kept_count": kept["count"], "drops": drops}
+                     "kept_count": kept["count"], "drops": drops, "first": written["first"]}
 
 
 def _sum_meta(metas: Iterable[dict]) -> dict:
@@ -437,4 +437,7 @@ def summarize(manifest: dict, *, counts: bool = True) -> str:
             lines.append(numeric_summary(name, s))
         else:
             lines.append(f"  {name:<20} {kind:<8} (no analysis)")
+        if "imputed_value" in s:  # `impute`: repr escapes control characters of a token
+            v = s["imputed_value"]
+            lines[-1] += f", imputed {v:.6g}" if isinstance(v, float) else f", imputed {v!r:.60}"
     return "\n".join(lines)

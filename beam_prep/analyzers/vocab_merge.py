@@ -247,7 +247,7 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
 
     Returns:
         ``{"vocabulary": (sha256, bytes), "counts": (sha256, bytes), "kept": {tokens,
-        count}, "dropped_top_k": {tokens, count}}``.
+        count}, "dropped_top_k": {tokens, count}, "first": the first line's token or None}``.
 
     Example:
         >>> write_vocabulary_files(runs, "v.txt", "v.counts.jsonl", top_k=None,
@@ -260,6 +260,7 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
     vocab, counts = _HashingWriter(vocab_path), _HashingWriter(counts_path)
     kept = {"tokens": 0, "count": 0}
     rest = {"tokens": 0, "count": 0}
+    first = None
     for chunk in merger.chunks():
         if top_k is not None and kept["tokens"] + chunk.num_rows > top_k:
             cut = top_k - kept["tokens"]
@@ -267,6 +268,8 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
             rest = {"tokens": tail.num_rows,
                     "count": int(pc.sum(tail.column("count")).as_py() or 0)}
             chunk = chunk.slice(0, cut)
+        if first is None and chunk.num_rows:
+            first = chunk.column("token")[0].as_py()  # the most frequent (impute)
         vocab.write(vocabulary_text(chunk.column("token").combine_chunks()))
         counts.write(counts_jsonl(chunk, with_df=with_df))
         kept["tokens"] += chunk.num_rows
@@ -276,4 +279,4 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
             rest = {k: rest[k] + more[k] for k in rest}
             break
     return {"vocabulary": (vocab.close(), vocab.size), "counts": (counts.close(), counts.size),
-            "kept": kept, "dropped_top_k": rest}
+            "kept": kept, "dropped_top_k": rest, "first": first}

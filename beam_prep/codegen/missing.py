@@ -1,4 +1,7 @@
-"""The ``FillMissing`` Keras layer of the runtime twin: missing raw input -> default_value.
+"""The ``FillMissing`` and ``MissingIndicator`` Keras layers of the runtime twin.
+
+``FillMissing``: missing raw input -> default_value (or the imputed value of ``impute``);
+``MissingIndicator``: 1.0 where the raw input is missing, else 0.0 (``missing_indicator``).
 
 The analysis replaces a missing cell by the feature's ``default_value`` before counting;
 this layer does the same at the layer input, so training and serving see the data the
@@ -12,8 +15,9 @@ float32        ``NaN`` (a real NaN is indistinguishable, so it is replaced too)
 int64          :data:`MISSING_INTEGER`, the smallest int64
 =============  =========================================================================
 
-The generated module renders the same class from ``templates/fill_missing.py.j2``; a test
-checks the two definitions are identical. Imports Keras and TensorFlow (import lazily).
+The generated module renders the same classes from ``templates/fill_missing.py.j2`` and
+``templates/missing_indicator.py.j2``; a test checks the definitions are identical.
+Imports Keras and TensorFlow (import lazily).
 
 Example:
     >>> fill = FillMissing(0.0, name="price_fill_missing")            # doctest: +SKIP
@@ -76,3 +80,43 @@ class FillMissing(keras.layers.Layer):
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "default_value": self.default_value}
+
+
+class MissingIndicator(keras.layers.Layer):
+    """1.0 where a raw input is missing, else 0.0 (float32, same shape): ``<name>_missing``.
+
+    Missing is what ``FillMissing`` replaces: ``""`` for strings, ``NaN`` for floats and
+    ``MISSING_INTEGER`` for integers. It reads the value before ``FillMissing``.
+
+    Example:
+        >>> flag = MissingIndicator(name="price_missing_indicator")
+        >>> flag(tf.constant([[float("nan")], [2.0]])).numpy().tolist()
+        [[1.0], [0.0]]
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        # A layer without weights; `trainable` may come back from get_config().
+        kwargs.setdefault("trainable", False)
+        super().__init__(autocast=False, **kwargs)
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        # Keras takes only tensors positionally: a list or a NumPy array becomes one here.
+        if not (tf.is_tensor(inputs) or keras.utils.is_keras_tensor(inputs)):
+            inputs = tf.convert_to_tensor(inputs)
+        return super().__call__(inputs, **kwargs)
+
+    def call(self, inputs: Any) -> Any:
+        x = tf.convert_to_tensor(inputs)
+        if x.dtype == tf.string:
+            missing = tf.equal(x, "")
+        elif x.dtype.is_floating:
+            missing = tf.math.is_nan(x)
+        else:
+            missing = tf.equal(x, tf.constant(MISSING_INTEGER, x.dtype))
+        return tf.cast(missing, "float32")
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape
+
+    def compute_output_spec(self, inputs: Any) -> Any:
+        return keras.KerasTensor(inputs.shape, dtype="float32")

@@ -34,10 +34,10 @@ CONSTANTS = frozenset({
     "FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "INPUT_NAMES", "LIST_INPUTS",
     "LIST_PADDING", "RAGGED_OUTPUTS", "OUTPUTS", "OUTPUT_SPECS", "STAGES", "_FILES",
     "EMPTY_VOCABULARY_TOKEN", "EMPTY_VOCABULARY_INTEGER", "MISSING_INTEGER", "DEFAULT_VALUES",
-    "BUILDERS"})
+    "IMPUTED", "MISSING_INDICATORS", "BUILDERS"})
 CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature",
                      "PerKeyScaling", "PerKeyCount", "SignedLog1p", "RobustScaling",
-                     "PiecewiseLinear"})
+                     "PiecewiseLinear", "MissingIndicator"})
 FUNCTIONS = frozenset({
     "feature_values", "_artifact_path", "_read_bytes", "check_artifacts", "_tf_idf_state",
     "_per_key_state",

@@ -50,6 +50,9 @@ Missing values (``default_value``): the analysis replaces a missing cell by the 
 ``FillMissing`` layer ``<name>_fill_missing`` (:attr:`FeaturePlan.fill`) applied to the raw
 input before every chain of that feature (one shared instance, so it also runs inside the
 model stage before Normalization). Features without ``default_value`` get no such layer.
+``impute`` plans the same layer with the manifest's ``imputed_value``, and
+``missing_indicator`` an output ``<name>_missing`` read before it
+(:mod:`beam_prep.codegen.impute_plan`).
 
 Numeric statistics: a feature without a finite value in the data (``count`` 0) gets an
 identity Normalization (mean 0, variance 1) and a single bucket, with ``#`` comments
@@ -78,6 +81,7 @@ from beam_prep.codegen.derived_plan import (
     derived_plan,
     raw_inputs_of,
 )
+from beam_prep.codegen.impute_plan import fill_value, indicator_output, no_value_note
 from beam_prep.codegen.list_plan import as_list
 from beam_prep.codegen.per_key_plan import keyed_plan
 from beam_prep.codegen.plan_types import (
@@ -85,6 +89,7 @@ from beam_prep.codegen.plan_types import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
     FILL_MISSING_CLASS,
+    INDICATOR_CLASS,
     INPUT_DTYPES,
     MISSING_INTEGER,
     FeaturePlan,
@@ -111,6 +116,7 @@ __all__ = [
     "EMPTY_VOCABULARY_INTEGER",
     "EMPTY_VOCABULARY_TOKEN",
     "FILL_MISSING_CLASS",
+    "INDICATOR_CLASS",
     "INPUT_DTYPES",
     "MISSING_INTEGER",
     "FeaturePlan",
@@ -237,7 +243,8 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
             summary += "; no boundaries (no finite value): every value in bucket 0"
         else:
             summary += f"; {len(boundaries) + 1} buckets" + (
-                ", NaN in the last one" if f.default_value is None else "")
+                ", NaN in the last one" if f.default_value is None and f.impute is None
+                else "")
         disc = LayerPlan("Discretization", f"{f.name}_discretization",
                          (("bin_boundaries", [float(b) for b in boundaries]),))
         outputs.append(OutputPlan(f.name + BUCKET_SUFFIX, (disc,), dtype="int32"))
@@ -292,20 +299,28 @@ def _hashed(f: Any) -> FeaturePlan:
     return FeaturePlan(f.name, "hashed", dtype, (output,), summary, crossed=tuple(f.cross or ()))
 
 
-def _with_fill(fp: FeaturePlan, f: Any) -> FeaturePlan:
-    """Adds the FillMissing layer (and a note in the summary) when ``f`` has a default."""
+def _with_fill(fp: FeaturePlan, f: Any, stats: dict[str, Any]) -> FeaturePlan:
+    """Adds the FillMissing layer (and a note in the summary) when ``f`` has a default or an
+    imputed value, and the ``<name>_missing`` output (beam_prep.codegen.impute_plan)."""
     if f.expr is not None:
         fp = dataclasses.replace(fp, derived=derived_plan(f, fp.dtype),
                                  summary=fp.summary + f" Computed as `{f.expr}`.")
-    default = getattr(f, "default_value", None)
-    if default is None:
-        return dataclasses.replace(fp, column=f.source_column)
+    if getattr(f, "missing_indicator", False):
+        fp = dataclasses.replace(fp, outputs=fp.outputs + (indicator_output(f),),
+                                 summary=fp.summary + " Output "
+                                 f"{f.name + '_missing'!r}: 1.0 where the value is missing.")
+    found = fill_value(f, stats)
+    if found is None:
+        return dataclasses.replace(fp, column=f.source_column,
+                                   summary=fp.summary + no_value_note(f, stats))
+    default, described = found
     if fp.dtype == "float32":
         default = float(default)
     missing = {"string": '""', "int64": "the smallest int64", "float32": "NaN"}[fp.dtype]
     fill = LayerPlan(FILL_MISSING_CLASS, f"{f.name}_fill_missing", (("default_value", default),))
-    summary = fp.summary + f" Missing ({missing}) is replaced by default_value={default!r}."
-    return dataclasses.replace(fp, column=f.source_column, fill=fill, summary=summary)
+    summary = fp.summary + f" Missing ({missing}) is replaced by {described}."
+    return dataclasses.replace(fp, column=f.source_column, fill=fill, summary=summary,
+                               imputed=getattr(f, "impute", None) or "")
 
 
 def plan_from_artifacts(art: Artifacts) -> ModulePlan:
@@ -338,7 +353,8 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
             features.append(fp if f.per_key is None else keyed_plan(art, f, fp))
         else:
             features.append(_hashed(f))
-    planned = tuple(as_list(_with_fill(fp, f), f) if f.is_list() else _with_fill(fp, f)
+    planned = tuple(as_list(_with_fill(fp, f, art.stats(f.name)), f) if f.is_list()
+                    else _with_fill(fp, f, art.stats(f.name))
                     for fp, f in zip(features, art.spec.features))
     check_names(planned)
     files = []

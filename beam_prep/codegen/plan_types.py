@@ -29,6 +29,7 @@ EMPTY_VOCABULARY_INTEGER = -(2**63)
 # "Missing" at an int64 layer input (the analysis' null); never a real value in practice.
 MISSING_INTEGER = -(2**63)
 FILL_MISSING_CLASS = "FillMissing"
+INDICATOR_CLASS = "MissingIndicator"
 
 INPUT_DTYPES = {"string": "string", "integer": "int64", "text": "string", "numeric": "float32"}
 BUCKET_SUFFIX = "_bucket"
@@ -113,6 +114,8 @@ class OutputPlan:
         dtype: Dtype of the encoded tensor (what the layers really return).
         width: Size of its last axis; shape is ``(batch, width)``; None = varies.
         ragged: A ``tf.RaggedTensor`` (a list feature's int output without max_values).
+        before_fill: Reads the value before the feature's FillMissing (the missing
+            indicator, beam_prep.codegen.impute_plan).
     """
 
     key: str
@@ -121,6 +124,7 @@ class OutputPlan:
     dtype: str = "int64"
     width: int | None = 1
     ragged: bool = False
+    before_fill: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +156,10 @@ class FeaturePlan:
         tf_idf: Set for tf_idf text features.
         column: Data column it reads: the name of its raw input (one per column).
         fill: The ``FillMissing`` layer (arg ``default_value``) applied to the raw input
-            before each output's ``layers``; None when the feature has no default_value.
+            before each output's ``layers`` (except ``before_fill`` ones); None when the
+            feature has no default_value nor imputed value.
+        imputed: The ``impute`` strategy when the fill value is the analysed statistic
+            (``mean``, ``median``, ``most_frequent``); ``""`` otherwise.
         notes: Why a layer deviates from the statistics (``#`` comments in generated code).
         derived: For a derived feature (``expr``): how its value is computed from raw
             inputs (beam_prep.codegen.derived_plan); None for a plain feature.
@@ -169,6 +176,7 @@ class FeaturePlan:
     tf_idf: TfIdfPlan | None = None
     column: str = ""
     fill: LayerPlan | None = None
+    imputed: str = ""
     notes: tuple[str, ...] = ()
     derived: DerivedPlan | None = None
     crossed: tuple[str, ...] = ()
@@ -177,7 +185,8 @@ class FeaturePlan:
 
     def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
         """Every layer applied to the raw input for ``output`` (the fill layer first)."""
-        return ((self.fill,) if self.fill is not None else ()) + output.layers
+        fill = self.fill is not None and not output.before_fill
+        return ((self.fill,) if fill else ()) + output.layers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,3 +247,16 @@ class ModulePlan:
     def has_defaults(self) -> bool:
         """Whether any feature replaces missing inputs by its default_value."""
         return any(f.fill is not None for f in self.features)
+
+    def has_indicators(self) -> bool:
+        """Whether any output is a missing indicator (``missing_indicator: true``)."""
+        return any(layer.cls == INDICATOR_CLASS for o in self.outputs() for layer in o.layers)
+
+    def has_imputed(self) -> bool:
+        """Whether any FillMissing value comes from the analysis (``impute``)."""
+        return any(f.imputed for f in self.features)
+
+    def indicators(self) -> dict[str, str]:
+        """Missing indicator output key -> the feature it flags."""
+        return {o.key: f.name for f in self.features for o in f.outputs
+                if any(layer.cls == INDICATOR_CLASS for layer in o.layers)}

@@ -31,6 +31,7 @@ from beam_prep.codegen.per_key_plan import (
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_TOKEN,
     FILL_MISSING_CLASS,
+    INDICATOR_CLASS,
     MISSING_INTEGER,
     LayerPlan,
     TfIdfPlan,
@@ -97,8 +98,10 @@ class PreprocessingLayers:
         input_columns: Raw input name -> data column read by ``raw_columns`` (the same).
         outputs: Encoded key -> (raw input name, stage).
         output_specs: Encoded key -> (dtype, shape) of what the layers return.
-        default_values: Feature name -> default_value, for the features whose missing
-            raw inputs are replaced (the generated module's ``DEFAULT_VALUES``).
+        default_values: Feature name -> default_value (or imputed value), for the features
+            whose missing raw inputs are replaced (the generated module's ``DEFAULT_VALUES``).
+        imputed: Feature name -> ``impute`` strategy of the imputed ones (``IMPUTED``).
+        missing_indicators: Indicator output -> feature (``MISSING_INDICATORS``).
         missing_values: Raw dtype -> the value that means "missing" at the layer input.
     """
 
@@ -118,6 +121,8 @@ class PreprocessingLayers:
         self.ragged_outputs = tuple(o.key for o in self.plan.outputs() if o.ragged)
         self.default_values = {f.name: f.fill.args[0][1] for f in self.plan.features
                                if f.fill is not None}
+        self.imputed = {f.name: f.imputed for f in self.plan.features if f.imputed}
+        self.missing_indicators = self.plan.indicators()
 
     @property
     def fingerprint(self) -> str:
@@ -147,6 +152,10 @@ class PreprocessingLayers:
             from beam_prep.codegen.missing import FillMissing
 
             return FillMissing(**kwargs, name=lp.name)
+        if lp.cls == INDICATOR_CLASS:
+            from beam_prep.codegen.missing import MissingIndicator
+
+            return MissingIndicator(**kwargs, name=lp.name)
         if lp.cls == LIST_LAYER_CLASS:
             from beam_prep.codegen.list_layer import ListEncoding
 
@@ -167,7 +176,8 @@ class PreprocessingLayers:
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
                 keyed = (per_key_state(self.artifacts, fp.name, fp.keyed)
                          if fp.keyed is not None else None)
-                return {o.key: fill + [self._layer(lp, state, keyed) for lp in o.layers]
+                return {o.key: ([] if o.before_fill else fill)
+                        + [self._layer(lp, state, keyed) for lp in o.layers]
                         for o in fp.outputs}
         known = [fp.name for fp in self.plan.features]
         raise SpecError(f"No feature named {name!r}. Known features: {known}")

@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from beam_prep.config import shown
+from beam_prep.diff.imputed import ImputedDiff, compare_imputed
 from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
 from beam_prep.diff.per_key import PerKeyDiff, compare_per_key
@@ -63,6 +65,7 @@ class FeatureDiff:
         numeric: Statistics drift (numeric).
         per_key: Per-key statistics drift (numeric features with ``per_key`` on both sides).
         flags: Thresholds exceeded.
+        imputed: Drift of the ``impute`` value (None when neither side imputes).
         mutual_info: Ranking and label drift of a label-aware vocabulary (both sides
             with ``labels``), else None (left out of the JSON).
     """
@@ -74,6 +77,7 @@ class FeatureDiff:
     vocab: VocabDiff | None = None
     numeric: NumericDiff | None = None
     flags: tuple[Flag, ...] = ()
+    imputed: ImputedDiff | None = None
     mutual_info: MutualInfoDiff | None = None
     per_key: PerKeyDiff | None = None
 
@@ -164,6 +168,35 @@ def numeric_flags(name: str, d: NumericDiff, t: DiffThresholds) -> tuple[Flag, .
     return tuple(flags)
 
 
+def imputed_flags(name: str, d: ImputedDiff, t: DiffThresholds) -> tuple[Flag, ...]:
+    """Flags of an imputed value: a numeric shift above ``max_mean_shift``, or any change
+    of a categorical one (missing cells now encode as another category)."""
+    flags: list[Flag] = []
+    if d.strategy in ("mean", "median"):
+        _over(flags, name, "imputed_shift", d.shift, t.max_mean_shift,
+              f"imputed {d.strategy} shift in OLD std units",
+              f"{shown(d.old, 40)} -> {shown(d.new, 40)}")
+    elif d.changed:
+        flags.append(Flag(name, "imputed_changed", None, 0.0,
+                          f"{name}: the imputed {d.strategy or 'value'} changed from "
+                          f"{shown(d.old, 40)} to {shown(d.new, 40)}: missing cells now "
+                          "encode as another "
+                          "category"))
+    return tuple(flags)
+
+
+def _with_imputed(fd: FeatureDiff, old: Artifacts, new: Artifacts,
+                  t: DiffThresholds) -> FeatureDiff:
+    if fd.status != "compared":
+        return fd
+    strategy = getattr(new.feature(fd.name), "impute", None) or getattr(
+        old.feature(fd.name), "impute", None)
+    d = compare_imputed(old.stats(fd.name), new.stats(fd.name), strategy)
+    if d is None:
+        return fd
+    return dataclasses.replace(fd, imputed=d, flags=fd.flags + imputed_flags(fd.name, d, t))
+
+
 def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                  t: DiffThresholds) -> FeatureDiff:
     if name not in new.feature_names:
@@ -234,7 +267,8 @@ def diff_artifacts(old_dir: str, new_dir: str, *, thresholds: DiffThresholds | N
             "to compare the features both sides share.")
     names = list(old.feature_names) + [n for n in new.feature_names
                                        if n not in old.feature_names]
-    features = tuple(_compare_one(n, old, new, n in changes, t) for n in names)
+    features = tuple(_with_imputed(_compare_one(n, old, new, n in changes, t), old, new, t)
+                     for n in names)
     return DiffReport(old=old_dir, new=new_dir, old_fingerprint=old.fingerprint,
                       new_fingerprint=new.fingerprint, spec_changes=changes,
                       features=features, thresholds=t)

@@ -29,9 +29,10 @@ JSON_FORMAT_VERSION = 1
 def to_dict(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON-ready data (``format``/``format_version`` first-level keys)."""
     body = dataclasses.asdict(report)
-    for feature in body["features"]:
-        if feature.get("mutual_info") is None:  # only label-aware vocabularies have it
-            feature.pop("mutual_info", None)
+    for feature in body["features"]:  # only features with `impute` / labels carry the keys
+        for key in ("imputed", "mutual_info"):
+            if feature.get(key) is None:
+                feature.pop(key, None)
     body["flags"] = [dataclasses.asdict(f) for f in report.flags]
     body["drift"] = bool(report.flags)
     return {"format": JSON_FORMAT, "format_version": JSON_FORMAT_VERSION, **body}
@@ -159,6 +160,18 @@ def _quartiles(q: list[float] | None) -> str:
     return "-" if q is None else "[" + ", ".join(f"{v:.6g}" for v in q) + "]"
 
 
+def _imputed_section(features: list[FeatureDiff]) -> list[str]:
+    rows = []
+    for f in features:
+        d = f.imputed
+        assert d is not None
+        show = _tok if isinstance(d.new, str) or isinstance(d.old, str) else repr
+        rows.append([f.name, d.strategy or "-", f"{show(d.old)} -> {show(d.new)}",
+                     _num(d.shift), _flag_names(f)])
+    header = ["feature", "impute", "value", "shift", "flags"]
+    return ["Imputed values (numeric shift in OLD std units)", *_grid(header, rows)]
+
+
 def _per_key_section(features: list[FeatureDiff]) -> list[str]:
     rows, notes = [], []
     for f in features:
@@ -191,6 +204,9 @@ def render_table(report: DiffReport) -> str:
     keyed = [f for f in numeric if f.per_key is not None]
     if keyed:
         lines += [*_per_key_section(keyed), ""]
+    imputed = [f for f in compared if f.imputed is not None]
+    if imputed:
+        lines += [*_imputed_section(imputed), ""]
     others = [f for f in report.features if f.status != "compared"]
     if others:
         lines += ["Not compared: " + ", ".join(f"{f.name} ({f.kind}: "

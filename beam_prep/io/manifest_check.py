@@ -21,6 +21,9 @@ contract of docs/artifacts.md:
   ``min``, ``max`` finite numbers or null, ``variance`` finite >= 0 or null, ``min <= max``,
   ``boundaries`` null or a non-decreasing list of finite numbers, ``quartiles`` null or three
   non-decreasing finite numbers, ``epsilon`` > 0;
+* ``stats.imputed_value`` (features with ``impute``; required then): a finite number
+  (numeric; equal to ``mean`` or ``quartiles[1]``, the statistic it was taken from), an
+  int64 (integer) or a string (string), or null (no observed value);
 * ``stats.mutual_info`` of a label-aware vocabulary (required with ``labels``): label
   column, options, row and label counts (:func:`_mutual_info`);
 * ``input``, ``versions``, ``run`` (read by the report): the types the analysis writes.
@@ -245,6 +248,28 @@ def _stats(c: _Checker, st: dict[str, Any], key: str, feature: Any) -> None:
                 "a mapping of statistic to reason")
 
 
+_IMPUTED = {"numeric": (_is_num, "a finite number"),
+            "integer": (_is_int, "an int64 integer"),
+            "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string")}
+
+
+def _imputed(c: _Checker, st: dict[str, Any], key: str, kind: str, feature: Any) -> None:
+    """``imputed_value``: required with the spec's ``impute``, typed by kind, the statistic."""
+    impute = _field(feature, "impute")
+    if impute is not None:
+        c.need(st, "imputed_value", key)
+    if "imputed_value" not in st:
+        return
+    v = st["imputed_value"]
+    ok, must = _IMPUTED.get(kind, (lambda _: False, "absent (the kind has no impute)"))
+    c.check(v is None or ok(v), key + "imputed_value", v, must + " or null")
+    quartiles = st.get("quartiles")
+    median = quartiles[1] if isinstance(quartiles, list) and len(quartiles) == 3 else None
+    source = {"mean": st.get("mean"), "median": median}.get(impute or "", v)
+    c.check(v == source, key + "imputed_value", v,
+            f"the {impute} it is taken from ({source!r})")
+
+
 def _mutual_info(c: _Checker, mi: Any, key: str) -> None:
     """``stats.mutual_info``: what the label-aware vocabulary was scored with."""
     mi = c.mapping(mi, key)
@@ -353,8 +378,9 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         for role, meta in files.items():
             _file_entry(c, meta, f"{key}.files.{role}")
         st = c.mapping(c.need(entry, "stats", key + "."), key + ".stats")
-        _stats(c, st, key + ".stats.", spec.feature(name) if spec is not None
-               else _spec_entry(manifest["spec"], name))
+        feature = spec.feature(name) if spec is not None else _spec_entry(manifest["spec"], name)
+        _stats(c, st, key + ".stats.", feature)
+        _imputed(c, st, key + ".stats.", kind, feature)
         if labelled or "mutual_info" in st:
             _mutual_info(c, c.need(st, "mutual_info", key + ".stats."),
                          key + ".stats.mutual_info")

@@ -19,6 +19,8 @@ What each card shows and where it comes from (``docs/artifacts.md``):
   (within ``epsilon``), drawn as bars of density ``mass / width``; the page says so. With
   ``quartiles`` (``scaling: robust``): rows q25, median, q75 and IQR.
 * hashed: settings only (there is nothing to analyse).
+* every kind with ``impute`` or ``missing_indicator``: a line naming the imputed value
+  (``stats.imputed_value``, a statistic of the observed values) and the indicator output.
 
 Example:
     >>> from beam_prep.io.artifacts import Artifacts     # doctest: +SKIP
@@ -304,6 +306,26 @@ def _numeric_card(st: dict[str, Any], spec: dict[str, Any] | None = None) -> str
     return f'<div class="row"><div>{kv_table(rows)}</div><div>{chart}</div></div>'
 
 
+def missing_handling(spec: dict[str, Any], st: dict[str, Any]) -> str:
+    """The note on a feature's ``impute`` and ``missing_indicator`` ('' when it has neither).
+
+    Example:
+        >>> missing_handling({"name": "x", "impute": "mean"}, {"imputed_value": 2.5})
+        '<p class="note">missing values are filled with the mean of the observed values: 2.5</p>'
+    """
+    parts = []
+    if spec.get("impute") is not None:
+        value = st.get("imputed_value")
+        shown = ("none (no observed value: missing inputs are not replaced)" if value is None
+                 else fmt_num(value) if isinstance(value, float) else repr(value))
+        what = {"most_frequent": "the most frequent value (top of the vocabulary)"}.get(
+            spec["impute"], f"the {spec['impute']} of the observed values")
+        parts.append(f"missing values are filled with {what}: {shown}")
+    if spec.get("missing_indicator"):
+        parts.append(f"output {spec['name'] + '_missing'!r} is 1 where the value is missing")
+    return note(text("; ".join(parts))) if parts else ""
+
+
 def render_analysis(art: Artifacts) -> str:
     """The whole analysis page as an HTML string (see the module docstring)."""
     specs = {f["name"]: f for f in art.manifest["spec"]["features"]}
@@ -325,6 +347,7 @@ def render_analysis(art: Artifacts) -> str:
         else:
             body = note("Hashed feature: no analysis, settings only.")
         title = f'{text(name)}<span class="kind">{text(kind)}</span>'
-        parts.append(card(title, note(text("settings: " + _settings(spec))) + body,
+        extra = missing_handling(spec, art.stats(name)) if kind != "?" else ""
+        parts.append(card(title, note(text("settings: " + _settings(spec))) + extra + body,
                           data_name=name))
     return document(f"beam-prep report: {art.path}", parts)

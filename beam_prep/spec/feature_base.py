@@ -39,7 +39,8 @@ SCALING_OPTIONS: tuple[str, ...] = get_args(Scaling)
 # hold their default, so the canonical spec (and every manifest fingerprint) of a spec
 # that does not use them is unchanged.
 _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross": None,
-                                    "max_values": None, "shape": None,
+                                    "max_values": None, "shape": None, "impute": None,
+                                    "missing_indicator": False,
                                     "weights": None, "weights_expr": None,
                                     # label-aware vocabulary (spec.label_fields)
                                     "labels": None, "adjusted_mutual_info": False,

@@ -55,6 +55,7 @@ from beam_prep.spec.feature_base import (  # noqa: F401  (re-exported: the publi
     feature_error,
 )
 from beam_prep.spec.hashed_feature import HashedFeature
+from beam_prep.spec.imputation import Impute, canonicalize, check_imputation
 from beam_prep.spec.label_fields import check_label_fields
 from beam_prep.spec.lists import Shape, check_list_fields
 from beam_prep.spec.numeric_feature import NumericFeature
@@ -94,6 +95,11 @@ class StringFeature(FeatureBase):
             (beam_prep.spec.lists).
         max_values: A list feature's int output padded/truncated to ``[batch, N]``; null =
             ragged.
+        impute: ``most_frequent``: a missing cell becomes the top entry of the vocabulary
+            (in the layers, not in the counts). A string ``default_value`` is always a
+            literal, ``default_value: most_frequent`` included (beam_prep.spec.imputation).
+        missing_indicator: Adds the output ``<name>_missing``: 1.0 where the value was
+            missing (``""`` at the layer input), else 0.0.
         labels: An integer label column: the vocabulary is ranked by mutual information
             with it (TFT ``tft.vocabulary(labels=...)``) instead of by count; null = by count
             (beam_prep.spec.label_fields, docs/label_vocabulary.md).
@@ -118,6 +124,8 @@ class StringFeature(FeatureBase):
     default_value: str | None = None
     shape: Shape | None = None
     max_values: int | None = None
+    impute: Impute | None = None
+    missing_indicator: bool = False
     labels: str | None = None
     adjusted_mutual_info: bool = False
     min_diff_from_avg: float | None = None
@@ -127,6 +135,7 @@ class StringFeature(FeatureBase):
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_lookup_fields(self)
+        check_imputation(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +158,11 @@ class IntegerFeature(FeatureBase):
             (beam_prep.spec.lists).
         max_values: A list feature's int output padded/truncated to ``[batch, N]``; null =
             ragged.
+        impute: ``most_frequent``: a missing cell becomes the top entry of the vocabulary
+            (ties as the vocabulary orders them); ``default_value: most_frequent`` is the
+            same (beam_prep.spec.imputation).
+        missing_indicator: Adds the output ``<name>_missing``: 1.0 where the value was
+            missing, else 0.0.
         labels, adjusted_mutual_info, min_diff_from_avg, min_mutual_info: As for
             :class:`StringFeature` (the tokens are the values' decimal strings).
 
@@ -165,15 +179,21 @@ class IntegerFeature(FeatureBase):
     default_value: int | None = None
     shape: Shape | None = None
     max_values: int | None = None
+    impute: Impute | None = None
+    missing_indicator: bool = False
     labels: str | None = None
     adjusted_mutual_info: bool = False
     min_diff_from_avg: float | None = None
     min_mutual_info: float | None = None
     kind: str = dataclasses.field(default="integer", init=False)
 
+    def __post_init__(self) -> None:
+        canonicalize(self)
+
     def validate(self) -> None:  # noqa: D102
         super().validate()
         _check_lookup_fields(self)
+        check_imputation(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,6 +214,8 @@ class TextFeature(FeatureBase):
             to the longest in the batch.
         default_value: Text that replaces a missing cell; null = the row is skipped
             for this feature (not counted as a document).
+        missing_indicator: Adds the output ``<name>_missing``: 1.0 where the text was
+            missing (``""`` at the layer input), else 0.0.
 
     Example:
         >>> TextFeature("title", ngrams=2, output_mode="tf_idf").max_vocabulary_tokens()
@@ -206,6 +228,7 @@ class TextFeature(FeatureBase):
     output_mode: TextOutputMode = "int"
     output_sequence_length: int | None = None
     default_value: str | None = None
+    missing_indicator: bool = False
     kind: str = dataclasses.field(default="text", init=False)
 
     def validate(self) -> None:  # noqa: D102

@@ -36,6 +36,7 @@ from beam_prep.config import (
 )
 from beam_prep.errors import SpecError
 from beam_prep.spec.features import KIND_CLASSES, KINDS, Feature
+from beam_prep.spec.imputation import IMPUTE_OPTIONS, SYNONYM_KINDS, impute_synonym
 
 SPEC_VERSION = 1
 WHERE = "The spec"
@@ -82,7 +83,7 @@ def feature_from_dict(raw: Mapping[str, Any], position: int = 0) -> Feature:
     check_keys(raw, known_keys(cls), where)
     if "name" not in raw:
         raise SpecError(f"features[{position}] has no `name`. Received: {shown(dict(raw))}")
-    values = dict(raw)
+    values = impute_synonym(kind, dict(raw), where)
     if kind == "text":
         for field in ("standardize", "split"):
             if field in values and values[field] is None:
@@ -121,4 +122,7 @@ def spec_json_schema() -> dict[str, Any]:
     """
     schema = json_schema(SpecFile)
     schema["title"] = "beam_prep feature spec"
+    for kind in SYNONYM_KINDS:  # `default_value: mean` there is read as `impute: mean`
+        field = schema["$defs"][KIND_CLASSES[kind].__name__]["properties"]["default_value"]
+        field["anyOf"].append({"enum": list(IMPUTE_OPTIONS)})
     return schema

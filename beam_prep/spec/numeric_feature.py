@@ -13,6 +13,7 @@ from typing import Any
 
 from beam_prep.spec.bounds import MAX_NUM_BUCKETS, MIN_EPSILON, check_positive_int
 from beam_prep.spec.feature_base import FeatureBase, Scaling, feature_error
+from beam_prep.spec.imputation import Impute, canonicalize, check_imputation
 from beam_prep.spec.per_key import PerKeyExpr, check_per_key, key_columns, per_key_dict
 
 
@@ -37,6 +38,11 @@ class NumericFeature(FeatureBase):
             (Gorishniy et al. 2022's encoding over ``min``, the quantile boundaries and
             ``max``: ``num_buckets`` float outputs; needs ``num_buckets``). See
             docs/generated_layers.md, "Numeric scaling".
+        impute: ``mean`` or ``median`` of the finite values: replaces a missing cell or NaN
+            in the layers (not in the statistics); ``default_value: mean`` is the same
+            (beam_prep.spec.imputation). null = no imputation.
+        missing_indicator: Adds the output ``<name>_missing``: 1.0 where the value was
+            missing or NaN, else 0.0.
         per_key: Statistics per key as well (TF Transform's ``*_per_key``): a column name
             (``per_key: store_id``, read as text) or ``{expr: "..."}`` (an expression over
             columns giving a string, e.g. ``{expr: "str(store_id)"}``); the scaling then
@@ -55,9 +61,14 @@ class NumericFeature(FeatureBase):
     epsilon: float | None = None
     default_value: float | None = None
     scaling: Scaling = "z_score"
+    impute: Impute | None = None
+    missing_indicator: bool = False
     per_key: str | PerKeyExpr | None = None
     per_key_count: bool = False
     kind: str = dataclasses.field(default="numeric", init=False)
+
+    def __post_init__(self) -> None:
+        canonicalize(self)
 
     def validate(self) -> None:  # noqa: D102
         super().validate()
@@ -76,7 +87,8 @@ class NumericFeature(FeatureBase):
                             "at 1e-6 on 20M rows, bad_alloc below 1e-9)")
             if self.num_buckets is None and not self.needs_quartiles():
                 raise feature_error(self.name, "epsilon", self.epsilon,
-                            "null unless num_buckets is set (or scaling is robust)")
+                            "null unless num_buckets is set (or scaling is robust, or "
+                            "impute is median)")
         if self.scaling == "piecewise_linear" and self.num_buckets is None:
             raise feature_error(self.name, "num_buckets", None,
                         "an integer >= 2 with scaling: piecewise_linear (its quantile "
@@ -91,6 +103,7 @@ class NumericFeature(FeatureBase):
         elif self.per_key_count:
             raise feature_error(self.name, "per_key_count", self.per_key_count,
                                 "false unless per_key is set (the count is per key)")
+        check_imputation(self)
 
     def needs_quartiles(self) -> bool:
         """Whether the analysis records ``quartiles`` ``[q25, q50, q75]`` for this feature.
@@ -98,8 +111,10 @@ class NumericFeature(FeatureBase):
         Example:
             >>> NumericFeature("x", scaling="robust").needs_quartiles()
             True
+            >>> NumericFeature("x", impute="median").needs_quartiles()
+            True
         """
-        return self.scaling == "robust"
+        return self.scaling == "robust" or self.impute == "median"
 
     def input_columns(self) -> dict[str, str]:  # noqa: D102
         out = super().input_columns()

@@ -30,6 +30,7 @@ Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last
 PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknown -> row 0),
                    then ``(x - shift) / scale`` in float32 or the sigmoid above
 PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
+MissingIndicator   float32 1.0 where the value before FillMissing is missing, else 0.0
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
 Reshape            nothing (text and piecewise outputs are already ``(batch, width)``)
 =================  =========================================================================
@@ -66,7 +67,13 @@ from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing, scaling
-from beam_prep.transform.values import Ragged, feature_value, read_columns
+from beam_prep.transform.values import (
+    Ragged,
+    feature_value,
+    fill_missing,
+    missing_mask,
+    read_columns,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -354,6 +361,8 @@ class BatchEncoder:
             keys, counts = pa.array(state["keys"], pa.string()), np.array(
                 [0, *state["counts"]], np.int64)
             return lambda v: counts[_index_in(v[1], keys) + 1]
+        if cls == "MissingIndicator":
+            return missing_mask
         raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
 
     def encode(self, batch: pa.RecordBatch) -> dict[str, Encoded]:
@@ -374,12 +383,13 @@ class BatchEncoder:
         Raises:
             OutOfVocabulary: A lookup without OOV slots met an unknown value.
         """
-        value = feature_value(fp, batch)
+        raw = feature_value(fp, batch, fill=False)
+        value = fill_missing(fp, raw)
         out: dict[str, Encoded] = {}
         for output, chain in zip(fp.outputs, self._chains[fp.name]):
             if keys is not None and output.key not in keys:
                 continue
-            x = value
+            x = raw if output.before_fill else value
             for cls, layer in chain:
                 # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
                 if isinstance(x, Ragged) and cls != "ListEncoding":

@@ -15,8 +15,9 @@ list       large_list<string|int64>    the row's missing values are     :class:`
 cross      two scalars                 as above                         tuple of two values
 =========  ==========================  ===============================  ===================
 
-A feature with ``default_value`` then has its missing values replaced (``FillMissing``; a
-float NaN counts as missing). A derived feature (``expr``) is evaluated by
+A feature with ``default_value`` (or an imputed value, ``impute``) then has its missing
+values replaced (``FillMissing``; a float NaN counts as missing); a missing indicator output
+reads the value before that (:func:`missing_mask`). A derived feature (``expr``) is evaluated by
 :func:`beam_prep.expr.arrow.evaluate` on the int64/float64 columns and only its result is
 cast to the layer dtype (float32 for numeric features), the semantics of the generated
 module's ``DerivedFeature`` layer once its expression inputs keep int64/float64.
@@ -144,25 +145,25 @@ def _derived(fp: FeaturePlan, batch: pa.RecordBatch) -> Any:
     return _scalar(result, d.output_dtype)
 
 
-def feature_value(fp: FeaturePlan, batch: pa.RecordBatch) -> Any:
+def feature_value(fp: FeaturePlan, batch: pa.RecordBatch, *, fill: bool = True) -> Any:
     """The value ``fp``'s layers take, for every row of ``batch`` (see the module table).
 
     Args:
         fp: The feature's plan (``beam_prep.codegen.plan``).
         batch: Columns read with :func:`read_columns`' types.
+        fill: Apply the feature's FillMissing; False gives the value before it (what a
+            missing indicator reads; :func:`fill_missing` fills it afterwards).
     """
     if fp.crossed:
         return tuple(_scalar(batch.column(c), fp.dtype) for c in fp.crossed)
     if fp.derived is not None:
         value = _derived(fp, batch)
-        dtype = fp.derived.output_dtype
     elif fp.list_input:
         return _ragged(batch.column(fp.column), fp.dtype)
     else:
         value = _scalar(batch.column(fp.column), fp.dtype, keep_dictionary=fp.fill is None)
-        dtype = fp.dtype
-    if fp.fill is not None and not isinstance(value, Ragged):
-        value = _fill(value, dtype, dict(fp.fill.args)["default_value"])
+    if fill:
+        value = fill_missing(fp, value)
     if fp.keyed is not None:  # (value, key): a missing key is "" as at the layer input
         key = fp.keyed
         if key.derived is None:
@@ -172,3 +173,27 @@ def feature_value(fp: FeaturePlan, batch: pa.RecordBatch) -> Any:
             result = result.combine_chunks()
         return value, _strings(result)
     return value
+
+
+def fill_missing(fp: FeaturePlan, value: Any) -> Any:
+    """``value`` with its missing entries replaced by the feature's FillMissing value."""
+    if fp.fill is None or isinstance(value, (Ragged, tuple)):
+        return value
+    dtype = fp.derived.output_dtype if fp.derived is not None else fp.dtype
+    return _fill(value, dtype, dict(fp.fill.args)["default_value"])
+
+
+def missing_mask(value: Any) -> np.ndarray:
+    """float32 1.0 where a value before FillMissing is missing (``""``, NaN, -2⁶³), else 0.0.
+
+    A dictionary string column (Parquet) is mapped per distinct value, a null index as ``""``.
+    """
+    if isinstance(value, np.ndarray):
+        missing = np.isnan(value) if value.dtype.kind == "f" else value == MISSING_INTEGER
+        return missing.astype(np.float32)
+    if pa.types.is_dictionary(value.type):
+        indices = np.asarray(pc.fill_null(value.indices, -1).to_numpy(zero_copy_only=False),
+                             np.int64)
+        empty = np.asarray(pc.equal(value.dictionary, "").to_numpy(zero_copy_only=False), bool)
+        return np.where(indices < 0, True, empty[np.maximum(indices, 0)]).astype(np.float32)
+    return np.asarray(pc.equal(value, "").to_numpy(zero_copy_only=False), np.float32)

@@ -306,6 +306,8 @@ def _index_of(cache: Path, key: str) -> dict:
     ("top_k: 1, min_count: 3", False),                # applied after the merge
     ("top_k: 4, mask_token: zz, output_mode: multi_hot", False),
     ("top_k: 4, default_value: Nowhere", True),       # fills missing cells before counting
+    ("top_k: 4, impute: most_frequent", False),       # read from the merged vocabulary
+    ("top_k: 4, missing_indicator: true", False),     # a layer output only
     ("top_k: 4, column: user", True),                 # another column
     ("top_k: 4, expr: 'lower(city)'", True),          # another expression
 ])

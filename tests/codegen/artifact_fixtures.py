@@ -7,7 +7,10 @@ descending; integers ranked as decimal strings; text standardised like Keras for
 (lower-case, strip ``string.punctuation``), split on whitespace, n-grams joined by spaces.
 Boundaries are passed in by hand (``boundaries={name: [...]}``). A missing cell (None) is
 replaced by the feature's ``default_value`` before counting, as the analysis does; NaN is
-not missing (excluded from the moments).
+not missing (excluded from the moments). A feature with ``impute`` gets
+``stats.imputed_value``: the mean computed here, the median of the finite values (the upper
+middle one for an even count, as the exact sketch gives; also written as ``quartiles[1]``),
+or the first token of the ranking computed here.
 
 Example:
     >>> write_artifacts(tmp, {"features": [{"name": "c", "kind": "string"}]},
@@ -80,6 +83,21 @@ def _dropped() -> dict[str, int]:
     return {"tokens": 0, "count": 0}
 
 
+def _add_imputed(f: Any, stats: dict[str, Any], values: list[Any], tokens: list[str]) -> None:
+    impute = getattr(f, "impute", None)
+    if impute == "mean":
+        stats["imputed_value"] = stats["mean"]
+    elif impute == "median":
+        xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+        median = sorted(xs)[len(xs) // 2] if xs else None
+        stats["quartiles"] = [min(xs), median, max(xs)] if xs else None  # [1] is what counts
+        stats["imputed_value"] = median
+    elif impute == "most_frequent":
+        first = tokens[0] if tokens else None
+        stats["imputed_value"] = int(first) if first is not None and f.kind == "integer" \
+            else first
+
+
 def write_artifacts(path: str, spec: dict[str, Any], columns: dict[str, list[Any]], *,
                     boundaries: dict[str, list[float]] | None = None) -> str:
     """Writes vocab files and manifest.json for ``spec`` over ``columns``; returns ``path``."""
@@ -89,6 +107,7 @@ def write_artifacts(path: str, spec: dict[str, Any], columns: dict[str, list[Any
     rows = max((len(v) for v in columns.values()), default=0)
     for f in parsed.features:
         values = columns.get(f.source_column, [])
+        tokens: list[str] = []
         if f.kind in ("string", "integer"):
             present = [v if v is not None else f.default_value for v in values]
             missing = sum(v is None for v in present)
@@ -135,6 +154,7 @@ def write_artifacts(path: str, spec: dict[str, Any], columns: dict[str, list[Any
                 "epsilon": f.resolved_epsilon()}}
         else:
             features[f.name] = {"kind": "hashed", "files": {}, "stats": {}}
+        _add_imputed(f, features[f.name]["stats"], values, tokens)
     manifest: dict[str, Any] = {
         "format": "beam_prep.artifacts", "format_version": 1,
         "spec": parsed.to_dict(),

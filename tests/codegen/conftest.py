@@ -77,6 +77,35 @@ DEFAULTS_DATA: dict[str, list[Any]] = {
 DEFAULTS_PRICE_BOUNDARIES = [10.0, 15.0, 20.0]
 
 
+# `impute` on every kind that has it, indicators on four kinds (one without a fill), and an
+# impute with no observed value (`gone`: all missing, so no FillMissing).
+IMPUTE_SPEC: dict[str, Any] = {"features": [
+    {"name": "country", "kind": "string", "impute": "most_frequent", "missing_indicator": True,
+     "num_oov_indices": 2},
+    {"name": "store_id", "kind": "integer", "default_value": "most_frequent",
+     "output_mode": "multi_hot", "missing_indicator": True},
+    {"name": "title", "kind": "text", "missing_indicator": True},
+    {"name": "price", "kind": "numeric", "impute": "mean", "missing_indicator": True,
+     "num_buckets": 3},
+    {"name": "age", "kind": "numeric", "default_value": "median", "scaling": "none"},
+    {"name": "gone", "kind": "numeric", "impute": "mean"},
+]}
+IMPUTE_DATA: dict[str, list[Any]] = {
+    "country": ["DE", None, "US", "FR", "DE", None, "US", "JP"],  # DE/US tie: "US" first
+    "store_id": [10, 20, None, 10, 30, None, 20, 5],               # 10/20 tie: "20" first
+    "title": ["Red shoes", None, "red hat", "blue shoes", None, "hat", "scarf", "red scarf"],
+    "price": [10.0, None, 7.5, 12.0, float("nan"), 15.0, None, 30.0],
+    "age": [31.0, 45.0, None, 38.0, 22.0, 51.0, 27.0, float("nan")],
+    "gone": [None] * 8,
+}
+
+
+@pytest.fixture(scope="session")
+def impute_artifacts(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("artifacts_impute"))
+    return write_artifacts(path, IMPUTE_SPEC, IMPUTE_DATA, boundaries={"price": [10.0, 15.0]})
+
+
 @pytest.fixture(scope="session")
 def all_kinds_artifacts(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(tmp_path_factory.mktemp("artifacts_all_kinds"))

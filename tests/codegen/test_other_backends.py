@@ -5,7 +5,8 @@ Keras picks its backend once per process, so the module runs in a subprocess wit
 where ``make_dataset_fn`` maps through the ``keras.Model`` of ``build_preprocessor``. Every
 feature kind of ``ALL_KINDS_SPEC`` (lookups, one-hot/multi-hot, text int/tf-idf with its
 Reshape, numeric Normalization + Discretization, hashing) is compared, and the
-``DEFAULTS_SPEC`` module (the module's own ``FillMissing`` layers, run through ``call``).
+``DEFAULTS_SPEC`` and ``IMPUTE_SPEC`` modules (the module's own ``FillMissing`` and
+``MissingIndicator`` layers, run through ``call``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ import pytest
 import tensorflow as tf
 
 from beam_prep.codegen.render import generate
-from tests.codegen.conftest import ALL_KINDS_DATA, DEFAULTS_DATA, import_module_from
+from tests.codegen.conftest import (
+    ALL_KINDS_DATA,
+    DEFAULTS_DATA,
+    IMPUTE_DATA,
+    import_module_from,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -45,12 +51,12 @@ print("RESULT " + json.dumps({
 def _column(name: str, rows: list) -> tf.Tensor:
     if name in ("store_id", "session", "shelf"):
         return tf.constant([[0 if v is None else v] for v in rows], tf.int64)
-    if name in ("price", "age"):
+    if name in ("price", "age", "gone"):
         return tf.constant([[float("nan") if v is None else v] for v in rows], tf.float32)
     return tf.constant([["" if v is None else v] for v in rows], tf.string)
 
 
-DATA = {"all_kinds": ALL_KINDS_DATA, "defaults": DEFAULTS_DATA}
+DATA = {"all_kinds": ALL_KINDS_DATA, "defaults": DEFAULTS_DATA, "impute": IMPUTE_DATA}
 
 
 def encode_all(fn, data: str) -> dict[str, list]:
@@ -64,7 +70,7 @@ def encode_all(fn, data: str) -> dict[str, list]:
 
 
 @pytest.mark.parametrize("backend,data", [("jax", "all_kinds"), ("jax", "defaults"),
-                                          ("torch", "all_kinds")])
+                                          ("jax", "impute"), ("torch", "all_kinds")])
 def test_generated_module_in_tf_data_on_another_backend(backend, data, request, tmp_path):
     if importlib.util.find_spec(backend) is None:
         pytest.skip(f"{backend} is not installed")

@@ -20,7 +20,8 @@ DEFAULT_DIR = "gs://example-bucket/run-1/artifacts"
 # Fixture -> golden file. The all-kinds spec has no default_value: its module must not
 # change when the missing-value handling does (no FillMissing code rendered).
 GOLDENS = [("all_kinds_artifacts", "preprocessing_all_kinds.py"),
-           ("defaults_artifacts", "preprocessing_defaults.py")]
+           ("defaults_artifacts", "preprocessing_defaults.py"),
+           ("impute_artifacts", "preprocessing_impute.py")]
 FIXTURES = [fixture for fixture, _ in GOLDENS]
 CODEGEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "beam_prep", "codegen")

@@ -27,7 +27,11 @@ from tests.codegen.artifact_fixtures import write_artifacts
 
 SPEC = {"features": [{"name": "country", "kind": "string"},
                      {"name": "words", "kind": "text", "output_mode": "tf_idf"},
-                     {"name": "price", "kind": "numeric", "num_buckets": 3}]}
+                     {"name": "price", "kind": "numeric", "num_buckets": 3},
+                     {"name": "top", "kind": "string", "column": "country",
+                      "impute": "most_frequent"},
+                     {"name": "filled", "kind": "numeric", "column": "price",
+                      "impute": "mean"}]}
 COLUMNS = {"country": ["US", "DE", "US", None, "FR"],
            "words": ["a b", "b c", "a", None, "c c"],
            "price": [1.0, 2.0, 4.0, None, 8.0]}
@@ -172,6 +176,14 @@ CASES: dict[str, Callable[[str, dict], None]] = {
     "../ path": _edit(["features", "country", "files", "vocabulary", "path"],
                       "../outside.txt"),
     "absolute path": _edit(["features", "country", "files", "counts", "path"], "/etc/passwd"),
+    "imputed_value missing": _edit(["features", "filled", "stats", "imputed_value"], _DELETE),
+    "imputed_value is a string": _edit(["features", "filled", "stats", "imputed_value"], "3"),
+    "imputed_value is not the mean": _edit(["features", "filled", "stats", "imputed_value"],
+                                           1e300),
+    "imputed string is a number": _edit(["features", "top", "stats", "imputed_value"], 7),
+    "imputed string is empty": _edit(["features", "top", "stats", "imputed_value"], ""),
+    "imputed_value without impute": _edit(["features", "price", "stats", "imputed_value"],
+                                          [1]),
     "input is a list": _edit(["input"], [1]),
     "rows_read is a string": _edit(["input", "rows_read"], "many"),
     "patterns is a string": _edit(["input", "patterns"], "data.csv"),
