@@ -7,6 +7,7 @@ Graph (every step labelled)::
                             ├─ numeric ─ MergeNumericGroups ─ MergeNumericAll ─────────────────┤
                             ├─ meta ─ SumCounts ──────────────────────────────────────────────┤
                             ├─ labels ─ SumLabelCounts ─ WriteLabeledVocabularies ─────────────┤
+                            ├─ target ─ SumTargetStats ─ WriteTargetStats ────────────────────┤
                             ├─ rejected ─ WriteRejected (sorted chunks → shards) ─────────────┤
                             └─ cache ─ RecordCacheUse (only with cache_dir) ──────────────────┤
                                                                WriteManifest (side inputs) ◄──┘
@@ -41,10 +42,11 @@ from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.label_vocab import LabeledVocabularies
-from beam_prep.analyzers.manifest import build_manifest, numeric_summary
+from beam_prep.analyzers.manifest import build_manifest, merged_meta, numeric_summary
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
+from beam_prep.analyzers.target_write import TargetStats
 from beam_prep.analyzers.vocab_partition import auto_partitions
-from beam_prep.errors import InputError
+from beam_prep.errors import InputError, SpecError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io import output
@@ -53,6 +55,7 @@ from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.target_fields import has_target_encoding
 
 TEXT_RESERVED_TOKENS = ("[UNK]",)
 
@@ -164,7 +167,7 @@ class _WriteManifest(beam.DoFn):
                                rejected):
             return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
-                                  dict(vocab_meta), numeric_partials, meta, rejected)
+                                  merged_meta(vocab_meta), numeric_partials, meta, rejected)
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -278,6 +281,11 @@ class AnalyzeToArtifacts(beam.PTransform):
                  input_split_bytes: int = DEFAULT_SPLIT_BYTES,
                  cache_dir: str | None = None, cache_run_id: str | None = None) -> None:
         super().__init__()
+        if cache_dir is not None and any(has_target_encoding(f) for f in spec.features):
+            raise SpecError(
+                "--cache_dir cannot serve a spec with `target_encoding` yet (feature "
+                f"{next(f.name for f in spec.features if has_target_encoding(f))!r}): the "
+                "cache does not store its per-fold label sums. Run without --cache_dir.")
         self._cache_dir = cache_dir
         self.cache_run_id = cache_run_id or cache_fn.new_run_id()
         self._split_bytes = input_split_bytes
@@ -325,7 +333,8 @@ class AnalyzeToArtifacts(beam.PTransform):
             spec_dict, batch_size=self._batch_size, num_partitions=self._partitions,
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
             threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
-        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS]
+        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS,
+                split_fn.TARGET]
         if self._cache_dir is not None:
             reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
                                     self._skip_corrupt_tail)
@@ -352,6 +361,10 @@ class AnalyzeToArtifacts(beam.PTransform):
             labeled = outputs[split_fn.LABELS] | "LabelVocabularies" >> LabeledVocabularies(
                 self._spec, self._out)
             vocab_meta = (vocab_meta, labeled) | "AllVocabularies" >> beam.Flatten()
+        if any(has_target_encoding(f) for f in self._spec.features):
+            target = outputs[split_fn.TARGET] | "TargetStats" >> TargetStats(
+                self._spec, self._out)
+            vocab_meta = (vocab_meta, target) | "WithTargetStats" >> beam.Flatten()
         numeric = (outputs.numeric
                    | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep import progress
-from beam_prep.analyzers import label_counts, spill
+from beam_prep.analyzers import label_counts, spill, target_stats
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
@@ -45,11 +45,13 @@ from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.derived import ARROW_TYPES
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.target_fields import has_target_encoding
 
 NUMERIC = "numeric"
 META = "meta"
 REJECTED = "rejected"
 LABELS = "labels"
+TARGET = "target"
 NUMERIC_GROUPS = 64
 #: Text is tokenised and counted this many bytes at a time (bounds the n-gram arrays).
 TEXT_CHUNK_BYTES = 1 << 22
@@ -80,6 +82,10 @@ def required_columns(spec: Spec) -> dict[str, str]:
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
         if has_labels(f):  # the label column of a label-aware vocabulary
             reads.setdefault(f.labels, "int64")
+        if has_target_encoding(f):  # its numeric label; the fold column as already read
+            te = f.target_encoding
+            reads.setdefault(te.labels, "float64")
+            reads.setdefault(te.fold_column, out.get(te.fold_column, "string"))
         for col, typ in reads.items():
             if col in out and out[col] != typ:
                 raise SpecError(
@@ -95,7 +101,9 @@ def column_owners(spec: Spec) -> dict[str, str]:
     """Input column → the first feature that reads it (for error messages)."""
     owners: dict[str, str] = {}
     for f in spec.features:
-        for col in [*f.input_columns(), *([f.labels] if has_labels(f) else [])]:
+        te = getattr(f, "target_encoding", None)
+        for col in [*f.input_columns(), *([f.labels] if has_labels(f) else []),
+                    *([te.labels, te.fold_column] if te is not None else [])]:
             owners.setdefault(col, f.name)
     return owners
 
@@ -262,6 +270,7 @@ class AnalyzeSplitFn(beam.DoFn):
                                          memory_rows=self._memory_rows)
                  for f in spec.of_kind("string", "integer", "text") if not has_labels(f)}
         labeled = {f.name: label_counts.LabelTables() for f in spec.features if has_labels(f)}
+        targets: dict[str, dict] = {f.name: {} for f in spec.features if has_target_encoding(f)}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric")}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
@@ -310,6 +319,13 @@ class AnalyzeSplitFn(beam.DoFn):
                 (f, feature_column(f, batch),
                  batch.column(f.labels) if f.name in labeled else None)
                 for f in self._features])
+            for name in targets:
+                f = spec.feature(name)
+                te = f.target_encoding
+                values = _fill_missing(feature_column(f, batch), f.default_value)
+                target_stats.add_into(targets[name], target_stats.count_batch(
+                    values, batch.column(te.labels),
+                    target_stats.folds_of(batch.column(te.fold_column), te.folds)))
             for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
                 if f.kind == "text":
@@ -325,6 +341,8 @@ class AnalyzeSplitFn(beam.DoFn):
         for name, tables in labeled.items():
             for item in label_counts.partitioned(name, tables.result(), self._num_partitions):
                 yield beam.pvalue.TaggedOutput(LABELS, item)
+        for name, table in targets.items():
+            yield beam.pvalue.TaggedOutput(TARGET, (name, table))
         if numeric:
             partials = {name: acc.result() for name, acc in numeric.items()}
             yield beam.pvalue.TaggedOutput(

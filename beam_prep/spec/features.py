@@ -58,6 +58,7 @@ from beam_prep.spec.hashed_feature import HashedFeature
 from beam_prep.spec.label_fields import check_label_fields
 from beam_prep.spec.lists import Shape, check_list_fields
 from beam_prep.spec.numeric_feature import NumericFeature
+from beam_prep.spec.target_fields import TargetEncoding, check_target_fields
 
 
 def _check_lookup_fields(f: Any) -> None:
@@ -68,6 +69,7 @@ def _check_lookup_fields(f: Any) -> None:
                         maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
     check_list_fields(f)
     check_label_fields(f)
+    check_target_fields(f)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +99,8 @@ class StringFeature(FeatureBase):
             (TFT ``min_diff_from_avg``); null = TFT's recommendation from the row count.
         min_mutual_info: With ``labels``: drop tokens scoring below this (TFT passes it as
             ``frequency_threshold`` when labels are given); null = keep all.
+        target_encoding: Out-of-fold target encoding statistics of a numeric label
+            (beam_prep.spec.target_fields, docs/target_encoding.md); null = none.
 
     Example:
         >>> StringFeature("country", top_k=100).min_count
@@ -115,6 +119,7 @@ class StringFeature(FeatureBase):
     adjusted_mutual_info: bool = False
     min_diff_from_avg: float | None = None
     min_mutual_info: float | None = None
+    target_encoding: TargetEncoding | None = None
     kind: str = dataclasses.field(default="string", init=False)
 
     def validate(self) -> None:  # noqa: D102
@@ -143,6 +148,7 @@ class IntegerFeature(FeatureBase):
             ragged.
         labels, adjusted_mutual_info, min_diff_from_avg, min_mutual_info: As for
             :class:`StringFeature` (the tokens are the values' decimal strings).
+        target_encoding: As for :class:`StringFeature`.
 
     Example:
         >>> IntegerFeature("item_id", top_k=1000).num_oov_indices
@@ -161,6 +167,7 @@ class IntegerFeature(FeatureBase):
     adjusted_mutual_info: bool = False
     min_diff_from_avg: float | None = None
     min_mutual_info: float | None = None
+    target_encoding: TargetEncoding | None = None
     kind: str = dataclasses.field(default="integer", init=False)
 
     def validate(self) -> None:  # noqa: D102
