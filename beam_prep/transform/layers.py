@@ -25,6 +25,9 @@ Normalization      ``(x - mean) / max(sqrt(variance), 1e-7)`` in float32
 Activation         sigmoid, computed in float64 and rounded to float32
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
+Embedding          a target encoding's table row (float32) of the lookup index, or with
+                   ``out_of_fold`` its out-of-fold value for the row's fold
+                   (:mod:`beam_prep.transform.target`)
 Reshape            nothing (the text output is already ``(batch, width)``)
 =================  =========================================================================
 
@@ -59,6 +62,7 @@ from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing
+from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import Ragged, feature_value, read_columns
 
 
@@ -88,6 +92,8 @@ class OutOfVocabulary(InputError):
 
 
 def _vocabulary(path: str, arg: Any, integer: bool) -> pa.Array:
+    if isinstance(arg, pa.Array):
+        return arg
     if isinstance(arg, VocabularyFile):
         data = fs.read_bytes(path.rstrip("/") + "/" + arg.relpath)
         lines = data.split(b"\n")
@@ -282,6 +288,8 @@ class BatchEncoder:
     Args:
         path: Artifact directory.
         verify: Check the vocabulary checksums against the manifest.
+        out_of_fold: Target encodings from the other folds' statistics only (each row's
+            fold from its ``fold_column``), instead of what the layers compute.
 
     Attributes:
         plan: The layer plan (the same the code generator renders).
@@ -289,11 +297,21 @@ class BatchEncoder:
         outputs: ``(key, dtype)`` of every output, in plan order.
     """
 
-    def __init__(self, path: str, *, verify: bool = True) -> None:
+    def __init__(self, path: str, *, verify: bool = True, out_of_fold: bool = False) -> None:
         self.path = path
         art = Artifacts(path, verify=verify)
         self.plan: ModulePlan = plan_from_artifacts(art)
         self.columns = read_columns(self.plan.features)
+        self._targets = {fp.name: target_tables(path, fp.target,
+                                                art.stats(fp.name)["target_encoding"])
+                         for fp in self.plan.features if fp.target is not None}
+        self._oof: dict[str, OutOfFold] = {}
+        for fp in self.plan.features if out_of_fold else ():
+            if fp.target is not None:
+                te = art.spec.feature(fp.name).target_encoding
+                self._oof[fp.outputs[-1].key] = OutOfFold(self._targets[fp.name][2],
+                                                          te.fold_column, te.folds)
+                self.columns.setdefault(te.fold_column, "string")
         self._spec = {f.name: f for f in art.spec.features}
         self.outputs = tuple((o.key, "float32" if o.dtype == "float32" else "int64")
                              for o in self.plan.outputs())
@@ -311,7 +329,12 @@ class BatchEncoder:
         args = dict(lp.args)
         cls = lp.cls
         if cls in ("StringLookup", "IntegerLookup"):
+            if fp.target is not None and lp.name.endswith("_target_lookup"):
+                args["vocabulary"] = self._targets[fp.name][0]
             return _Lookup(self.path, args, cls == "IntegerLookup", fp.name)
+        if cls == "Embedding":  # a target encoding's table (codegen.target_plan)
+            table = self._targets[fp.name][1]
+            return lambda v: table[np.asarray(v, np.int64)]
         if cls == "TextVectorization":
             assert not any(isinstance(v, TfIdfState) for v in args.values()) or tf_idf
             return _Text(self.path, args, self._spec[fp.name], tf_idf)
@@ -345,6 +368,10 @@ class BatchEncoder:
         for fp in self.plan.features:
             value = feature_value(fp, batch)
             for output, chain in zip(fp.outputs, self._chains[fp.name]):
+                if output.key in self._oof:  # the lookup, then the row's out-of-fold value
+                    out[output.key] = Encoded("float32", self._oof[output.key](
+                        chain[0][1](value), batch))
+                    continue
                 x = value
                 for cls, layer in chain:
                     # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
