@@ -30,7 +30,13 @@ holding tied scores (``tied_lists``); the two agree to 1e-5 on rank.test.
 Usage::
 
     nice -n 10 python benchmarks/bench_ranking_quality.py [--data DIR] [--seeds 0,1,2,3,4]
-        [--cv 5] [--num_features 300] [--workdir /tmp/bench_rank] [section.key=value ...]
+        [--cv 5] [--num_features 300] [--workdir /tmp/bench_rank] [--config YAML]
+        [--valid_every N] [--lgb_params JSON] [--lgb_trees T] [section.key=value ...]
+
+``--valid_every N`` carves every N-th *training* list out as a validation set for early
+stopping of both models (LightGBM: ``--lgb_trees`` is then the cap, ``--lgb_patience`` rounds;
+ours: ``training.early_stopping_metric``, best epoch restored); ``--lgb_params`` takes the
+LightGBM settings chosen by ``benchmarks/tune_lightgbm.py`` (CV on the training lists).
 
 Prints one JSON line per (fold, seed) and a summary: mean ± std over seeds (of the
 per-seed mean over folds), over (fold, seed) pairs, and the paired difference ours - LightGBM.
@@ -97,56 +103,87 @@ def padded(values: np.ndarray, sizes: np.ndarray, fill: float) -> np.ndarray:
     return out
 
 
-def split_folds(src: str, dst: str, folds: int, num_features: int) -> list[str]:
-    """Writes fold directories (rank.train = other folds, rank.test = fold k); returns them."""
+def write_parts(src: str, dst: str, parts: dict[str, list[int]], num_features: int) -> str:
+    """Writes ``dst/rank.<name>`` for each name -> query indices of ``src`` (order kept)."""
     try:
         from benchmarks.gen_ranking import write_lightgbm
     except ImportError:  # run as a script: benchmarks/ is on sys.path
         from gen_ranking import write_lightgbm
 
-    x, y, sizes = read_lightgbm(os.path.join(src, "rank.train"), num_features)
+    x, y, sizes = read_lightgbm(src, num_features)
     starts = np.concatenate([[0], np.cumsum(sizes)])
-    out = []
-    for k in range(folds):
-        d = os.path.join(dst, f"fold_{k}")
-        os.makedirs(d, exist_ok=True)
-        for name, held_out in (("train", False), ("test", True)):
-            qs = [q for q in range(len(sizes)) if (q % folds == k) == held_out]
-            idx = np.concatenate([np.arange(starts[q], starts[q + 1]) for q in qs])
-            write_lightgbm(os.path.join(d, f"rank.{name}"), x[idx], y[idx], sizes[qs])
-        out.append(d)
-    return out
+    os.makedirs(dst, exist_ok=True)
+    for name, qs in parts.items():
+        idx = np.concatenate([np.arange(starts[q], starts[q + 1]) for q in qs])
+        write_lightgbm(os.path.join(dst, f"rank.{name}"), x[idx], y[idx], sizes[qs])
+    return dst
 
 
-def convert(src: str, workdir: str, num_features: int) -> tuple[str, str, str]:
-    """make-elwc on rank.train and rank.test; returns (feature_spec, train glob, test glob)."""
+def split_folds(src: str, dst: str, folds: int, num_features: int) -> list[str]:
+    """Writes fold directories (rank.train = other folds, rank.test = fold k); returns them."""
+    n = len(np.loadtxt(os.path.join(src, "rank.train.query"), dtype="int64", ndmin=1))
+    return [write_parts(os.path.join(src, "rank.train"), os.path.join(dst, f"fold_{k}"),
+                        {"train": [q for q in range(n) if q % folds != k],
+                         "test": [q for q in range(n) if q % folds == k]}, num_features)
+            for k in range(folds)]
+
+
+def split_valid(src: str, dst: str, every: int, num_features: int) -> str:
+    """``src`` with its training lists split: every ``every``-th one -> ``rank.valid``.
+
+    The validation lists (for early stopping of both models) come from the training lists
+    only; ``rank.test`` is copied unchanged and never used to choose anything.
+    """
+    n = len(np.loadtxt(os.path.join(src, "rank.train.query"), dtype="int64", ndmin=1))
+    write_parts(os.path.join(src, "rank.train"), dst,
+                {"train": [q for q in range(n) if q % every != 0],
+                 "valid": [q for q in range(n) if q % every == 0]}, num_features)
+    for suffix in ("", ".query"):
+        shutil.copy(os.path.join(src, f"rank.test{suffix}"),
+                    os.path.join(dst, f"rank.test{suffix}"))
+    return dst
+
+
+def convert(src: str, workdir: str, num_features: int) -> tuple[str, str, str, str | None]:
+    """make-elwc on rank.train, rank.test (and rank.valid when present).
+
+    Returns (feature_spec, train glob, test glob, valid glob or None).
+    """
     from beam_prep.pipelines import make_elwc
 
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    for split in ("train", "test"):
+    splits = ("train", "test", "valid") if os.path.exists(f"{src}/rank.valid") else (
+        "train", "test")
+    for split in splits:
         for suffix in ("", ".query"):
             shutil.copy(f"{src}/rank.{split}{suffix}", f"{workdir}/rank.{split}{suffix}")
         make_elwc.main(["--input", f"{workdir}/rank.{split}", "--input_format", "lightgbm",
                         "--output", f"{workdir}/elwc_{split}",
                         "--num_features", str(num_features)])
     dirs = {s: os.path.dirname(glob.glob(f"{workdir}/elwc_{s}/**/feature_spec.json",
-                                         recursive=True)[0]) for s in ("train", "test")}
+                                         recursive=True)[0]) for s in splits}
     return (os.path.join(dirs["train"], "feature_spec.json"),
-            os.path.join(dirs["train"], "*.tfrecord*"), os.path.join(dirs["test"], "*.tfrecord*"))
+            os.path.join(dirs["train"], "*.tfrecord*"), os.path.join(dirs["test"], "*.tfrecord*"),
+            os.path.join(dirs["valid"], "*.tfrecord*") if "valid" in dirs else None)
 
 
 def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: int,
-             overrides: list[str]) -> dict:
-    """Trains our ranker with ``seed``; NDCG@10 on the test lists."""
+             overrides: list[str], valid: str | None = None, config: str = CONFIG) -> dict:
+    """Trains our ranker with ``seed``; NDCG@10 on the test lists.
+
+    With ``valid`` (lists carved from the training lists) the launcher early-stops on it
+    (``training.early_stopping_metric`` of the config, best epoch restored).
+    """
     from beam_prep.ranking.train.hparams import RankingHparams
     from beam_prep.ranking.train.launcher import RankingLauncher
     from beam_prep.ranking.train.metrics import ndcg
 
     model_dir = f"{workdir}/model_{seed}"
     shutil.rmtree(model_dir, ignore_errors=True)
-    hp = RankingHparams.load(CONFIG, overrides=[
-        f"data.feature_spec={spec}", f"data.train_pattern={train}", "data.valid_pattern=null",
+    hp = RankingHparams.load(config, overrides=[
+        f"data.feature_spec={spec}", f"data.train_pattern={train}",
+        f"data.valid_pattern={valid or 'null'}", "data.valid_batch_size=null",
         "data.artifacts=null", f"training.model_dir={model_dir}", "training.export_dir=null",
         f"training.seed={seed}", *overrides, "data.drop_remainder=false"])
     launcher = RankingLauncher(hp, layers={}, vocab_rows={})
@@ -176,18 +213,31 @@ def _tied(labels: np.ndarray, scores: np.ndarray) -> int:
     return n
 
 
-def run_lightgbm(seed: int, src: str, num_features: int, trees: int = 100) -> dict:
-    """LightGBM lambdarank on ``src``/rank.train; NDCG@10 on ``src``/rank.test."""
+def run_lightgbm(seed: int, src: str, num_features: int, trees: int = 100,
+                 params: dict | None = None, patience: int = 50) -> dict:
+    """LightGBM lambdarank on ``src``/rank.train; NDCG@10 on ``src``/rank.test.
+
+    ``params`` override :data:`LGB_PARAMS`. With ``src``/rank.valid (lists carved from the
+    training lists) boosting stops ``patience`` rounds after the best validation NDCG@10
+    (at most ``trees`` rounds) and the best iteration scores the test lists.
+    """
     import lightgbm
 
     x, y, sizes = read_lightgbm(os.path.join(src, "rank.train"), num_features)
     xt, yt, st = read_lightgbm(os.path.join(src, "rank.test"), num_features)
+    p = {**LGB_PARAMS, **(params or {}), "seed": seed, "num_iterations": trees}
+    extra: dict = {}
+    if os.path.exists(os.path.join(src, "rank.valid")):
+        xv, yv, sv = read_lightgbm(os.path.join(src, "rank.valid"), num_features)
+        p.update(metric="ndcg", eval_at=[10])
+        extra = {"valid_sets": [lightgbm.Dataset(xv, yv, group=sv)],
+                 "callbacks": [lightgbm.early_stopping(patience, verbose=False)]}
     cpu = time.process_time()
-    model = lightgbm.train({**LGB_PARAMS, "seed": seed, "num_iterations": trees},
-                           lightgbm.Dataset(x, y, group=sizes))
+    model = lightgbm.train(p, lightgbm.Dataset(x, y, group=sizes), **extra)
     cpu = time.process_time() - cpu
-    s = model.predict(xt, num_threads=1)
-    return {"ndcg_10": numpy_ndcg(padded(yt, st, -1.0), padded(s, st, 0.0)),
+    best = model.best_iteration or trees
+    s = model.predict(xt, num_iteration=best, num_threads=1)
+    return {"ndcg_10": numpy_ndcg(padded(yt, st, -1.0), padded(s, st, 0.0)), "trees": best,
             "train_cpu_s": round(cpu, 1), "lists": len(st), "max_list": int(st.max())}
 
 
@@ -200,11 +250,17 @@ def main() -> None:  # noqa: D103
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=DATA, help="dir with rank.train[.query], rank.test[.query]")
     ap.add_argument("--num_features", type=int, default=300)
+    ap.add_argument("--config", default=CONFIG, help="launcher config (examples/train.yaml)")
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--cv", type=int, default=0, help="K folds of rank.train (0 = test mode)")
     ap.add_argument("--workdir", default="/tmp/bench_rank")
     ap.add_argument("--lgb_trees", type=int, default=100, help="LightGBM boosting rounds")
     ap.add_argument("--lgb_only", action="store_true", help="skip our model (LightGBM CV)")
+    ap.add_argument("--lgb_params", default="{}",
+                    help='JSON overriding LightGBM settings, e.g. \'{"num_leaves": 15}\'')
+    ap.add_argument("--lgb_patience", type=int, default=50, help="early-stopping rounds")
+    ap.add_argument("--valid_every", type=int, default=0,
+                    help="N > 0: every N-th training list -> validation (early stopping, both)")
     ap.add_argument("overrides", nargs="*", help="section.key=value on examples/train.yaml")
     args = ap.parse_args()
     start = time.perf_counter()
@@ -212,18 +268,25 @@ def main() -> None:  # noqa: D103
     shutil.rmtree(args.workdir, ignore_errors=True)
     srcs = (split_folds(args.data, os.path.join(args.workdir, "folds"), args.cv,
                         args.num_features) if args.cv else [args.data])
+    if args.valid_every:
+        srcs = [split_valid(s, os.path.join(args.workdir, f"valid_{k}"), args.valid_every,
+                            args.num_features) for k, s in enumerate(srcs)]
+    lgb_params = json.loads(args.lgb_params)
     rows = []
     for k, src in enumerate(srcs):
         wd = os.path.join(args.workdir, f"run_{k}")
         if not args.lgb_only:
-            spec, train, test = convert(src, wd, args.num_features)
+            spec, train, test, valid = convert(src, wd, args.num_features)
         for seed in seeds:
-            lgb = run_lightgbm(seed, src, args.num_features, args.lgb_trees)
+            lgb = run_lightgbm(seed, src, args.num_features, args.lgb_trees, lgb_params,
+                               args.lgb_patience)
             ours = ({"ndcg_10": 0.0, "keras_rs": 0.0, "steps": 0,
                      "train_cpu_s": 0.0, "tied_scores": 0} if args.lgb_only else
-                    run_ours(seed, wd, spec, train, test, lgb["lists"], args.overrides))
+                    run_ours(seed, wd, spec, train, test, lgb["lists"], args.overrides, valid,
+                             args.config))
             rows.append({"fold": k, "seed": seed, "ours": round(ours["ndcg_10"], 4),
                          "lightgbm": round(lgb["ndcg_10"], 4), "steps": ours["steps"],
+                         "lgb_trees": lgb["trees"],
                          "ours_cpu_s": ours["train_cpu_s"], "lgb_cpu_s": lgb["train_cpu_s"],
                          "test_lists": lgb["lists"], "keras_rs": round(ours["keras_rs"], 4),
                          "tied_lists": ours["tied_scores"]})
@@ -245,8 +308,9 @@ def main() -> None:  # noqa: D103
         "lightgbm_mean": round(statistics.fmean(by_seed["lightgbm"]), 4),
         "ours_cpu_s_mean": round(statistics.fmean(r["ours_cpu_s"] for r in rows), 1),
         "wall_s": round(time.perf_counter() - start, 1),
-        "lightgbm_trees": args.lgb_trees,
-        "config": os.path.relpath(CONFIG, ROOT), "overrides": args.overrides}), flush=True)
+        "lightgbm_trees": args.lgb_trees, "lightgbm_params": lgb_params,
+        "valid_every": args.valid_every,
+        "config": os.path.relpath(args.config, ROOT), "overrides": args.overrides}), flush=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,9 @@ import numpy as np
 CUTS = (0.50, 0.75, 0.90, 0.97)
 
 
-def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator | None
+               ) -> np.ndarray:
+    """The relevance before the label cut; ``rng=None``: without the two noise terms."""
     n_heavy = x.shape[1] // 3
     logc = np.log1p(x[:, :n_heavy])
     bounded = x[:, n_heavy:2 * n_heavy]
@@ -45,6 +47,8 @@ def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator) -> np
          + 0.6 * logc[:, 1] * (bounded[:, 2] > 0.5)
          - 0.4 * np.abs(signed[:, 2]) + 0.5 * bounded[:, 3] * bounded[:, 4]
          + 2.0 * rel)
+    if rng is None:
+        return r
     r += rng.normal(0.0, 0.5, len(sizes))[q]        # query difficulty
     return r + rng.normal(0.0, 1.0, len(r))         # label noise
 
@@ -64,6 +68,20 @@ def generate(queries: int, *, features: int = 24, seed: int = 0
     return x, labels, sizes
 
 
+def oracle_ndcg(x: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> float:
+    """NDCG@10 of ranking by the noise-free relevance: about the best any model can score.
+
+    (The noise is the same for every document of a list or independent of the features, so
+    ranking by the noise-free relevance maximises the expected gain at every position.)
+    """
+    try:
+        from benchmarks.bench_ranking_quality import numpy_ndcg, padded
+    except ImportError:  # run as a script
+        from bench_ranking_quality import numpy_ndcg, padded
+    clean = _relevance(x, sizes, None)
+    return numpy_ndcg(padded(labels, sizes, -1.0), padded(clean, sizes, 0.0))
+
+
 def write_lightgbm(prefix: str, x: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> None:
     """``prefix`` (``label 1:v 2:v ...``) and ``prefix.query`` (one list size a line)."""
     with open(prefix, "w") as f:
@@ -81,6 +99,8 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     ap.add_argument("--test_queries", type=int, default=1000)
     ap.add_argument("--features", type=int, default=24)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--oracle", action="store_true",
+                    help="print the NDCG@10 of the noise-free relevance on the test lists")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     total = args.train_queries + args.test_queries
@@ -90,6 +110,9 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
                    sizes[:args.train_queries])
     write_lightgbm(os.path.join(args.out, "rank.test"), x[cut:], y[cut:],
                    sizes[args.train_queries:])
+    if args.oracle:
+        print(f"oracle NDCG@10 on the test lists: "
+              f"{oracle_ndcg(x[cut:], y[cut:], sizes[args.train_queries:]):.4f}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from beam_prep.io import filesystem
 from beam_prep.io.output import OutputRun
 from beam_prep.io.output_finalize import FinalizeOutput
 from beam_prep.progress import ProgressMonitor
+from beam_prep.ranking.data.artifact_encode import ArtifactEncoder
 from beam_prep.ranking.data.options import (
     ElwcOptions,
     parse_splits,
@@ -94,13 +95,15 @@ def options_from_args(args: argparse.Namespace) -> ElwcOptions:
         query_id_feature=args.query_id_feature, query_id_column=args.query_id_column,
         label_column=args.label_column, context_columns=_csv(args.context_columns),
         example_columns=None if args.example_columns is None else _csv(args.example_columns),
-        max_bad_fraction=args.max_bad_fraction)
+        max_bad_fraction=args.max_bad_fraction, artifacts=args.artifacts or None)
 
 
 def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
     """Builds and runs the job; waits for it; raises InputError if too many lines were bad."""
     args, beam_args = parse_job_args(build_parser(), argv)
     opts = options_from_args(args)
+    if opts.artifacts:  # checksums verified and layers checked once, before any work
+        ArtifactEncoder(opts.artifacts, verify=True)
     files = list_input_files(args.input, opts)
     _refuse_empty_inputs(args.input, [path for _, path, _ in files])
     opts = resolve_num_shards(opts, args.input, files)
@@ -208,9 +211,16 @@ def _record_success(rec: SummaryRecorder, output: str, report: str | None = None
         outputs["rejected"] = filesystem.join(output, "rejected") + "/"
     if report:
         outputs["report"] = report
-    rec.succeed(counts=counts, outputs=outputs,
-                details={"output_files": {k: [filesystem.join(output, n) for n in v]
-                                          for k, v in s["output_files"].items()}})
+    details: dict = {"output_files": {k: [filesystem.join(output, n) for n in v]
+                                      for k, v in s["output_files"].items()}}
+    spec = json.loads(filesystem.read_text(filesystem.join(output, "feature_spec.json")))
+    encoded = spec.get("encoded") if isinstance(spec, dict) else None
+    if isinstance(encoded, dict):  # --artifacts: which features hold ids / values
+        names = [f.get("name") for f in encoded.get("features", []) if isinstance(f, dict)]
+        counts["encoded_features"] = len(names)
+        details["encoded"] = {"artifacts_fingerprint": encoded.get("artifacts_fingerprint"),
+                              "features": names}
+    rec.succeed(counts=counts, outputs=outputs, details=details)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -74,6 +74,14 @@ def build_parser() -> JobParser:
     f.add_argument("--query_id_feature", default=None,
                    help="Also write the query id as a string context feature of this name. "
                         "Default: not written.")
+    f.add_argument("--artifacts", default=None,
+                   help="Artifact directory written by `beam-prep analyze`: the features its "
+                        "layers cover (same name; not derived or crossed) are written encoded "
+                        "as the generated Keras layers output them (int64 ids, float "
+                        "normalised values), so training hosts do no lookups; "
+                        "feature_spec.json records the artifacts' fingerprint and the raw "
+                        "features. Rows a lookup with num_oov_indices: 0 cannot encode are "
+                        "rejected. Default: raw features.")
     ls = p.add_argument_group("lists")
     ls.add_argument("--max_list_size", type=int, default=None,
                     help="Longest list written. Default: no limit.")

@@ -212,6 +212,9 @@ def test_schemas_accept_the_bundled_examples():
     # ...and so do the loaders.
     Spec.from_dict(spec_doc)
     RankingHparams.from_dict(train_doc)
+    synthetic = yaml.safe_load((EXAMPLES / "train_synthetic.yaml").read_text())
+    assert _validate(json_schema(RankingHparams), synthetic) == []
+    assert RankingHparams.from_dict(synthetic).model.feature_embedding_dim > 0
 
 
 def test_schemas_and_loaders_reject_a_misspelt_key():

@@ -146,6 +146,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         meta: dict = {}
         rejected: list[tuple[str, str]] = []
         labels: dict[str, Any] = {}
+        keyed: dict[str, list] = {}
         outputs = list(self._inner.process(split))
         for out in outputs:
             tag = getattr(out, "tag", None)
@@ -161,9 +162,14 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 rejected.append(value)
             elif tag == split_fn.LABELS:  # stored unpartitioned, like the count tables
                 labels.setdefault(value[0][0], []).append(value[1])
+            elif tag == split_fn.PER_KEY:
+                keyed.setdefault(value[0][0], []).append(value[1])
+        from beam_prep.analyzers.per_key_stats import merge
+
         merged = {name: label_counts.merge_label_tables(tables)
                   for name, tables in labels.items()}
-        return store.SplitResult(vocab, numeric, meta, rejected, merged), outputs
+        per_key = {name: merge(parts) for name, parts in keyed.items()}
+        return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key), outputs
 
     def _replay(self, split: Split, folder: str, index: dict) -> Iterator[Any]:
         stem = spill.stable_id(split.split_id)
@@ -186,6 +192,10 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             table = store.load_label_table(folder, relname)
             for item in label_counts.partitioned(name, table, self._partitions):
                 yield beam.pvalue.TaggedOutput(split_fn.LABELS, item)
+        for name, relname in index.get("per_key", {}).items():
+            stats = store.load_per_key(folder, relname)
+            for part, rows in split_fn.key_partitions(stats, self._partitions):
+                yield beam.pvalue.TaggedOutput(split_fn.PER_KEY, ((name, part), rows))
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

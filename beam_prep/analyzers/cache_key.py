@@ -75,7 +75,8 @@ POST_MERGE_FIELDS = frozenset({
     "top_k", "min_count", "num_oov_indices", "mask_token", "output_mode", "max_tokens",
     "output_sequence_length", "num_buckets", "epsilon", "scaling", "max_values",
     # label-aware vocabularies: applied when the summed label tables are scored
-    "adjusted_mutual_info", "min_diff_from_avg", "min_mutual_info"})
+    "adjusted_mutual_info", "min_diff_from_avg", "min_mutual_info",
+    "per_key_count"})
 
 
 def feature_key(f: Feature) -> dict[str, Any]:

@@ -10,6 +10,7 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
                                                 (token, label, count; analyzers.label_counts)
     DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
+    DIR/entries/<key[:2]>/<key>/per_key-NNN.arrow one per_key feature's KeyStats (Arrow IPC)
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
     DIR/entries/<key[:2]>/<key>/rejected.jsonl  [sort key, json line] per rejected row
     DIR/plans/<key[:2]>/<key>.json              the byte-range splits of one CSV/JSONL file
@@ -80,6 +81,7 @@ class SplitResult:
         meta: Row, reject, missing and document counts.
         rejected: ``(sort key, json line)`` per rejected row.
         labels: Label-aware feature → its label table (none without such features).
+        per_key: Feature with ``per_key`` → its merged KeyStats (unpartitioned).
     """
 
     vocab: dict[str, list[pa.Table | SpillRef]]
@@ -87,6 +89,7 @@ class SplitResult:
     meta: dict
     rejected: list[tuple[str, str]]
     labels: dict[str, pa.Table] = dataclasses.field(default_factory=dict)
+    per_key: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def entry_dir(cache_dir: str, key: str) -> str:
@@ -222,6 +225,11 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
             numeric[name] = {"moments": _moments_json(p.moments), "missing": p.missing,
                              "nan": p.nan, "infinite": p.infinite, "sketch": sketch}
         files["numeric.json"] = _write_file(fs.join(folder, "numeric.json"), _json(numeric))
+    per_key: dict[str, str] = {}
+    for i, (name, stats) in enumerate(result.per_key.items()):
+        per_key[name] = f"per_key-{i:03d}.arrow"
+        files[per_key[name]] = _write_file(fs.join(folder, per_key[name]),
+                                           key_stats_bytes(stats))
     files["meta.json"] = _write_file(fs.join(folder, "meta.json"), _json(result.meta))
     lines = "".join(json.dumps([k, line], ensure_ascii=False) + "\n"
                     for k, line in result.rejected)
@@ -229,7 +237,8 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
                                           lines.encode("utf-8"))
     index = {"format": FORMAT_NAME, "format_version": CACHE_FORMAT_VERSION, "key": key,
              **info, "vocab": vocab, "numeric": numeric is not None, "files": files,
-             **({"labels": labels} if labels else {})}
+             **({"labels": labels} if labels else {}),
+             **({"per_key": per_key} if per_key else {})}
     write_atomic(index_path, _json(index))
 
 
@@ -354,6 +363,24 @@ def load_numeric(folder: str) -> dict[str, num.NumericPartial]:
         out[name] = num.NumericPartial(_moments_of(d["moments"]), int(d["missing"]),
                                        int(d["nan"]), int(d["infinite"]), sketch)
     return out
+
+
+def key_stats_bytes(stats: Any) -> bytes:
+    """One feature's per-key stats as an Arrow IPC stream (no pickle)."""
+    from beam_prep.analyzers.per_key_stats import to_table
+
+    table = to_table(stats)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def load_per_key(folder: str, relname: str) -> Any:
+    """One feature's stored per-key stats (:class:`~beam_prep.analyzers.per_key_stats.KeyStats`)."""
+    from beam_prep.analyzers.per_key_stats import from_table
+
+    return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
 
 
 def load_meta(folder: str) -> dict:

@@ -149,7 +149,8 @@ def numeric_summary(name: str, stats: dict) -> str:
     b = stats.get("boundaries")
     return (f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
-            + (f", {len(b)} boundaries" if b else ""))
+            + (f", {len(b)} boundaries" if b else "")
+            + (f", {stats['key_count']:,} keys" if "key_count" in stats else ""))
 
 
 def merged_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
@@ -168,10 +169,11 @@ def merged_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
 
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                    numeric_partials: dict[str, num.NumericPartial], meta: dict,
-                   rejected: list[str] | None) -> dict:
+                   rejected: list[str] | None, per_key: dict[str, dict] | None = None) -> dict:
     """Assembles the manifest dict (with fingerprint) from merged results.
 
-    ``rejected`` lists the rejected-row shard files (relative paths), empty when none.
+    ``rejected`` lists the rejected-row shard files (relative paths), empty when none;
+    ``per_key`` maps each feature with ``per_key`` to its file entry and ``key_count``.
     """
     features: dict[str, dict] = {}
     for f in spec.features:
@@ -191,6 +193,10 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
             features[f.name] = {"kind": f.kind, "files": {},
                                 "stats": _numeric_stats(f, numeric_partials.get(f.name),
                                                         missing)}
+            if f.per_key is not None:  # only then: other manifests keep their bytes
+                keyed = (per_key or {})[f.name]
+                features[f.name]["files"] = keyed["files"]
+                features[f.name]["stats"]["key_count"] = keyed["key_count"]
         else:
             features[f.name] = {"kind": f.kind, "files": {}, "stats": {}}
     manifest = {

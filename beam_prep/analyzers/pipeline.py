@@ -43,6 +43,7 @@ from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.label_vocab import LabeledVocabularies
 from beam_prep.analyzers.manifest import build_manifest, merged_meta, numeric_summary
+from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.target_write import TargetStats
 from beam_prep.analyzers.vocab_partition import auto_partitions
@@ -159,7 +160,7 @@ class _WriteManifest(beam.DoFn):
         self._input = input_info
         self._max_bad = max_bad_fraction
 
-    def process(self, _unused, vocab_meta, numeric_partials, meta, rejected):
+    def process(self, _unused, vocab_meta, numeric_partials, meta, rejected, per_key=()):
         # Never raises on bad input (a runner would retry the bundle): a failed check
         # writes FAILED_REPORT instead of the manifest; the driver raises from it.
         output.delete_tree(spill.tmp_dir(self._out))  # a prefix on object stores
@@ -167,7 +168,8 @@ class _WriteManifest(beam.DoFn):
                                rejected):
             return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
-                                  merged_meta(vocab_meta), numeric_partials, meta, rejected)
+                                  merged_meta(vocab_meta), numeric_partials, meta,
+                                  rejected, dict(per_key))
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -334,7 +336,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
             threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
         tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS,
-                split_fn.TARGET]
+                split_fn.TARGET, split_fn.PER_KEY]
         if self._cache_dir is not None:
             reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
                                     self._skip_corrupt_tail)
@@ -370,6 +372,9 @@ class AnalyzeToArtifacts(beam.PTransform):
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))
                    | "MergeNumericAll" >> beam.CombineGlobally(num.CanonicalMergeFn()))
         meta = outputs.meta | "SumCounts" >> beam.CombineGlobally(_sum_meta)
+        keyed = [f.name for f in self._spec.of_kind("numeric") if f.per_key is not None]
+        extra = {"per_key": beam.pvalue.AsList(
+            outputs[split_fn.PER_KEY] | "PerKey" >> PerKeyFiles(keyed, self._out))} if keyed else {}
         rejected = outputs.rejected | "WriteRejected" >> WriteRejected(self._out, temp)
         input_info = {"patterns": self._patterns, "format": self._fmt,
                       "files": len(self._files)}
@@ -385,12 +390,12 @@ class AnalyzeToArtifacts(beam.PTransform):
                     vocab_meta=beam.pvalue.AsList(vocab_meta),
                     numeric_partials=beam.pvalue.AsSingleton(numeric),
                     meta=beam.pvalue.AsSingleton(meta),
-                    rejected=beam.pvalue.AsSingleton(rejected)))
+                    rejected=beam.pvalue.AsSingleton(rejected), **extra))
 
 
 ARTIFACT_OUTPUT = output.OutputPolicy(
     job="analyze", signatures=((layout.MANIFEST,),),
-    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", SHARD_GLOB,
+    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", "per_key/**", SHARD_GLOB,
            layout.REJECTED_FILE,  # the single file of outputs written before the shards
            f"{spill.TMP_DIR}/**", FAILED_REPORT, "report.html"),  # the job's HTML report
     last=layout.MANIFEST)

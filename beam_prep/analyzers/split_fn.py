@@ -6,6 +6,8 @@ here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outpu
 
 * main        ``((feature, partition), vocabulary table)`` for every vocabulary feature
 * ``numeric`` ``(group, (split_id, {feature: NumericPartial}))`` for all numeric features
+* ``per_key`` ``((feature, partition), KeyStats)`` per features with ``per_key`` (keys
+  hash-partitioned like vocabularies; :mod:`beam_prep.analyzers.per_key_stats`)
 * ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents,
   terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
@@ -20,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import time
 import zlib
 from collections.abc import Iterator
@@ -34,9 +37,11 @@ import pyarrow.compute as pc
 from beam_prep import progress
 from beam_prep.analyzers import label_counts, spill, target_stats
 from beam_prep.analyzers import numeric as num
+from beam_prep.analyzers import per_key_stats as pks
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
+from beam_prep.analyzers.vocab_partition import token_hashes
 from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
@@ -48,6 +53,7 @@ from beam_prep.spec.label_fields import has_labels
 from beam_prep.spec.target_fields import has_target_encoding
 
 NUMERIC = "numeric"
+PER_KEY = "per_key"
 META = "meta"
 REJECTED = "rejected"
 LABELS = "labels"
@@ -94,6 +100,19 @@ def required_columns(spec: Spec) -> dict[str, str]:
                     "two columns.")
             out.setdefault(col, typ)
             owner.setdefault(col, f.name)
+        if getattr(f, "per_key", None) is not None:  # the key's columns (per_key.py)
+            from beam_prep.spec.per_key import key_columns
+
+            for col, typ in key_columns(f).items():
+                typ = ARROW_TYPES[typ]
+                if col in out and out[col] != typ:
+                    raise SpecError(
+                        f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and "
+                        f"as {typ} by the per_key of feature {f.name!r}. Fix: per_key: "
+                        f"{{expr: \"str({col})\"}} for an integer column, or convert it "
+                        "upstream.")
+                out.setdefault(col, typ)
+                owner.setdefault(col, f.name)
     return out
 
 
@@ -123,6 +142,23 @@ def feature_column(f: Feature, batch: pa.RecordBatch) -> pa.Array:
     if pa.types.is_list(values.type):  # split(): list columns are large_list, as read
         values = values.cast(pa.large_list(values.type.value_type))
     return values
+
+
+def key_values(f: Feature, batch: pa.RecordBatch) -> pa.Array:
+    """The per-key key of every row: the ``per_key`` column, or its expression's value."""
+    from beam_prep.spec.per_key import key_expression
+
+    tree = key_expression(f)
+    if tree is None:
+        return batch.column(f.per_key)
+    return expr_arrow.evaluate(tree, batch)
+
+
+def key_partitions(stats: pks.KeyStats, num_partitions: int) -> list[tuple[int, Any]]:
+    """Per-key stats split by the keys' hash partition (as vocabularies are)."""
+    if not len(stats):
+        return []
+    return pks.split_by_partition(stats, token_hashes(stats.keys), num_partitions)
 
 
 def numeric_group(split_id: str) -> int:
@@ -273,6 +309,8 @@ class AnalyzeSplitFn(beam.DoFn):
         targets: dict[str, dict] = {f.name: {} for f in spec.features if has_target_encoding(f)}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric")}
+        keyed: dict[str, list[pks.KeyStats]] = {f.name: [] for f in spec.of_kind("numeric")
+                                                 if f.per_key is not None}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
@@ -287,7 +325,15 @@ class AnalyzeSplitFn(beam.DoFn):
             documents, terms = 0, None
             if f.kind == "numeric":
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
-                numeric[f.name].add(np.asarray(values, dtype=np.float64), n_missing)
+                values = np.asarray(values, dtype=np.float64)
+                numeric[f.name].add(values, n_missing)
+                if f.name in keyed:
+                    parts = keyed[f.name]
+                    rows = pc.fill_null(filled.cast(pa.float64()), math.nan)  # row-aligned
+                    parts.append(pks.batch_stats(key_values(f, batch),
+                                                 rows.to_numpy(zero_copy_only=False)))
+                    if len(parts) >= 16:
+                        parts[:] = [pks.merge(parts)]
             elif labels is not None:
                 labeled[f.name].add(label_counts.count_batch(filled, labels))
             elif f.kind == "text":
@@ -343,6 +389,9 @@ class AnalyzeSplitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(LABELS, item)
         for name, table in targets.items():
             yield beam.pvalue.TaggedOutput(TARGET, (name, table))
+        for name, parts in keyed.items():
+            for part, stats in key_partitions(pks.merge(parts), self._num_partitions):
+                yield beam.pvalue.TaggedOutput(PER_KEY, ((name, part), stats))
         if numeric:
             partials = {name: acc.result() for name, acc in numeric.items()}
             yield beam.pvalue.TaggedOutput(

@@ -136,10 +136,17 @@ def feature_raw_inputs(fp: Any) -> list[RawInput]:
     """The raw inputs one planned feature reads (its column, its cross or expression columns)."""
     if fp.crossed:
         return [RawInput(c, fp.dtype, c) for c in fp.crossed]
+    keyed = getattr(fp, "keyed", None)
+    key: list[RawInput] = []
+    if keyed is not None and keyed.derived is None:
+        key = [RawInput(keyed.column, "string", keyed.column)]
+    elif keyed is not None:
+        types = input_types(keyed.derived.tree)
+        key = [RawInput(c, RAW_DTYPES[types[c]], c) for c in keyed.derived.columns]
     if fp.derived is None:
-        return [RawInput(fp.column, COLUMN_DTYPES[fp.dtype], fp.column, fp.list_input)]
+        return [RawInput(fp.column, COLUMN_DTYPES[fp.dtype], fp.column, fp.list_input)] + key
     types = input_types(fp.derived.tree)
-    return [RawInput(c, RAW_DTYPES[types[c]], c) for c in fp.derived.columns]
+    return [RawInput(c, RAW_DTYPES[types[c]], c) for c in fp.derived.columns] + key
 
 
 def check_names(features: Any) -> None:
@@ -154,6 +161,9 @@ def check_names(features: Any) -> None:
     """
     def layers(fp: Any) -> list[tuple[str, str]]:
         names = [("layer", fp.derived.layer)] if fp.derived is not None else []
+        keyed = getattr(fp, "keyed", None)
+        if keyed is not None and keyed.derived is not None:
+            names.append(("layer", keyed.derived.layer))
         names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
         return names + ([("layer", fp.fill.name)] if fp.fill is not None else [])
 

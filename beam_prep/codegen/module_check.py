@@ -26,7 +26,8 @@ import re
 from beam_prep.errors import ArtifactError
 
 IMPORTS = frozenset({("__future__", "annotations"), ("hashlib", None), ("json", None),
-                     ("os", None), ("collections.abc", "Callable"), ("typing", "Any"),
+                     ("math", None), ("os", None), ("collections.abc", "Callable"),
+                     ("typing", "Any"),
                      ("keras", None), ("tensorflow", None)})
 CONSTANTS = frozenset({
     "FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "INPUT_NAMES", "LIST_INPUTS",
@@ -34,10 +35,11 @@ CONSTANTS = frozenset({
     "EMPTY_VOCABULARY_TOKEN", "EMPTY_VOCABULARY_INTEGER", "MISSING_INTEGER", "DEFAULT_VALUES",
     "TARGET_OOV_TOKEN",
     "BUILDERS"})
-CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature"})
+CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature",
+                     "PerKeyScaling", "PerKeyCount"})
 FUNCTIONS = frozenset({
     "feature_values", "_artifact_path", "_read_bytes", "check_artifacts", "_tf_idf_state",
-    "_target_state",
+    "_target_state", "_per_key_state",
     "build_layers", "raw_inputs", "input_signature", "_apply", "build_preprocessor",
     "encoded_inputs", "raw_columns", "make_dataset_fn", "build_inference_model",
     "_padded_list", "_layers_fn", "_apply_on_tf", "_on_tf", "_cast", "_call"})

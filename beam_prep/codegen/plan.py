@@ -75,6 +75,7 @@ from beam_prep.codegen.derived_plan import (
     raw_inputs_of,
 )
 from beam_prep.codegen.list_plan import as_list
+from beam_prep.codegen.per_key_plan import keyed_plan
 from beam_prep.codegen.plan_types import (
     BUCKET_SUFFIX,
     EMPTY_VOCABULARY_INTEGER,
@@ -304,7 +305,8 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
         elif f.kind == "text":
             features.append(_text(art, f))
         elif f.kind == "numeric":
-            features.append(_numeric(art, f))
+            fp = _numeric(art, f)
+            features.append(fp if f.per_key is None else keyed_plan(art, f, fp))
         else:
             features.append(_hashed(f))
     planned = tuple(as_list(_with_fill(fp, f), f) if f.is_list() else _with_fill(fp, f)

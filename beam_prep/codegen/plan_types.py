@@ -92,6 +92,36 @@ TARGET_OOV_INTEGER = -(2**63) + 1
 
 
 @dataclasses.dataclass(frozen=True)
+class PerKeyState:
+    """Marks a ``PerKeyScaling`` argument loaded from the per-key file at build time.
+
+    Attributes:
+        part: ``keys``, ``shifts``, ``scales``, ``sigmoid`` or ``counts``.
+    """
+
+    part: Literal["keys", "shifts", "scales", "sigmoid", "counts"]
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyPlan:
+    """The key of a numeric feature with ``per_key`` (beam_prep.codegen.per_key_plan).
+
+    Attributes:
+        column: The raw input holding the key (a column key), else ``""``.
+        derived: How an expression key is computed (a string ``DerivedFeature``), else None.
+        relpath: The per-key file (``per_key/<feature>.jsonl``).
+        scaling: ``z_score`` or ``min_max``.
+        global_row: ``(shift, scale, sigmoid)`` of an unknown or missing key.
+    """
+
+    column: str
+    derived: DerivedPlan | None
+    relpath: str
+    scaling: str
+    global_row: tuple[float, float, bool]
+
+
+@dataclasses.dataclass(frozen=True)
 class LayerPlan:
     """One Keras layer.
 
@@ -164,6 +194,7 @@ class FeaturePlan:
         crossed: The raw inputs of a hashed cross (its value is their tuple).
         list_input: Its raw input is a list column, ``(batch, None)`` (codegen.list_plan).
         target: Set for a target-encoded feature (its ``<name>_target_encoding`` output).
+        keyed: A numeric feature with ``per_key``: its value is the tuple (value, key).
     """
 
     name: str
@@ -179,6 +210,7 @@ class FeaturePlan:
     crossed: tuple[str, ...] = ()
     list_input: bool = False
     target: TargetPlan | None = None
+    keyed: KeyPlan | None = None
 
     def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
         """Every layer applied to the raw input for ``output`` (the fill layer first)."""
@@ -202,8 +234,13 @@ class ModulePlan:
     raw_inputs: tuple[RawInput, ...] = ()
 
     def has_derived(self) -> bool:
-        """Whether any feature is computed by an expression."""
-        return any(f.derived is not None for f in self.features)
+        """Whether any feature (or per-key key) is computed by an expression."""
+        return any(f.derived is not None or (f.keyed is not None and f.keyed.derived is not None)
+                   for f in self.features)
+
+    def has_per_key(self) -> bool:
+        """Whether any numeric feature is scaled per key (``PerKeyScaling``)."""
+        return any(f.keyed is not None for f in self.features)
 
     def has_computed(self) -> bool:
         """Whether any feature's value is not simply the raw input of its name and dtype.
@@ -211,7 +248,7 @@ class ModulePlan:
         True with an expr or a cross, a plain feature reading another column (``column:``)
         or one whose column dtype is not its layers' (a numeric float64 column -> float32).
         """
-        return any(f.derived is not None or f.crossed or f.column != f.name
+        return any(f.derived is not None or f.crossed or f.column != f.name or f.keyed
                    or self.input_dtype(f.column) != f.dtype for f in self.features)
 
     def input_names(self) -> dict[str, str]:

@@ -28,6 +28,7 @@ import jinja2
 from beam_prep.codegen import escape, module_check
 from beam_prep.codegen.escape import Code
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
+from beam_prep.codegen.per_key_plan import PER_KEY_COUNT_CLASS, PER_KEY_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
@@ -37,7 +38,7 @@ from beam_prep.codegen.plan import (
     VocabularyFile,
     plan_from_artifacts,
 )
-from beam_prep.codegen.plan_types import TARGET_OOV_TOKEN, TargetState
+from beam_prep.codegen.plan_types import TARGET_OOV_TOKEN, PerKeyState, TargetState
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
@@ -83,7 +84,7 @@ def py_literal(value: Any, indent: int = 0) -> Code:
     if isinstance(value, VocabularyFile):
         relpath = escape.literal(value.relpath, double_quotes=False)
         return Code(f"_artifact_path(artifacts_dir, {relpath})")
-    if isinstance(value, TfIdfState):
+    if isinstance(value, (TfIdfState, PerKeyState)):
         return escape.identifier(value.part)
     if isinstance(value, TargetState):
         return escape.identifier("target_" + value.part)
@@ -127,7 +128,8 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
 def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
     cls = escape.identifier(layer.cls)
-    return cls if cls == LIST_LAYER_CLASS else Code(f"keras.layers.{cls}")
+    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS)
+    return cls if cls in own else Code(f"keras.layers.{cls}")
 
 
 def _docwrap(text: str, indent: int) -> Code:
@@ -181,19 +183,22 @@ def render_plan(plan: ModulePlan, *, default_artifacts_dir: str, source: str = "
             ``module_check`` (it would run more than definitions on import).
     """
     del source
-    derived_code = {}
+    derived_code, key_code = {}, {}
     if plan.has_derived():
         from beam_prep.expr import tf as expr_tf  # imports TensorFlow: only when needed
 
         for f in plan.features:
-            if f.derived is not None:
-                code = expr_tf.render(f.derived.tree, name=escape.identifier(f.derived.function))
-                module_check.check_derived_function(code, f.derived.function)
-                derived_code[f.name] = Code(code)
+            for d, into in ((f.derived, derived_code),
+                            (f.keyed.derived if f.keyed else None, key_code)):
+                if d is not None:
+                    code = expr_tf.render(d.tree, name=escape.identifier(d.function))
+                    module_check.check_derived_function(code, d.function)
+                    into[f.name] = Code(code)
     template = _environment().get_template(MAIN_TEMPLATE)
     text = template.render(
         plan=plan,
         derived_code=derived_code,
+        key_code=key_code,
         artifacts_dir=default_artifacts_dir,
     )
     module_check.check_module(text)

@@ -22,6 +22,11 @@ from collections.abc import Callable
 from typing import Any
 
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS, PADDING
+from beam_prep.codegen.per_key_plan import (
+    PER_KEY_COUNT_CLASS,
+    PER_KEY_LAYER_CLASS,
+    per_key_state,
+)
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
@@ -33,7 +38,7 @@ from beam_prep.codegen.plan import (
     VocabularyFile,
     plan_from_artifacts,
 )
-from beam_prep.codegen.plan_types import TargetPlan, TargetState
+from beam_prep.codegen.plan_types import PerKeyState, TargetPlan, TargetState
 from beam_prep.errors import SpecError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
@@ -135,6 +140,7 @@ class PreprocessingLayers:
         return self.plan.fingerprint
 
     def _layer(self, lp: LayerPlan, tf_idf: tuple[list[str], Any] | None,
+               per_key: dict[str, list] | None = None,
                target: tuple[list[Any], list[Any]] | None = None) -> Any:
         import keras
 
@@ -148,7 +154,14 @@ class PreprocessingLayers:
             elif isinstance(value, TargetState):
                 assert target is not None
                 value = target[0] if value.part == "vocabulary" else target[1]
+            elif isinstance(value, PerKeyState):
+                assert per_key is not None
+                value = per_key[value.part]
             kwargs[key] = value
+        if lp.cls in (PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS):
+            from beam_prep.codegen import per_key_layer
+
+            return getattr(per_key_layer, lp.cls)(**kwargs, name=lp.name)
         if lp.cls == FILL_MISSING_CLASS:
             from beam_prep.codegen.missing import FillMissing
 
@@ -167,8 +180,11 @@ class PreprocessingLayers:
                          if fp.tf_idf else None)
                 # One FillMissing instance shared by the feature's outputs (unique name).
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
+                keyed = (per_key_state(self.artifacts, fp.name, fp.keyed)
+                         if fp.keyed is not None else None)
                 target = target_state(self.path, fp.target) if fp.target else None
-                return {o.key: fill + [self._layer(lp, state, target) for lp in o.layers]
+                return {o.key: fill + [self._layer(lp, state, keyed, target)
+                                       for lp in o.layers]
                         for o in fp.outputs}
         known = [fp.name for fp in self.plan.features]
         raise SpecError(f"No feature named {name!r}. Known features: {known}")
@@ -253,7 +269,25 @@ class PreprocessingLayers:
                                    d.output_dtype, list_output=d.list_output, name=d.layer)
             x = {c: inputs[c] for c in d.columns}
             values[fp.name] = layer.call(x) if on_tf else layer(x)
+        for fp in self.plan.features:  # per_key: the value and its key (per_key_plan)
+            if fp.keyed is not None:
+                values[fp.name] = (values[fp.name], self._key(fp.name, fp.keyed, inputs, on_tf))
         return values
+
+    @staticmethod
+    def _key(name: str, key: Any, inputs: dict[str, Any], on_tf: bool) -> Any:
+        if key.derived is None:
+            return inputs[key.column]
+        import functools
+
+        from beam_prep.codegen.derived_layer import DerivedFeature
+        from beam_prep.expr import tf as expr_tf
+
+        d = key.derived
+        layer = DerivedFeature(functools.partial(expr_tf.evaluate, d.tree), list(d.columns),
+                               "string", name=d.layer)
+        x = {c: inputs[c] for c in d.columns}
+        return layer.call(x) if on_tf else layer(x)
 
     def encoded_inputs(self) -> dict[str, Any]:
         """``keras.Input``s matching the ``data`` stage outputs (inputs of a TPU model)."""

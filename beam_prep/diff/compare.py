@@ -19,6 +19,7 @@ from typing import Literal
 
 from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
+from beam_prep.diff.per_key import PerKeyDiff, compare_per_key
 from beam_prep.diff.sidecar_lines import iter_sidecar
 from beam_prep.diff.thresholds import DiffThresholds
 from beam_prep.diff.vocab import VocabDiff, compare_vocab
@@ -59,6 +60,7 @@ class FeatureDiff:
         spec_changed: The feature's spec entry differs (or exists on one side only).
         vocab: Vocabulary drift (string, integer, text).
         numeric: Statistics drift (numeric).
+        per_key: Per-key statistics drift (numeric features with ``per_key`` on both sides).
         flags: Thresholds exceeded.
         mutual_info: Ranking and label drift of a label-aware vocabulary (both sides
             with ``labels``), else None (left out of the JSON).
@@ -72,6 +74,7 @@ class FeatureDiff:
     numeric: NumericDiff | None = None
     flags: tuple[Flag, ...] = ()
     mutual_info: MutualInfoDiff | None = None
+    per_key: PerKeyDiff | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,8 +184,16 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                            mutual_info=mi)
     if kind == "numeric":
         n = compare_numeric(old.stats(name), new.stats(name))
+        keyed = None
+        if all("per_key" in a.manifest["features"][name].get("files", {}) for a in (old, new)):
+            keyed = compare_per_key(old.iter_lines(name, "per_key"),
+                                    new.iter_lines(name, "per_key"),
+                                    old_where=old.file_path(name, "per_key"),
+                                    new_where=new.file_path(name, "per_key"),
+                                    old_count=old.stats(name).get("key_count"),
+                                    new_count=new.stats(name).get("key_count"))
         return FeatureDiff(name, kind, "compared", changed, numeric=n,
-                           flags=numeric_flags(name, n, t))
+                           flags=numeric_flags(name, n, t), per_key=keyed)
     return FeatureDiff(name, kind, "nothing_to_compare", changed)
 
 

@@ -147,6 +147,23 @@ def _numeric_section(features: list[FeatureDiff]) -> list[str]:
     return ["Numeric (shifts in OLD std units, rate changes in points)", *_grid(header, rows)]
 
 
+def _per_key_section(features: list[FeatureDiff]) -> list[str]:
+    rows, notes = [], []
+    for f in features:
+        d = f.per_key
+        assert d is not None
+        rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
+                     str(d.changed), _num(d.max_mean_shift)])
+        for label, items in (("shifted", d.top_shifted), ("added", d.top_added),
+                             ("removed", d.top_removed)):
+            if items:
+                notes.append(f"  {f.name} {label}: " + ", ".join(
+                    f"{_tok(k)} ({_num(v) if isinstance(v, float) else v})" for k, v in items))
+    header = ["feature", "keys", "added", "removed", "changed", "max mean shift"]
+    return ["Per-key statistics (mean shift in the key's OLD std units)",
+            *_grid(header, rows), *notes]
+
+
 def render_table(report: DiffReport) -> str:
     """The readable report: vocabularies, numeric features, other features, flags."""
     lines = [f"OLD: {report.old} (fingerprint {report.old_fingerprint[:12]})",
@@ -159,6 +176,9 @@ def render_table(report: DiffReport) -> str:
         lines += [*_vocab_section(vocab), ""]
     if numeric:
         lines += [*_numeric_section(numeric), ""]
+    keyed = [f for f in numeric if f.per_key is not None]
+    if keyed:
+        lines += [*_per_key_section(keyed), ""]
     others = [f for f in report.features if f.status != "compared"]
     if others:
         lines += ["Not compared: " + ", ".join(f"{f.name} ({f.kind}: "

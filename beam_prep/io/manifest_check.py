@@ -54,7 +54,7 @@ VOCAB_KINDS = ("string", "integer", "text")
 KINDS = (*VOCAB_KINDS, "numeric", "hashed")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COUNTS = ("vocabulary_size", "distinct_values", "total_count", "missing_count",
-           "document_count", "count", "nan_count", "infinite_count")
+           "document_count", "count", "nan_count", "infinite_count", "key_count")
 _DROPS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
 _FIX = "Fix: re-run `beam-prep analyze` into a fresh directory; never edit its files."
 
@@ -343,8 +343,9 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         labelled = spec is not None and getattr(spec.feature(name), "labels", None) is not None
         targeted = (spec is not None
                     and getattr(spec.feature(name), "target_encoding", None) is not None)
+        keyed = spec is not None and getattr(spec.feature(name), "per_key", None) is not None
         for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()) + (
-                ("mutual_info",) if labelled else ()) + (
+                ("mutual_info",) if labelled else ()) + (("per_key",) if keyed else ()) + (
                 ("target_encoding",) if targeted else ()):
             c.need(files, role, key + ".files.")
         for role, meta in files.items():
@@ -357,6 +358,8 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         if targeted or "target_encoding" in st:
             _target_encoding(c, c.need(st, "target_encoding", key + ".stats."),
                              key + ".stats.target_encoding")
+        if keyed:  # the per-key file is read line by line against this count
+            c.count(c.need(st, "key_count", key + ".stats."), key + ".stats.key_count")
     if spec is not None:
         extra = sorted(set(features) - set(names))
         c.check(not extra, "features", extra, f"entries of the spec's features only "

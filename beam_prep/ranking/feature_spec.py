@@ -15,6 +15,13 @@ Format (version 1)::
   variable-length list (the reader returns a ``tf.RaggedTensor``; ``default`` is then ``null``).
 * ``default`` fills absent values (and the padding examples) for fixed shapes.
 * ``label.padding`` is the label of padding examples (the reader returns labels as float32).
+* ``encoded`` (only in the output of ``make-elwc --artifacts``): the features written as the
+  artifact directory's layers output them, ``{"artifacts_fingerprint": "<manifest sha256>",
+  "features": [{"name", "output", "raw": <the feature as written without --artifacts>}]}``.
+  The feature's entry in ``context`` / ``example`` then describes the encoded values
+  (``int64`` ids or ``float`` values; shape ``[]`` for width 1, ``[w]``, or ``[null]`` for a
+  ragged output). :meth:`ElwcFeatureSpec.raw` gives the spec of the raw features (what the
+  exported model parses). Absent otherwise, so plain outputs are unchanged.
 
 Loading goes through :func:`beam_prep.config.from_mapping`: unknown keys are errors (with the
 closest known key), types and dtypes are checked against the dataclasses' annotations.
@@ -110,6 +117,72 @@ class LabelInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class EncodedFeature:
+    """One feature written encoded by ``make-elwc --artifacts``.
+
+    Attributes:
+        name: feature key (the entry of the same name in ``context`` / ``example``).
+        output: the artifact plan's output written (``OUTPUT_SPECS`` key of the layers).
+        raw: the feature as it is written without ``--artifacts`` (the serving input).
+    """
+
+    name: str
+    output: str
+    raw: FeatureInfo
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON entry."""
+        return {"name": self.name, "output": self.output, "raw": self.raw.to_dict()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoding:
+    """Which features hold the encoded outputs of which artifact directory.
+
+    Attributes:
+        artifacts_fingerprint: the artifact manifest's ``fingerprint`` (sha256).
+        features: the encoded features, in spec order.
+    """
+
+    artifacts_fingerprint: str
+    features: tuple[EncodedFeature, ...]
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Names of the encoded features."""
+        return frozenset(f.name for f in self.features)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``encoded`` JSON object."""
+        return {"artifacts_fingerprint": self.artifacts_fingerprint,
+                "features": [f.to_dict() for f in self.features]}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Encoding:
+        """Validates the ``encoded`` JSON object (unknown keys are errors)."""
+        where = f"{FILENAME} `encoded`"
+        if not isinstance(d, Mapping):
+            raise field_error(FILENAME, "encoded", d, "an object")
+        check_keys(d, ("artifacts_fingerprint", "features"), where)
+        fp = d.get("artifacts_fingerprint")
+        if not isinstance(fp, str) or not fp:
+            raise field_error(where, "artifacts_fingerprint", fp, "the artifacts' fingerprint")
+        entries = d.get("features")
+        if not isinstance(entries, list):
+            raise field_error(where, "features", entries, "a list of encoded features")
+        out = []
+        for e in entries:
+            if not isinstance(e, Mapping):
+                raise field_error(where, "features", e, "objects with name, output, raw")
+            check_keys(e, ("name", "output", "raw"), where)
+            name, output = e.get("name"), e.get("output")
+            if not isinstance(name, str) or not isinstance(output, str):
+                raise field_error(where, "name", name, "string name and output")
+            out.append(EncodedFeature(name, output, FeatureInfo.from_dict(e.get("raw", {}))))
+        return cls(fp, tuple(out))
+
+
+@dataclasses.dataclass(frozen=True)
 class ElwcFeatureSpec:
     """Context features, example features and the label of an ELWC dataset.
 
@@ -117,14 +190,22 @@ class ElwcFeatureSpec:
         context: per-list features (from ``ExampleListWithContext.context``).
         example: per-document features (from ``ExampleListWithContext.examples``).
         label: the label feature.
+        encoded: features written encoded (``make-elwc --artifacts``), else None.
     """
 
     context: tuple[FeatureInfo, ...]
     example: tuple[FeatureInfo, ...]
     label: LabelInfo = LabelInfo()
+    encoded: Encoding | None = None
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        check_fields(self, skip=("encoded",))
+        if self.encoded is not None:
+            known = {f.name for f in (*self.context, *self.example)}
+            extra = sorted(self.encoded.names - known)
+            if extra:
+                raise SpecError(f"{FILENAME} `encoded` names feature(s) {extra} that are "
+                                "neither context nor example features; re-run make-elwc.")
         seen: set[str] = set()
         for f in (*self.context, *self.example):
             if f.name in seen:
@@ -139,6 +220,8 @@ class ElwcFeatureSpec:
              "context": [f.to_dict() for f in self.context],
              "example": [f.to_dict() for f in self.example],
              "label": dataclasses.asdict(self.label)}
+        if self.encoded is not None:
+            d["encoded"] = self.encoded.to_dict()
         return json.dumps(d, indent=1, sort_keys=False) + "\n"
 
     @classmethod
@@ -158,7 +241,8 @@ class ElwcFeatureSpec:
         if d.get("format", FORMAT) != FORMAT or d.get("version", VERSION) != VERSION:
             raise SpecError(f"not a version-{VERSION} {FORMAT} file. Received: "
                             f"format={d.get('format')!r}, version={d.get('version')!r}")
-        check_keys(d, ("format", "version", "context", "example", "label"), FILENAME)
+        check_keys(d, ("format", "version", "context", "example", "label", "encoded"),
+                   FILENAME)
         lists = {}
         for part in ("context", "example"):
             entries = d.get(part, [])
@@ -166,7 +250,26 @@ class ElwcFeatureSpec:
                 raise field_error(FILENAME, part, entries, "a list of features")
             lists[part] = tuple(FeatureInfo.from_dict(f) for f in entries)
         label = from_mapping(LabelInfo, d.get("label", {}), where="`label`")
-        return cls(context=lists["context"], example=lists["example"], label=label)
+        encoded = Encoding.from_dict(d["encoded"]) if "encoded" in d else None
+        return cls(context=lists["context"], example=lists["example"], label=label,
+                   encoded=encoded)
+
+    def raw(self) -> ElwcFeatureSpec:
+        """The spec of the raw features (the encoded ones as written without --artifacts).
+
+        Example:
+            >>> raw = FeatureInfo("c", "string", (), "")
+            >>> enc = ElwcFeatureSpec((FeatureInfo("c", "int64", (), 3),), (),
+            ...                       encoded=Encoding("f0", (EncodedFeature("c", "c", raw),)))
+            >>> enc.raw().context == (raw,), enc.raw().encoded
+            (True, None)
+        """
+        if self.encoded is None:
+            return self
+        raw = {f.name: f.raw for f in self.encoded.features}
+        return ElwcFeatureSpec(context=tuple(raw.get(f.name, f) for f in self.context),
+                               example=tuple(raw.get(f.name, f) for f in self.example),
+                               label=self.label)
 
     def save(self, path: str) -> None:
         """Writes ``to_json()`` to any Beam filesystem path."""

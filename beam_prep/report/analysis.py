@@ -281,6 +281,10 @@ def render_analysis(art: Artifacts) -> str:
             body = _vocab_card(art, name, spec, rows_used)
         elif kind == "numeric":
             body = _numeric_card(art.stats(name))
+            if "per_key" in art.manifest["features"][name].get("files", {}):
+                from beam_prep.report.per_key import per_key_html
+
+                body += per_key_html(art, name)
         else:
             body = note("Hashed feature: no analysis, settings only.")
         title = f'{text(name)}<span class="kind">{text(kind)}</span>'

@@ -118,6 +118,14 @@ def _features(spec: dict[str, Any] | None) -> str:
                            f"{label.get('padding')})")),
             ("context features", fmt_int(len(spec.get("context", [])))),
             ("example features", fmt_int(len(spec.get("example", []))))]
+    encoded = spec.get("encoded")
+    if isinstance(encoded, dict):  # make-elwc --artifacts
+        feats = encoded.get("features")
+        names = [str(f.get("name")) for f in (feats if isinstance(feats, list) else [])
+                 if isinstance(f, dict)]
+        rows.append(("encoded by the artifacts' layers", text(
+            f"{len(names):,} features ({', '.join(names[:_MAX_FEATURES])}), artifacts "
+            f"fingerprint {str(encoded.get('artifacts_fingerprint'))[:12]}")))
     for where in ("context", "example"):
         groups: dict[str, list[str]] = {}
         for f in spec.get(where, []):

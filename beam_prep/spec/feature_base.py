@@ -42,6 +42,7 @@ _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross":
                                     # label-aware vocabulary (spec.label_fields)
                                     "labels": None, "adjusted_mutual_info": False,
                                     "min_diff_from_avg": None, "min_mutual_info": None,
+                                    "per_key": None, "per_key_count": False,
                                     # target encoding (spec.target_fields)
                                     "target_encoding": None}
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from beam_prep.spec.bounds import MAX_NUM_BUCKETS, MIN_EPSILON, check_positive_int
 from beam_prep.spec.feature_base import FeatureBase, Scaling, feature_error
+from beam_prep.spec.per_key import PerKeyExpr, check_per_key, key_columns, per_key_dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +31,14 @@ class NumericFeature(FeatureBase):
             ``min_max`` (``(x - min) / (max - min)`` from the analysed min and max, TF
             Transform's ``scale_to_0_1``: not clipped, and ``sigmoid(x)`` when
             ``min == max`` or there was no finite value) or ``none`` (the raw value).
+        per_key: Statistics per key as well (TF Transform's ``*_per_key``): a column name
+            (``per_key: store_id``, read as text) or ``{expr: "..."}`` (an expression over
+            columns giving a string, e.g. ``{expr: "str(store_id)"}``); the scaling then
+            uses the row's key's statistics, the global ones for an unknown or missing key
+            (see :mod:`beam_prep.spec.per_key`). Null = global statistics only.
+        per_key_count: With ``per_key``, a second output ``<name>_key_count``: the number of
+            finite values the analysis saw for the row's key (int64; 0 for an unknown or
+            missing key), TF Transform's ``count_per_key`` looked up per row.
 
     Example:
         >>> NumericFeature("price", num_buckets=20).resolved_epsilon()
@@ -39,6 +49,8 @@ class NumericFeature(FeatureBase):
     epsilon: float | None = None
     default_value: float | None = None
     scaling: Scaling = "z_score"
+    per_key: str | PerKeyExpr | None = None
+    per_key_count: bool = False
     kind: str = dataclasses.field(default="numeric", init=False)
 
     def validate(self) -> None:  # noqa: D102
@@ -63,6 +75,24 @@ class NumericFeature(FeatureBase):
             raise feature_error(self.name, "default_value", self.default_value,
                         "a finite number or null (NaN and infinity cannot stand in for a "
                         "missing value)")
+
+        if self.per_key is not None:
+            check_per_key(self)
+        elif self.per_key_count:
+            raise feature_error(self.name, "per_key_count", self.per_key_count,
+                                "false unless per_key is set (the count is per key)")
+
+    def input_columns(self) -> dict[str, str]:  # noqa: D102
+        out = super().input_columns()
+        for col, typ in key_columns(self).items():
+            out.setdefault(col, typ)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:  # noqa: D102
+        out = super().to_dict()
+        if "per_key" in out:
+            out["per_key"] = per_key_dict(self.per_key)
+        return out
 
     def resolved_epsilon(self) -> float | None:
         """The sketch epsilon actually used (TFT's default when not set)."""

@@ -24,6 +24,9 @@ TextVectorization  tokens of :func:`beam_prep.analyzers.text.tokenize`; int mode
 Normalization      ``(x - mean) / max(sqrt(variance), 1e-7)`` in float32
 Activation         sigmoid, computed in float64 and rounded to float32
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
+PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknown -> row 0),
+                   then ``(x - shift) / scale`` in float32 or the sigmoid above
+PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
 Embedding          a target encoding's table row (float32) of the lookup index, or with
                    ``out_of_fold`` its out-of-fold value for the row's fold
@@ -48,6 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers.text import tokenize
+from beam_prep.codegen.per_key_plan import per_key_state
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_TOKEN,
     FeaturePlan,
@@ -300,6 +304,7 @@ class BatchEncoder:
     def __init__(self, path: str, *, verify: bool = True, out_of_fold: bool = False) -> None:
         self.path = path
         art = Artifacts(path, verify=verify)
+        self._art = art
         self.plan: ModulePlan = plan_from_artifacts(art)
         self.columns = read_columns(self.plan.features)
         self._targets = {fp.name: target_tables(path, fp.target,
@@ -356,6 +361,13 @@ class BatchEncoder:
             return lambda v: v
         if cls == "ListEncoding":
             return lambda v: _list_encoding(v, args)
+        if cls == "PerKeyScaling":
+            return _PerKey(per_key_state(self._art, fp.name, fp.keyed))
+        if cls == "PerKeyCount":
+            state = per_key_state(self._art, fp.name, fp.keyed)
+            keys, counts = pa.array(state["keys"], pa.string()), np.array(
+                [0, *state["counts"]], np.int64)
+            return lambda v: counts[_index_in(v[1], keys) + 1]
         raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
 
     def encode(self, batch: pa.RecordBatch) -> dict[str, Encoded]:
@@ -366,21 +378,50 @@ class BatchEncoder:
         """
         out: dict[str, Encoded] = {}
         for fp in self.plan.features:
-            value = feature_value(fp, batch)
-            for output, chain in zip(fp.outputs, self._chains[fp.name]):
-                if output.key in self._oof:  # the lookup, then the row's out-of-fold value
-                    out[output.key] = Encoded("float32", self._oof[output.key](
-                        chain[0][1](value), batch))
-                    continue
-                x = value
-                for cls, layer in chain:
-                    # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
-                    if isinstance(x, Ragged) and cls != "ListEncoding":
-                        x = Ragged(x.row_splits, layer(x.values))
-                    else:
-                        x = layer(x)
-                out[output.key] = _as_encoded(x, output)
+            out.update(self.encode_feature(fp, batch))
         return out
+
+    def encode_feature(self, fp: FeaturePlan, batch: pa.RecordBatch,
+                       keys: tuple[str, ...] | None = None) -> dict[str, Encoded]:
+        """The outputs ``keys`` (default: all) of one plan feature for ``batch``.
+
+        Raises:
+            OutOfVocabulary: A lookup without OOV slots met an unknown value.
+        """
+        value = feature_value(fp, batch)
+        out: dict[str, Encoded] = {}
+        for output, chain in zip(fp.outputs, self._chains[fp.name]):
+            if keys is not None and output.key not in keys:
+                continue
+            if output.key in self._oof:  # the lookup, then the row's out-of-fold value
+                out[output.key] = Encoded("float32", self._oof[output.key](
+                    chain[0][1](value), batch))
+                continue
+            x = value
+            for cls, layer in chain:
+                # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
+                if isinstance(x, Ragged) and cls != "ListEncoding":
+                    x = Ragged(x.row_splits, layer(x.values))
+                else:
+                    x = layer(x)
+            out[output.key] = _as_encoded(x, output)
+        return out
+
+
+class _PerKey:
+    """``PerKeyScaling`` on ``(float32 values, string keys)``."""
+
+    def __init__(self, state: dict[str, list]) -> None:
+        self.keys = pa.array(state["keys"], pa.string())
+        self.shifts = np.asarray(state["shifts"], np.float64).astype(np.float32)
+        self.scales = np.asarray(state["scales"], np.float64).astype(np.float32)
+        self.sigmoid = np.asarray(state["sigmoid"], bool)
+
+    def __call__(self, value_and_key: tuple[np.ndarray, pa.Array]) -> np.ndarray:
+        x, keys = value_and_key
+        row = _index_in(keys, self.keys) + 1  # unknown (-1) -> row 0
+        scaled = (x - self.shifts[row]) / self.scales[row]
+        return np.where(self.sigmoid[row], _sigmoid(x), scaled).astype(np.float32)
 
 
 def _list_encoding(v: Ragged, args: dict[str, Any]) -> Encoded:

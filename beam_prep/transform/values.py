@@ -71,6 +71,10 @@ def read_columns(features: tuple[FeaturePlan, ...]) -> dict[str, str]:
             reads = {c: ARROW_TYPES[t] for c, t in input_types(fp.derived.tree).items()}
         else:
             reads = {fp.column: READ_TYPES[fp.dtype]}
+        if fp.keyed is not None:  # per_key: the key's column(s), as the analysis read them
+            reads = {**reads, **({fp.keyed.column: "string"} if fp.keyed.derived is None else
+                                 {c: ARROW_TYPES[t] for c, t in
+                                  input_types(fp.keyed.derived.tree).items()})}
         for column, typ in reads.items():
             if out.setdefault(column, typ) != typ:
                 raise SpecError(
@@ -159,4 +163,12 @@ def feature_value(fp: FeaturePlan, batch: pa.RecordBatch) -> Any:
         dtype = fp.dtype
     if fp.fill is not None and not isinstance(value, Ragged):
         value = _fill(value, dtype, dict(fp.fill.args)["default_value"])
+    if fp.keyed is not None:  # (value, key): a missing key is "" as at the layer input
+        key = fp.keyed
+        if key.derived is None:
+            return value, _strings(batch.column(key.column))
+        result = expr_arrow.evaluate(key.derived.tree, batch)
+        if isinstance(result, pa.ChunkedArray):
+            result = result.combine_chunks()
+        return value, _strings(result)
     return value

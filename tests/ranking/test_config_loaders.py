@@ -125,7 +125,7 @@ def test_feature_spec_json_round_trip_keeps_types():
      "`label`: `dtype` must be one of 'float', 'int64'. Received: dtype='string'"),
     (lambda d: d.update(exmaple=[]),
      "feature_spec.json: `exmaple` must be one of the known keys ['format', 'version', "
-     "'context', 'example', 'label'] (did you mean `example`?). Received: exmaple=[]"),
+     "'context', 'example', 'label', 'encoded'] (did you mean `example`?). Received: exmaple=[]"),
     (lambda d: d["example"][0].update(shape=[2, 3]),
      "Feature 'x': `shape` must be [] (scalar), [k] with k >= 1 (fixed length) or [null] "
      "(variable length). Received: shape=[2, 3]"),

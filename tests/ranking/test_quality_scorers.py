@@ -138,14 +138,22 @@ np.save(sys.argv[3], s)
 """
 
 
-@pytest.mark.parametrize("scorer", ["dnn", pytest.param("dasalc", marks=pytest.mark.slow)])
-def test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process(tmp_path, scorer):
+# the feature embedding (after piecewise-linear encoding) is exported with the model too
+FEATURE_EMBEDDING = ("model.input_transform=piecewise_linear", "model.piecewise_bins=4",
+                     "model.feature_embedding_dim=3")
+
+
+@pytest.mark.parametrize("scorer,extra", [
+    ("dnn", ()), ("dnn", FEATURE_EMBEDDING),
+    pytest.param("dasalc", (), marks=pytest.mark.slow)])
+def test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process(tmp_path, scorer, extra):
     paths = copy_sample(tmp_path)
     export_dir = str(tmp_path / "export")
     hp = RankingHparams.from_yaml_text(
         config_yaml(paths, str(tmp_path / "m"), epochs=1, steps=2),
         overrides=[f"training.export_dir={export_dir}", "model.ensemble=2",
-                   f"model.scorer={scorer}", "model.attention_dim=8", "model.attention_layers=1"])
+                   f"model.scorer={scorer}", "model.attention_dim=8", "model.attention_layers=1",
+                   *extra])
     launcher = RankingLauncher(hp, layers=sample_layers(), vocab_rows={},
                                parse_fn=elwc_parse_fn(SPEC, 4))
     result = launcher.run()
@@ -190,3 +198,36 @@ def test_feature_stats_use_real_entries_only_and_match_numpy():
     with pytest.raises(SpecError, match="needs statistics of feature 'g'"):
         input_transforms(ModelHparams(input_transform="robust"), ["g"], stats)
     assert input_transforms(ModelHparams(), ["f"], stats) == {}
+
+
+@pytest.mark.parametrize("expand", [False, True])
+def test_feature_embedding_matches_numpy_per_value_dense(expand):
+    from beam_prep.ranking.train.scorers.feature_embedding import FeatureEmbedding
+
+    x = RNG.normal(size=(2, L, 3) if expand else (2, L, 3, 4)).astype("float32")
+    layer = FeatureEmbedding(5, expand=expand)
+    out = np.asarray(layer(x))
+    w, b = (np.asarray(v) for v in layer.weights)
+    xe = x[..., None] if expand else x
+    assert w.shape == (3, xe.shape[-1], 5) and b.shape == (3, 5)
+    want = np.zeros((2, L, 3, 5))
+    for d in range(3):  # every value has its own weights: a Dense per value, then ReLU
+        want[:, :, d, :] = np.maximum(xe[:, :, d, :] @ w[d] + b[d], 0.0)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert layer.compute_output_shape(x.shape) == (2, L, 3, 5)
+
+
+def test_feature_embedding_follows_the_input_transform():
+    from beam_prep.ranking.train.scorers import input_transforms
+
+    f = RNG.lognormal(size=(2, L, 3)).astype("float32")
+    stats = {"f": {"edges": np.quantile(f.reshape(-1, 3), np.linspace(0, 1, 5), axis=0).T}}
+    ple = input_transforms(ModelHparams(input_transform="piecewise_linear", piecewise_bins=4,
+                                        feature_embedding_dim=6), ["f"], stats)["f"]
+    assert tuple(np.shape(ple(f))) == (2, L, 3, 6)
+    raw = input_transforms(ModelHparams(feature_embedding_dim=2), ["f"], {})["f"]
+    assert tuple(np.shape(raw(f))) == (2, L, 3, 2)
+    with pytest.raises(SpecError, match=r"`feature_embedding_dim` must be an integer >= 0"):
+        ModelHparams(feature_embedding_dim=-1).validate()
+    with pytest.raises(SpecError, match=r"`embedding_dim` must be a positive integer"):
+        ModelHparams(embedding_dim=0).validate()

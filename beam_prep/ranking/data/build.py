@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import InputError
+from beam_prep.ranking.data.artifact_encode import load_encoder, rows_as_lists
 from beam_prep.ranking.data.encode import (
     DenseFloatEncoder,
     encode_elwc,
@@ -68,8 +69,11 @@ def feature_spec_from_layout(layout: dict[str, Any], opts: ElwcOptions) -> ElwcF
             context.append(_column_info(col, schema.get(col, ["null", False]), opts))
         example = [_column_info(col, kind, opts) for col, kind in schema.items()
                    if col not in opts.context_columns]
-    return ElwcFeatureSpec(context=tuple(context), example=tuple(example),
+    spec = ElwcFeatureSpec(context=tuple(context), example=tuple(example),
                            label=LabelInfo(opts.label_name, opts.label_dtype))
+    if not opts.artifacts:
+        return spec
+    return load_encoder(opts.artifacts).encode_spec(spec, skip=(opts.query_id_feature,))
 
 
 def _column_info(col: str, kind: list[Any], opts: ElwcOptions) -> FeatureInfo:
@@ -110,6 +114,10 @@ class ListBuilder:
             raise InputError(f"label name {opts.label_name!r} is also a feature name; choose "
                              "another --label_name or rename the column.")
         self._kinds = {f.name: f.dtype for f in (*self.spec.context, *self.spec.example)}
+        # make-elwc --artifacts: the raw features of the encoded ones, and their encoder
+        self._raw = {f.name: f.raw for f in self.spec.encoded.features} \
+            if self.spec.encoded is not None else {}
+        self._encoder = load_encoder(opts.artifacts) if self._raw else None
         self._empty_context = encode_elwc([], encode_features({}))
         self._lookup: np.ndarray | None = None
 
@@ -157,11 +165,13 @@ class ListBuilder:
             q1 = min(max(q1, q0 + 1), len(names))
             a, b = int(bounds[q0]), int(bounds[q1])
             framed = self._frame(block, order[a:b], labels[a:b])
+            encoded = self._encode(block.context or {}, order[bounds[q0:q1]].tolist())
             for q in range(q0, q1):
                 parts = plans[q][1]
                 if not parts:
                     continue
-                context = self._context(block, names[q], int(order[bounds[q]]))
+                context = self._context(block, names[q], int(order[bounds[q]]),
+                                        {k: v[q - q0] for k, v in encoded.items()})
                 for k, rows in enumerate(parts):
                     out.append((names[q], k, _join_rows(framed, rows - a, context)))
             q0 = q1
@@ -211,14 +221,25 @@ class ListBuilder:
             return self._lookup[ids]
         return np.searchsorted(self._ids, ids)
 
-    def _context(self, block: DocBlock, qid: str, first_row: int) -> bytes:
+    def _encode(self, columns: dict[str, list[Any]], rows: list[int]) -> dict[str, list[Any]]:
+        """Encoded values (a list per row) of the covered ``columns`` at ``rows``."""
+        if self._encoder is None:
+            return {}
+        return {name: rows_as_lists(self._encoder.encode(self._raw[name],
+                                                         [values[r] for r in rows]))
+                for name, values in columns.items() if name in self._raw}
+
+    def _context(self, block: DocBlock, qid: str, first_row: int,
+                 encoded: dict[str, list[Any]]) -> bytes:
         """The ``context`` field of the query's lists (query id and context columns)."""
         feats: dict[str, tuple[str, Any]] = {}
         if self.opts.query_id_feature:
             feats[self.opts.query_id_feature] = ("string", [qid])
         for name, values in (block.context or {}).items():
             value = values[first_row]
-            if value is not None:
+            if name in encoded:
+                feats[name] = (self._kinds[name], encoded[name])
+            elif value is not None:
                 feats[name] = (self._kinds[name], _as_list(value))
         if not feats:
             return self._empty_context
@@ -233,19 +254,39 @@ class ListBuilder:
             dense = np.full((len(rows), len(self._ids)), self.opts.missing_value, np.float32)
             doc = np.repeat(np.arange(len(rows)), np.diff(sub_indptr))
             dense[doc, self._column_of(ids[idx])] = vals[idx]
+            if self._encoder is not None:
+                self._encode_dense(dense)
             return self._dense.frame_examples(dense, labels)
         label_dtype = self.opts.label_dtype
         cols = block.columns or {}
+        encoded = self._encode(cols, rows.tolist())
         out = []
-        for r, lab in zip(rows.tolist(), labels.tolist()):
+        for i, (r, lab) in enumerate(zip(rows.tolist(), labels.tolist())):
             feats: dict[str, tuple[str, Any]] = {
                 self.opts.label_name: (label_dtype, [int(lab) if label_dtype == "int64" else lab])}
             for name, values in cols.items():
                 v = values[r]
-                if v is not None:
+                if name in encoded:
+                    feats[name] = (self._kinds[name], encoded[name][i])
+                elif v is not None:
                     feats[name] = (self._kinds[name], _as_list(v))
             out.append(frame_example(encode_features(feats)))
         return out
+
+
+    def _encode_dense(self, dense: np.ndarray) -> None:
+        """LETOR: encodes the covered columns of the dense float32 matrix in place."""
+        for j, info in enumerate(self.spec.example):
+            raw = self._raw.get(info.name)
+            if raw is None:
+                continue
+            enc = self._encoder.encode(raw, dense[:, j])  # type: ignore[union-attr]
+            if enc.dtype != "float32" or enc.row_splits is not None or enc.values.shape[1] != 1:
+                raise InputError(f"feature {info.name!r}: its layers in --artifacts output "
+                                 f"{enc.dtype} of width {enc.values.shape[-1]}, but LETOR "
+                                 "features are written as one float each. Fix: use a numeric "
+                                 "spec feature for it, or make-elwc without --artifacts.")
+            dense[:, j] = enc.values[:, 0]
 
 
 def _join_rows(framed: np.ndarray | list[bytes], rows: np.ndarray, context: bytes) -> bytes:

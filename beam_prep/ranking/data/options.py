@@ -65,6 +65,9 @@ class ElwcOptions:
         example_columns: tabular columns written as example features; ``None`` = every column
             that is not the query id, the label or a context column.
         max_bad_fraction: the run fails when rejected lines / lines exceeds this.
+        artifacts: artifact directory (``beam-prep analyze``) whose layers encode the features
+            they cover (ids / normalised values written instead of the raw values; see
+            :mod:`beam_prep.ranking.data.artifact_encode`); ``None``: raw features.
     """
 
     input_format: InputFormat = "letor"
@@ -89,6 +92,7 @@ class ElwcOptions:
     context_columns: tuple[str, ...] = ()
     example_columns: tuple[str, ...] | None = None
     max_bad_fraction: float = 0.01
+    artifacts: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -37,10 +37,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem, formats
+from beam_prep.ranking.data.artifact_encode import load_encoder
 from beam_prep.ranking.data.jsonl import read_jsonl_table
 from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
 from beam_prep.ranking.data.lists import DocBlock, shard_of, split_of
 from beam_prep.ranking.data.options import ElwcOptions
+from beam_prep.ranking.feature_spec import FeatureInfo
 
 Key = tuple[str, int]  # (split name, shard)
 
@@ -314,6 +316,13 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     labels, bad_label = _labels(table.column(opts.label_column))
     bad_qid = np.array([q is None or q == "" for q in qids], dtype=bool)
     too_big = _beyond_int64(table, (*example_cols, *opts.context_columns))
+    if opts.artifacts:  # rows a lookup without OOV slots cannot encode (artifact_encode)
+        cols = (*example_cols, *opts.context_columns)
+        infos = [_raw_info(c, _arrow_kind(table.schema.field(c).type, c, relpath), opts)
+                 for c in cols]
+        oov = load_encoder(opts.artifacts).oov_rows(
+            infos, {c: table.column(c).to_pylist() for c in cols})
+        too_big.update({i: why for i, why in oov.items() if i not in too_big})
     bad = bad_qid | bad_label
     bad[list(too_big)] = True
     rejected = list(parse_rejects)
@@ -342,6 +351,15 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     counts = {"files": int(row_group == 0), "lines": lines, "documents_read": len(good),
               "lines_rejected": len(rejected)}
     return PieceResult(key_blocks(block, opts), rejected, counts, {"schema": schema}, lines)
+
+
+def _raw_info(col: str, kind: list[Any], opts: ElwcOptions) -> FeatureInfo:
+    """The raw feature a column is written as (``build._column_info`` for one file)."""
+    dtype = "float" if kind[0] in ("null", "float") else kind[0]
+    if kind[1]:
+        return FeatureInfo(col, dtype, (None,), None)
+    return FeatureInfo(col, dtype, (), {"float": float(opts.missing_value), "int64": 0,
+                                        "string": ""}[dtype])
 
 
 def _labels(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

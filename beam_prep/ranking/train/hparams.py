@@ -111,7 +111,8 @@ class DataHparams:
         drop_remainder: Drop the last partial batch (required on TPU).
         sequence_length: Length every variable-length feature (token lists) is padded or
             truncated to after preprocessing (static shapes).
-        artifacts: Optional artifact directory whose vocabularies size the embedding tables.
+        artifacts: Optional artifact directory whose vocabularies size the embedding tables;
+            required (the same fingerprint) for ELWC written by ``make-elwc --artifacts``.
     """
 
     feature_spec: str
@@ -158,6 +159,9 @@ class ModelHparams:
             or ``auto`` (``log1p`` for ``dasalc``, ``none`` for ``dnn``). Statistics are
             computed on the training lists only.
         piecewise_bins: Bins per value of ``piecewise_linear``.
+        feature_embedding_dim: ``N > 0``: every float value, after ``input_transform``,
+            goes through its own Dense(N) + ReLU before the scorer (Gorishniy et al. 2022;
+            :mod:`beam_prep.ranking.train.scorers.feature_embedding`). 0 = off.
         attention_layers: Self-attention layers of ``dasalc``.
         attention_heads: Heads per self-attention layer.
         attention_dim: Width of the self-attention layers (and of the latent cross).
@@ -179,6 +183,7 @@ class ModelHparams:
     scorer: ScorerName = "dnn"
     input_transform: InputTransform = "auto"
     piecewise_bins: int = 8
+    feature_embedding_dim: int = 0
     attention_layers: int = 2
     attention_heads: int = 2
     attention_dim: int = 32
@@ -199,6 +204,10 @@ class ModelHparams:
             _int("model", "hidden_sizes", h)
         _float("model", "dropout", self.dropout, low=0.0, high=1.0)
         _int("model", "piecewise_bins", self.piecewise_bins)
+        _int("model", "feature_embedding_dim", self.feature_embedding_dim, minimum=0)
+        _int("model", "embedding_dim", self.embedding_dim)
+        _int("model", "distributed_embedding_min_rows", self.distributed_embedding_min_rows,
+             minimum=0)
         _int("model", "attention_layers", self.attention_layers, minimum=0)
         _int("model", "attention_heads", self.attention_heads)
         _int("model", "attention_dim", self.attention_dim)
@@ -214,9 +223,6 @@ class ModelHparams:
         if self.input_transform != "auto":
             return self.input_transform
         return "log1p" if self.scorer == "dasalc" else "none"
-        _int("model", "embedding_dim", self.embedding_dim)
-        _int("model", "distributed_embedding_min_rows", self.distributed_embedding_min_rows,
-             minimum=0)
 
 
 @dataclasses.dataclass(frozen=True)

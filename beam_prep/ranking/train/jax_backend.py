@@ -90,6 +90,10 @@ class JaxRankingLauncher(RankingLauncher):
         self.distribution = make_distribution(dist.strategy, tables=self.sharded_tables,
                                               model_parallel_size=dist.model_parallel_size)
         keras.distribution.set_distribution(self.distribution)
+        if self.spec.encoded is not None and hparams.training.export_dir:
+            from beam_prep.ranking.train.encoded_input import serving_inputs
+
+            serving_inputs(self)  # refuses now, not after training, layers the export can't run
 
     def validate(self, element_spec: Any) -> None:
         """The global batches split evenly over the data replicas and the processes."""
@@ -107,7 +111,9 @@ class JaxRankingLauncher(RankingLauncher):
 
     def export(self, model: keras.Model, element_spec: Any) -> str:
         """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF."""
+        from beam_prep.ranking.train.encoded_input import serving_inputs
         from beam_prep.ranking.train.jax_export import export_jax_ranker
 
-        return export_jax_ranker(model, self.preprocessor, self.hp.training.export_dir,
-                                 parse_fn=self.datasets.parse_fn, feature_spec=element_spec[0])
+        pre, parse = serving_inputs(self)  # raw features in, even from encoded ELWC
+        return export_jax_ranker(model, pre, self.hp.training.export_dir,
+                                 parse_fn=parse, feature_spec=element_spec[0])

@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
-from beam_prep.ranking.train.artifact_layers import layers_and_rows
+from beam_prep.ranking.train.encoded_input import input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
@@ -256,10 +256,8 @@ class RankingLauncher:
         self.strategy = strategy or make_strategy(hparams.distribution.strategy,
                                                   tpu=hparams.distribution.tpu)
         self.spec = load_feature_spec(hparams.data.feature_spec)
-        if layers is None or vocab_rows is None:
-            auto_layers, auto_rows = layers_and_rows(hparams.data.artifacts, self.spec)
-            layers = auto_layers if layers is None else layers
-            vocab_rows = auto_rows if vocab_rows is None else vocab_rows
+        # Encoded ELWC (make-elwc --artifacts): identity inputs, artifacts checked.
+        layers, vocab_rows = input_layers(hparams.data.artifacts, self.spec, layers, vocab_rows)
         self.preprocessor = Preprocessor(self.spec, layers, list_size=hparams.data.list_size,
                                          sequence_length=hparams.data.sequence_length,
                                          vocab_rows=vocab_rows,
@@ -341,8 +339,8 @@ class RankingLauncher:
         """Writes the SavedModel to ``training.export_dir`` (:mod:`.export`); returns it."""
         from beam_prep.ranking.train.export import export_ranker
 
-        return export_ranker(model, self.preprocessor, self.hp.training.export_dir,
-                             parse_fn=self.datasets.parse_fn)
+        pre, parse = serving_inputs(self)  # raw features in, even from encoded ELWC
+        return export_ranker(model, pre, self.hp.training.export_dir, parse_fn=parse)
 
     def steps_per_epoch(self) -> int:
         """``training.steps_per_epoch`` or one pass over the training files."""

@@ -4,7 +4,8 @@
 * ``dasalc``: :class:`.dasalc.DasalcScorer` (self-attention over the list + latent cross).
 * ``model.ensemble: N``: :mod:`.ensemble` (N seeds, one averaged model).
 * ``model.input_transform``: :func:`input_transforms` (layers of
-  :mod:`beam_prep.codegen.numeric_layers`, statistics from :mod:`.input_stats`).
+  :mod:`beam_prep.codegen.numeric_layers`, statistics from :mod:`.input_stats`), followed by
+  :class:`.feature_embedding.FeatureEmbedding` when ``model.feature_embedding_dim > 0``.
 
 Example:
     >>> scorer_class("dasalc").__name__
@@ -13,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -43,11 +44,15 @@ def scorer_class(name: str) -> type:
 
 
 def input_transforms(hp: ModelHparams, names: Sequence[str],
-                     stats: Mapping[str, Mapping[str, Any]]) -> dict[str, keras.layers.Layer]:
-    """One transform layer per float feature in ``names`` (none for ``input_transform: none``).
+                     stats: Mapping[str, Mapping[str, Any]]) -> dict[str, Callable[[Any], Any]]:
+    """The input transform of every float feature in ``names`` (none: no entry).
+
+    The transform is the ``input_transform`` layer, then (``feature_embedding_dim > 0``) a
+    :class:`.feature_embedding.FeatureEmbedding` of the values, one per feature.
 
     Args:
-        hp: ``ModelHparams`` (``input_transform``, ``piecewise_bins``).
+        hp: ``ModelHparams`` (``input_transform``, ``piecewise_bins``,
+            ``feature_embedding_dim``).
         names: Float features (after preprocessing) the scorer takes.
         stats: Feature -> ``{"median", "iqr", "edges"}`` per value of its last axis
             (:func:`.input_stats.feature_stats`), needed by ``piecewise_linear``/``robust``.
@@ -55,9 +60,29 @@ def input_transforms(hp: ModelHparams, names: Sequence[str],
     Raises:
         SpecError: A feature has no statistics but the transform needs them.
     """
+    kind = hp.resolved_input_transform
+    base = _value_transforms(kind, names, stats)
+    if not hp.feature_embedding_dim:
+        return base
+    from beam_prep.ranking.train.scorers.feature_embedding import FeatureEmbedding
+
+    out: dict[str, Callable[[Any], Any]] = {}
+    for name in names:
+        embed = FeatureEmbedding(hp.feature_embedding_dim, expand=kind != "piecewise_linear",
+                                 name=f"{name.strip('_')}_feature_embedding")
+        first = base.get(name)
+        out[name] = embed if first is None else _chain(first, embed)
+    return out
+
+
+def _chain(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda x: second(first(x))
+
+
+def _value_transforms(kind: str, names: Sequence[str], stats: Mapping[str, Mapping[str, Any]]
+                      ) -> dict[str, keras.layers.Layer]:
     from beam_prep.codegen.numeric_layers import PiecewiseLinear, RobustScaling, SignedLog1p
 
-    kind = hp.resolved_input_transform
     out: dict[str, keras.layers.Layer] = {}
     for name in names:
         layer_name = f"{name.strip('_')}_{kind}"

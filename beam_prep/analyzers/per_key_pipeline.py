@@ -1,0 +1,150 @@
+"""Per-key statistics in the analysis: combine per (feature, partition), write sorted files.
+
+Graph (labels as in the pipeline)::
+
+    AnalyzeSplits ─ per_key ((feature, partition), KeyStats)
+        ─ CombineKeyStats (CombinePerKey: exact merge, any order)
+        ─ KeyLines (each partition's keys sorted, one JSON line per key)
+        ─ WithEmptyPerKey (Flatten with one seed per feature) ─ GroupPerKeyByFeature
+        ─ WritePerKeyFiles (per feature: sort all lines by key, stream into the file)
+
+A key lives in one hash partition (``token_hashes(key) % partitions``), so partitions are
+combined in parallel and hold disjoint keys; the file is sorted by key over all of them,
+so its bytes do not depend on the partition count. Memory: a partition's KeyStats while it
+is combined; the writer holds one feature's lines as Arrow arrays (about 60 bytes per key
+plus the key text), never a Python object per key.
+
+Example:
+    >>> meta = per_key_outputs | PerKeyFiles(spec.to_dict(), "artifacts/")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_prep.analyzers import per_key_stats as pks
+from beam_prep.io import filesystem as fs
+from beam_prep.io.per_key_file import per_key_relpath
+
+#: Keys' lines written per chunk.
+WRITE_ROWS = 1 << 16
+_EDITOR_BREAKS = "\x85\u2028\u2029"
+
+
+class KeyStatsCombineFn(beam.CombineFn):
+    """Merges :class:`~beam_prep.analyzers.per_key_stats.KeyStats` exactly (order-free).
+
+    The empty input gives :func:`~beam_prep.analyzers.per_key_stats.empty`.
+    """
+
+    def create_accumulator(self) -> list[pks.KeyStats]:
+        return []
+
+    def add_input(self, acc: list[pks.KeyStats], element: pks.KeyStats) -> list[pks.KeyStats]:
+        acc.append(element)
+        return [pks.merge(acc)] if len(acc) >= 16 else acc
+
+    def merge_accumulators(self, accs: Iterable[list[pks.KeyStats]]) -> list[pks.KeyStats]:
+        return [pks.merge([s for a in accs for s in a])]
+
+    def extract_output(self, acc: list[pks.KeyStats]) -> pks.KeyStats:
+        return pks.merge(acc)
+
+
+def _number(x: float) -> str:
+    # repr is the shortest round-trip form, as json.dumps writes a finite float
+    return repr(x) if math.isfinite(x) else "null"
+
+
+def _json_key(key: str) -> str:
+    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        return f'"{key}"'  # nothing to escape (the usual case)
+    text = json.dumps(key, ensure_ascii=False)
+    for c in _EDITOR_BREAKS:  # line breaks JSON leaves as they are, escaped for editors
+        text = text.replace(c, f"\\u{ord(c):04x}")
+    return text
+
+
+def key_lines(stats: pks.KeyStats) -> pa.Array:
+    """One line (``[key, count, mean, variance, min, max]\\n``) per key of merged stats."""
+    means, variances = pks.means_and_variances(stats)
+    rows = zip(stats.keys.to_pylist(), stats.count.tolist(), means, variances,
+               (stats.minimum + 0.0).tolist(), (stats.maximum + 0.0).tolist())
+    return pa.array([f"[{_json_key(k)},{c},{_number(m)},{_number(v)},{_number(lo)},"
+                     f"{_number(hi)}]\n" for k, c, m, v, lo, hi in rows], pa.large_string())
+
+
+def _finalize(kv: tuple[tuple[str, int], pks.KeyStats]) -> tuple[str, Any]:
+    (name, part), stats = kv
+    return name, (part, stats.keys, key_lines(stats))
+
+
+def write_lines(parts: list[tuple[pa.Array, pa.Array]], path: str) -> dict[str, Any]:
+    """Sorts every ``(keys, lines)`` part by key (UTF-8 bytes) and writes the lines.
+
+    Returns:
+        ``{"path": ..., "sha256": ..., "bytes": ..., "keys": ...}`` (path as given).
+    """
+    keys = pa.concat_arrays([k.cast(pa.large_string()) for k, _ in parts] or
+                            [pa.array([], pa.large_string())])
+    lines = pa.concat_arrays([v for _, v in parts] or [pa.array([], pa.large_string())])
+    order = pc.sort_indices(keys)
+    sha, size = hashlib.sha256(), 0
+    fs.makedirs(FileSystems.split(path)[0])
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        for start in range(0, len(order), WRITE_ROWS):
+            chunk = lines.take(order.slice(start, WRITE_ROWS))
+            body = "".join(chunk.to_pylist()).encode("utf-8")
+            f.write(body)
+            sha.update(body)
+            size += len(body)
+    return {"sha256": sha.hexdigest(), "bytes": size, "keys": len(keys)}
+
+
+class _WritePerKey(beam.DoFn):
+    def __init__(self, output_dir: str) -> None:
+        self._out = output_dir
+
+    def process(self, kv: tuple[str, Iterable[Any]]) -> Iterator[tuple[str, dict]]:
+        name, items = kv
+        parts = sorted((p for p in items if p is not None), key=lambda p: p[0])
+        rel = per_key_relpath(name)
+        written = write_lines([(k, v) for _, k, v in parts], fs.join(self._out, rel))
+        yield name, {"files": {"per_key": {"path": rel, "sha256": written["sha256"],
+                                           "bytes": written["bytes"]}},
+                     "key_count": written["keys"]}
+
+
+class PerKeyFiles(beam.PTransform):
+    """``((feature, partition), KeyStats)`` in, ``(feature, {files, key_count})`` out.
+
+    Args:
+        names: The features with ``per_key`` (each gets a file, empty without keys).
+        output_dir: Artifact directory.
+    """
+
+    def __init__(self, names: list[str], output_dir: str) -> None:
+        super().__init__()
+        self._names = list(names)
+        self._out = output_dir
+
+    def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
+        seeds = pcoll.pipeline | "EveryPerKeyFeature" >> beam.Create(
+            [(n, None) for n in self._names], reshuffle=False)
+        lines = (pcoll
+                 | "CombineKeyStats" >> beam.CombinePerKey(KeyStatsCombineFn())
+                 | "KeyLines" >> beam.Map(_finalize))
+        return ((lines, seeds)
+                | "WithEmptyPerKey" >> beam.Flatten()
+                | "GroupPerKeyByFeature" >> beam.GroupByKey()
+                | "WritePerKeyFiles" >> beam.ParDo(_WritePerKey(self._out)))

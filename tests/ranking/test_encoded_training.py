@@ -1,0 +1,237 @@
+"""Training on ``make-elwc --artifacts`` output; the export still takes raw features.
+
+* the launcher's model inputs from encoded ELWC equal those from raw ELWC through the real
+  layers (the raw path is the oracle), embedding tables sized from the artifacts;
+* the SavedModel, reloaded in a fresh process with the artifacts deleted, scores the *raw*
+  ELWC exactly as the trained model scores the encoded ELWC;
+* ``data.artifacts`` other than the encoding's (or none) is refused, naming the fingerprints.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+from beam_prep.pipelines import make_elwc  # noqa: E402
+
+from beam_prep.errors import SpecError  # noqa: E402
+from beam_prep.ranking.train.encoded_input import serving_inputs  # noqa: E402
+from beam_prep.ranking.train.hparams import RankingHparams  # noqa: E402
+from beam_prep.ranking.train.launcher import RankingLauncher  # noqa: E402
+from tests.ranking import encoded_fixtures as fx  # noqa: E402
+
+EXAMPLE_COLUMNS = "city,store_id,price,brand,tags,other"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("enc_train")
+    art = fx.artifacts(str(d / "art"))
+    inp = fx.write_jsonl(str(d / "in" / "a.jsonl"), fx.rows(120))
+    extra = ("--example_columns", EXAMPLE_COLUMNS)
+    make_elwc.main(fx.make_elwc_args(inp, str(d / "raw"), *extra))
+    make_elwc.main(fx.make_elwc_args(inp, str(d / "enc"), *extra, "--artifacts", art))
+    return {"dir": d, "art": art, "raw": str(d / "raw"), "enc": str(d / "enc")}
+
+
+def _config(out: str, artifacts: str | None, model_dir: str, export_dir: str = "") -> str:
+    return f"""
+data:
+  feature_spec: {out}/feature_spec.json
+  train_pattern: "{out}/train-*.tfrecord"
+  valid_pattern: "{out}/validation-*.tfrecord"
+  list_size: 8
+  train_batch_size: 4
+  valid_batch_size: 2
+  sequence_length: 3
+  shuffle_buffer: 0
+  artifacts: {artifacts or 'null'}
+model:
+  hidden_sizes: [8]
+  embedding_dim: 4
+training:
+  model_dir: {model_dir}
+  export_dir: {export_dir or 'null'}
+  loss: softmax
+  learning_rate: 0.05
+  epochs: 1
+  steps_per_epoch: 4
+  metrics_k: [2]
+  loop: fit
+distribution:
+  strategy: default
+"""
+
+
+def _records(out: str, split: str = "validation") -> list[bytes]:
+    files = sorted(tf.io.gfile.glob(os.path.join(out, f"{split}-*.tfrecord")))
+    return [r.numpy() for r in tf.data.TFRecordDataset(files)]
+
+
+def test_encoded_inputs_equal_raw_inputs_through_the_layers(data, tmp_path):
+    enc = RankingLauncher(RankingHparams.from_yaml_text(
+        _config(data["enc"], data["art"], str(tmp_path / "e"))))
+    raw = RankingLauncher(RankingHparams.from_yaml_text(
+        _config(data["raw"], data["art"], str(tmp_path / "r"))))
+    assert enc.preprocessor.id_rows == raw.preprocessor.id_rows  # tables from the artifacts
+    assert {"city", "store_id", "brand", "tags", "country", "user_id"} <= set(
+        enc.preprocessor.id_rows)
+    enc_features, enc_labels = enc.datasets.parse_fn(tf.constant(_records(data["enc"])))
+    raw_features, raw_labels = raw.datasets.parse_fn(tf.constant(_records(data["raw"])))
+    np.testing.assert_array_equal(enc_labels, raw_labels)
+    got = enc.preprocessor(enc_features)
+    want = raw.preprocessor(raw_features)
+    assert set(got) == set(want)
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
+    # The export's preprocessor is the raw one: same inputs from the raw records.
+    pre, parse = serving_inputs(enc)
+    served = pre(parse(tf.constant(_records(data["raw"])))[0])
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(served[k]), np.asarray(want[k]), err_msg=k)
+
+
+_SCORE = """
+import sys, numpy as np, tensorflow as tf
+export, records, out = sys.argv[1:4]
+data = [r.numpy() for r in tf.data.TFRecordDataset(records)]
+scores = tf.saved_model.load(export).signatures["serving_default"](
+    serialized=tf.constant(data))["scores"].numpy()
+np.save(out, scores)
+"""
+
+
+def test_export_scores_raw_features_like_the_model_scores_encoded(data, tmp_path):
+    art = str(tmp_path / "art")
+    shutil.copytree(data["art"], art)
+    export_dir = str(tmp_path / "export")
+    hp = RankingHparams.from_yaml_text(
+        _config(data["enc"], art, str(tmp_path / "m"), export_dir))
+    launcher = RankingLauncher(hp)
+    result = launcher.run()
+    assert result.export_path == export_dir
+    features, _ = launcher.datasets.parse_fn(tf.constant(_records(data["enc"])))
+    want = result.model(launcher.preprocessor(features), training=False).numpy()
+    assert np.ptp(want) > 1e-4
+    del result, launcher
+    shutil.rmtree(art)  # serving must not need the artifact directory
+    raw_files = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))
+    assert len(raw_files) == 1
+    out = str(tmp_path / "scores.npy")
+    subprocess.run([sys.executable, "-c", _SCORE, export_dir, raw_files[0], out], check=True,
+                   cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
+    got = np.load(out)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_other_artifacts_are_refused_naming_both_fingerprints(data, tmp_path):
+    from beam_prep.io.artifacts import Artifacts
+    from tests.codegen.artifact_fixtures import write_artifacts
+
+    changed = dict(fx.DATA, city=["Paris"] * 8)
+
+    other = write_artifacts(str(tmp_path / "other"), fx.SPEC, changed,
+                            boundaries=fx.BOUNDARIES)
+    got, want = Artifacts(other).fingerprint, Artifacts(data["art"]).fingerprint
+    assert got != want
+    with pytest.raises(SpecError, match=f"fingerprint {got[:12]}.*fingerprint {want[:12]}"):
+        RankingLauncher(RankingHparams.from_yaml_text(
+            _config(data["enc"], other, str(tmp_path / "m"))))
+    with pytest.raises(SpecError, match="`data.artifacts` is not set"):
+        RankingLauncher(RankingHparams.from_yaml_text(
+            _config(data["enc"], None, str(tmp_path / "m"))))
+
+
+_JAX_TRAIN = """
+import os, sys, numpy as np, tensorflow as tf
+from beam_prep.ranking.train.backend import make_launcher
+from beam_prep.ranking.train.hparams import RankingHparams
+config, enc_records, out = sys.argv[1:4]
+hp = RankingHparams.from_yaml_text(open(config).read(),
+                                   overrides=["distribution.backend=jax"])
+launcher = make_launcher(hp)
+assert type(launcher).__name__ == "JaxRankingLauncher", type(launcher)
+result = launcher.run()
+data = [r.numpy() for r in tf.data.TFRecordDataset(enc_records)]
+features, _ = launcher.datasets.parse_fn(tf.constant(data))
+inputs = {k: np.asarray(v) for k, v in launcher.preprocessor(features).items()}
+np.save(out, np.asarray(result.model(inputs, training=False)))
+print("EXPORTED", result.export_path)
+"""
+
+
+def test_jax_backend_export_takes_raw_features(data, tmp_path):
+    """JAX: no ``default_value`` or list feature (FillMissing / ListEncoding are plain Keras
+    layers, which fail in a TF graph under JAX, in tf.data as in the export)."""
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (pip install beam-prep[jax])")
+    art = str(tmp_path / "art")
+    shutil.copytree(data["art"], art)
+    inp = fx.write_jsonl(str(tmp_path / "in" / "a.jsonl"), fx.rows(120))
+    extra = ("--example_columns", "city,brand,other")
+    data = {"raw": str(tmp_path / "raw"), "enc": str(tmp_path / "enc")}
+    make_elwc.main(fx.make_elwc_args(inp, data["raw"], *extra))
+    make_elwc.main(fx.make_elwc_args(inp, data["enc"], *extra, "--artifacts", art))
+    export_dir = str(tmp_path / "export")
+    config = tmp_path / "train.yaml"
+    config.write_text(_config(data["enc"], art, str(tmp_path / "m"), export_dir))
+    files = {s: sorted(tf.io.gfile.glob(os.path.join(data[s], "validation-*.tfrecord")))[0]
+             for s in ("enc", "raw")}
+    want_path = str(tmp_path / "jax_scores.npy")
+    proc = subprocess.run(
+        [sys.executable, "-c", _JAX_TRAIN, str(config), files["enc"], want_path], cwd=ROOT,
+        capture_output=True, text=True, timeout=900,
+        env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT,
+             "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0 and "EXPORTED" in proc.stdout, proc.stderr[-3000:]
+    shutil.rmtree(art)
+    records = [r.numpy() for r in tf.data.TFRecordDataset(files["raw"])]
+    got = tf.saved_model.load(export_dir).signatures["serving_default"](
+        serialized=tf.constant(records))["scores"].numpy()
+    want = np.load(want_path)
+    assert got.shape == want.shape and np.ptp(want) > 1e-4
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+_JAX_REFUSE = """
+import sys
+from beam_prep.errors import SpecError
+from beam_prep.ranking.train.backend import make_launcher
+from beam_prep.ranking.train.hparams import RankingHparams
+hp = RankingHparams.from_yaml_text(open(sys.argv[1]).read(),
+                                   overrides=["distribution.backend=jax"])
+try:
+    make_launcher(hp)
+except SpecError as e:
+    print("REFUSED", e)
+"""
+
+
+def test_jax_backend_refuses_layers_its_export_cannot_run_before_training(data, tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (pip install beam-prep[jax])")
+    config = tmp_path / "train.yaml"
+    config.write_text(_config(data["enc"], data["art"], str(tmp_path / "m"),
+                              str(tmp_path / "export")))
+    proc = subprocess.run(
+        [sys.executable, "-c", _JAX_REFUSE, str(config)], cwd=ROOT, capture_output=True,
+        text=True, timeout=600, env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT,
+                                     "TF_CPP_MIN_LOG_LEVEL": "2"})
+    line = [x for x in proc.stdout.splitlines() if x.startswith("REFUSED")]
+    assert line, proc.stderr[-3000:]
+    assert "['store_id', 'price', 'tags']" in line[0], line[0]
+    assert "distribution.backend: tensorflow" in line[0]
+    assert not os.path.exists(tmp_path / "m")  # nothing trained
