@@ -32,6 +32,8 @@ def to_dict(report: DiffReport) -> dict[str, Any]:
     for feature in body["features"]:
         if feature.get("mutual_info") is None:  # only label-aware vocabularies have it
             feature.pop("mutual_info", None)
+        if feature.get("target_encoding") is None:  # only target-encoded features have it
+            feature.pop("target_encoding", None)
     body["flags"] = [dataclasses.asdict(f) for f in report.flags]
     body["drift"] = bool(report.flags)
     return {"format": JSON_FORMAT, "format_version": JSON_FORMAT_VERSION, **body}
@@ -114,6 +116,14 @@ def _vocab_section(features: list[FeatureDiff]) -> list[str]:
                 f"{_tok(t)} ({c})" for t, c in d.top_dropped))
         if f.mutual_info is not None:
             notes += _mutual_info_notes(f)
+        if f.target_encoding is not None:
+            t = f.target_encoding
+            notes.append(f"  {f.name} target encoding: global mean {_num(t.old_global_mean)} "
+                         f"-> {_num(t.new_global_mean)}, tokens {t.old_tokens} -> "
+                         f"{t.new_tokens} ({t.shared} shared), largest encoding change "
+                         f"{_num(t.max_encoding_change)}"
+                         + (f" ({_tok(t.most_changed_token)})"
+                            if t.most_changed_token is not None else ""))
     header = ["feature", "kind", "size", "added", "dropped", "index moved", "top-K moved",
               "OOV share", "JSD", "flags"]
     return ["Vocabularies", *_grid(header, rows), *notes]
