@@ -88,10 +88,8 @@ def required_columns(spec: Spec) -> dict[str, str]:
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
         if has_labels(f):  # the label column of a label-aware vocabulary
             reads.setdefault(f.labels, "int64")
-        if has_target_encoding(f):  # its numeric label; the fold column as already read
-            te = f.target_encoding
-            reads.setdefault(te.labels, "float64")
-            reads.setdefault(te.fold_column, out.get(te.fold_column, "string"))
+        if has_target_encoding(f):  # its numeric label (the fold column: below)
+            reads.setdefault(f.target_encoding.labels, "float64")
         for col, typ in reads.items():
             if col in out and out[col] != typ:
                 raise SpecError(
@@ -113,6 +111,10 @@ def required_columns(spec: Spec) -> dict[str, str]:
                         "upstream.")
                 out.setdefault(col, typ)
                 owner.setdefault(col, f.name)
+    for f in spec.features:  # a fold column is hashed as text: read as any feature reads it
+        if has_target_encoding(f):
+            out.setdefault(f.target_encoding.fold_column, "string")
+            owner.setdefault(f.target_encoding.fold_column, f.name)
     return out
 
 

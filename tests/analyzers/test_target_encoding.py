@@ -253,3 +253,13 @@ def test_other_specs_keep_their_bytes_and_the_cache_key_changes():
 def test_cache_dir_is_refused_not_served(tmp_path):
     with pytest.raises(SpecError, match="--cache_dir cannot serve a spec with `target_enc"):
         _run(tmp_path, _spec(), _data(0, n=20), "out", "--cache_dir", str(tmp_path / "c"))
+
+
+def test_fold_column_read_as_another_feature_reads_it(tmp_path):
+    rows = [{"t": f"c{i % 4}", "u": i % 7, "y": float(i % 2)} for i in range(60)]
+    spec = ("features:\n  - {name: t, kind: string, target_encoding: {labels: y, "
+            "fold_column: u, folds: 3, smoothing: 1}}\n  - {name: u, kind: integer}\n")
+    art = _run(tmp_path, spec, rows)
+    folds = folds_of(pa.array([r["u"] for r in rows]), 3).tolist()
+    want = oracle([r["t"] for r in rows], [r["y"] for r in rows], folds, 3, 1.0)
+    assert _lines(art) == want["lines"]
