@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import apache_beam as beam
@@ -63,10 +64,34 @@ def _group_sums(keys: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
             np.abs(labels) < _INT_LIMIT) and labels.size < (1 << 22):
         sums = np.bincount(inverse, weights=labels, minlength=len(distinct))  # exact < 2**53
         return distinct, rows, [int(s) << SUM_SHIFT for s in sums]
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.cumsum(rows)[:-1]
-    return distinct, rows, [exact_sums(part)[0]
-                            for part in np.split(labels[order], bounds)]
+    sums = _sliced_group_sums(inverse, labels, len(distinct), int(rows.max(initial=1)))
+    if sums is None:  # magnitudes near the float64 limit: one exact sum per group
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.cumsum(rows)[:-1]
+        sums = [exact_sums(part)[0] for part in np.split(labels[order], bounds)]
+    return distinct, rows, sums
+
+
+def _sliced_group_sums(inverse: np.ndarray, x: np.ndarray, groups: int,
+                       max_rows: int) -> list | None:
+    """Exact per-group sums in units of ``2**-SUM_SHIFT``, vectorised: each value is cut into
+    slices on a grid common to the batch (``(r + σ) - σ``, as in
+    :mod:`~beam_prep.analyzers.exact_sums`), narrow enough that a group's float64 sum of one
+    slice is exact; None when the magnitudes are too close to the float64 limit."""
+    top = math.frexp(float(np.max(np.abs(x), initial=0.0)))[1]
+    if top > 960:
+        return None
+    bits = 52 - max_rows.bit_length() - 1  # max_rows * 2**(bits + 1) < 2**53
+    totals = np.zeros(groups, dtype=object)
+    r, e = x.copy(), top
+    while e > -SUM_SHIFT and np.any(r):
+        e = max(e - bits, -SUM_SHIFT)
+        sigma = math.ldexp(1.5, e + 52)
+        q = (r + sigma) - sigma  # r rounded to a multiple of 2**e, exactly
+        r = r - q
+        part = np.ldexp(np.bincount(inverse, weights=q, minlength=groups), -e)
+        totals += part.astype(np.int64).astype(object) * (1 << (e + SUM_SHIFT))
+    return totals.tolist()
 
 
 def count_batch(values: pa.Array, labels: pa.Array, folds: np.ndarray) -> Table:

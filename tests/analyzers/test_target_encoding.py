@@ -263,3 +263,25 @@ def test_fold_column_read_as_another_feature_reads_it(tmp_path):
     folds = folds_of(pa.array([r["u"] for r in rows]), 3).tolist()
     want = oracle([r["t"] for r in rows], [r["y"] for r in rows], folds, 3, 1.0)
     assert _lines(art) == want["lines"]
+
+
+@pytest.mark.parametrize("case", ["normal", "wide", "subnormal", "huge", "cents", "mixed"])
+def test_grouped_label_sums_are_exact(case):
+    from beam_prep.analyzers import target_stats
+    from beam_prep.analyzers.exact_sums import SUM_SHIFT
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    x = {"normal": lambda: rng.normal(size=n),
+         "wide": lambda: rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n),
+         "subnormal": lambda: np.concatenate([[5e-324, -5e-324, 2.2e-308],
+                                              rng.normal(size=n - 3) * 1e-310]),
+         "huge": lambda: rng.normal(size=n) * 1e305,
+         "cents": lambda: np.round(rng.normal(size=n) * 100, 2),
+         "mixed": lambda: np.concatenate([[1e300, -1e300, 1.0, 1e-300] * 10,
+                                          rng.normal(size=n - 40)])}[case]()
+    groups = rng.integers(0, 40, n)
+    distinct, _, sums = target_stats._group_sums(groups, x)  # noqa: SLF001
+    for g, s in zip(distinct.tolist(), sums):
+        assert Fraction(s, 1 << SUM_SHIFT) == sum((Fraction(v) for v in x[groups == g]),
+                                                  Fraction(0))
