@@ -37,7 +37,8 @@ def test_issue_example_spec_loads_with_defaults():
      "Feature 'c': `top_k` must be a positive integer or null. Received: top_k=0"),
     # the known keys in declaration order (optional fields added later follow max_values)
     ("{name: c, kind: string, top_k: 10, topk: 3}",
-     "Feature 'c': `topk` must be one of the known keys ['name', 'column', 'expr', 'kind', "
+     "Feature 'c': `topk` must be one of the known keys ['name', 'column', 'expr', 'weights', "
+     "'weights_expr', 'kind', "
      "'top_k', 'min_count', 'num_oov_indices', 'mask_token', 'output_mode', 'default_value', "
      "'shape', 'max_values', "),
     ("{name: c, kind: string, top_k: 10, topk: 3}",

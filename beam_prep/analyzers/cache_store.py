@@ -56,6 +56,7 @@ from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
 from beam_prep.analyzers.spill import SpillRef, materialize
 from beam_prep.analyzers.vocab_count import SCHEMA
 from beam_prep.analyzers.vocab_partition import token_hashes
+from beam_prep.analyzers.weighted_numeric import WeightedMoments
 from beam_prep.io import filesystem as fs
 from beam_prep.io.readers import Split
 
@@ -180,13 +181,20 @@ def write_atomic(path: str, data: bytes) -> None:
     os.replace(temp, path)
 
 
-def _moments_json(m: num.Moments) -> dict:
+def _moments_json(m: num.Moments | WeightedMoments) -> dict:
     # the exact sums are integers of up to ~4,300 bits: hex strings, exact and compact
-    return {"count": m.count, "total": hex(m.total), "total_sq": hex(m.total_sq),
-            "minimum": m.minimum.hex(), "maximum": m.maximum.hex()}
+    out = {"count": m.count, "total": hex(m.total), "total_sq": hex(m.total_sq),
+           "minimum": m.minimum.hex(), "maximum": m.maximum.hex()}
+    if isinstance(m, WeightedMoments):  # spec.weights: Σw too (total: Σwx, total_sq: Σwx²)
+        out["weight"] = hex(m.weight)
+    return out
 
 
-def _moments_of(d: dict) -> num.Moments:
+def _moments_of(d: dict) -> num.Moments | WeightedMoments:
+    if "weight" in d:
+        return WeightedMoments(int(d["count"]), int(d["weight"], 16), int(d["total"], 16),
+                               int(d["total_sq"], 16), float.fromhex(d["minimum"]),
+                               float.fromhex(d["maximum"]))
     return num.Moments(int(d["count"]), int(d["total"], 16), int(d["total_sq"], 16),
                        float.fromhex(d["minimum"]), float.fromhex(d["maximum"]))
 

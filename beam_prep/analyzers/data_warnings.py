@@ -8,7 +8,9 @@ One line per fact, in spec order:
 * a numeric statistic that is null (no finite value, or a variance beyond float64), with
   the manifest's reason and fix;
 * NaN values of a numeric feature (left out of the moments and the boundaries);
-* ±inf values of a numeric feature (left out of the moments, kept in the boundaries).
+* ±inf values of a numeric feature (left out of the moments, kept in the boundaries);
+* rows set aside for an invalid instance weight, and tokens a weighted ``min_count`` of 1
+  dropped (:mod:`beam_prep.spec.weights`).
 
 Example:
     >>> manifest = {"input": {"rows_read": 4, "rows_rejected": 0},
@@ -42,6 +44,29 @@ def _numeric_warnings(name: str, stats: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _weight_warnings(feature: dict[str, Any], stats: dict[str, Any]) -> list[str]:
+    """Rows set aside for their weight; tokens the default-looking ``min_count: 1`` dropped.
+
+    Example:
+        >>> _weight_warnings({"name": "c", "weights": "w", "min_count": 1},
+        ...                  {"invalid_weight_count": 2,
+        ...                   "dropped_min_count": {"tokens": 3, "count": 1.5}})[1][:57]
+        'warning: c: 3 tokens dropped: their weights sum below min'
+    """
+    if feature.get("weights") is None and feature.get("weights_expr") is None:
+        return []
+    name, lines = feature["name"], []
+    invalid = int(stats.get("invalid_weight_count") or 0)
+    if invalid:
+        lines.append(f"warning: {name}: {invalid:,} rows set aside: their weight is missing, "
+                     "NaN, negative or infinite (invalid_weight_count)")
+    dropped = int((stats.get("dropped_min_count") or {}).get("tokens") or 0)
+    if dropped and feature.get("min_count") == 1:
+        lines.append(f"warning: {name}: {dropped:,} tokens dropped: their weights sum below "
+                     "min_count=1 (TFT's frequency_threshold); set min_count: 0 to keep them")
+    return lines
+
+
 def data_warnings(manifest: dict[str, Any]) -> list[str]:
     """The warning lines about the data of one analysis (empty when there is none).
 
@@ -62,4 +87,5 @@ def data_warnings(manifest: dict[str, Any]) -> list[str]:
         entry = manifest.get("features", {}).get(feature["name"], {})
         if entry.get("kind") == "numeric":
             lines.extend(_numeric_warnings(feature["name"], entry.get("stats") or {}))
+        lines.extend(_weight_warnings(feature, entry.get("stats") or {}))
     return lines

@@ -16,6 +16,7 @@ from typing import Any
 from beam_prep.analyzers import numeric as num
 from beam_prep.io import artifacts as layout
 from beam_prep.spec import Spec
+from beam_prep.spec.weights import is_weighted
 
 _DROP_KEYS = ("excluded_unwritable", "excluded_reserved", "dropped_min_count", "dropped_top_k")
 
@@ -107,10 +108,16 @@ def _json_boundary(b: float) -> float | None:
     return layout.finite_or_none(b)
 
 
+ZERO_WEIGHT = ("the weights of the finite values sum to 0 (or every weight was invalid): a "
+               "weighted mean is undefined; generated layers: identity Normalization")
+
+
 def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) -> dict:
     partial = partial or num.NumericPartial()
     m = partial.moments
     reasons = null_reasons(m)
+    if m.count and getattr(m, "weight", 1) == 0:  # weighted, Σw = 0 (spec.weights)
+        reasons = {k: ZERO_WEIGHT for k in ("mean", "variance")}
     stats: dict[str, Any] = {
         "count": m.count,
         "missing_count": missing,
@@ -128,6 +135,11 @@ def _numeric_stats(feature, partial: num.NumericPartial | None, missing: int) ->
         # Without a finite value (all missing, NaN or inf) there is one bucket: no boundary.
         found = num.boundaries(partial, feature.num_buckets) if m.count else []
         stats["boundaries"] = [_json_boundary(b) for b in found]
+    if feature.needs_quartiles():
+        # Additive (robust scaling): other manifests keep their bytes. Null without a
+        # finite value; ±inf (a quarter of the values infinite) as for boundaries.
+        found_q = num.quartiles(partial) if m.count else None
+        stats["quartiles"] = None if found_q is None else [_json_boundary(q) for q in found_q]
     return stats
 
 
@@ -138,6 +150,8 @@ def numeric_summary(name: str, stats: dict) -> str:
         >>> print(numeric_summary("x", {"mean": 2.5, "variance": 1.25, "min": 1.0,
         ...                             "max": 4.0, "missing_count": 0, "boundaries": None}))
           x                    numeric  mean 2.5 var 1.25 min 1.0 max 4.0 missing 0
+        >>> numeric_summary("x", {"missing_count": 0, "quartiles": [1.0, 2.0, 3.5]})[-16:]
+        'median 2 IQR 2.5'
     """
     def fmt(key: str) -> str:
         value = stats.get(key)
@@ -146,11 +160,12 @@ def numeric_summary(name: str, stats: dict) -> str:
     def raw(key: str) -> str:
         return "null" if stats.get(key) is None else str(stats[key])
 
-    b = stats.get("boundaries")
+    b, q = stats.get("boundaries"), stats.get("quartiles")
     return (f"  {name:<20} numeric  mean {fmt('mean')} var {fmt('variance')} "
             f"min {raw('min')} max {raw('max')} missing {stats['missing_count']:,}"
             + (f", {len(b)} boundaries" if b else "")
-            + (f", {stats['key_count']:,} keys" if "key_count" in stats else ""))
+            + (f", {stats['key_count']:,} keys" if "key_count" in stats else "")
+            + (f", median {q[1]:.6g} IQR {q[2] - q[0]:.6g}" if q else ""))
 
 
 def merged_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
@@ -199,6 +214,12 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                 features[f.name]["stats"]["key_count"] = keyed["key_count"]
         else:
             features[f.name] = {"kind": f.kind, "files": {}, "stats": {}}
+        if is_weighted(f):  # additive keys, only for weighted features
+            stats = features[f.name]["stats"]
+            stats["invalid_weight_count"] = meta.get("invalid_weights", {}).get(f.name, 0)
+            if f.kind == "numeric":
+                weight = getattr(numeric_partials.get(f.name), "moments", None)
+                stats["weight_total"] = float(getattr(weight, "weight_total", 0.0))
     manifest = {
         "format": layout.FORMAT_NAME,
         "format_version": layout.FORMAT_VERSION,

@@ -215,6 +215,20 @@ def boundaries(partial: NumericPartial, num_buckets: int) -> list[float]:
     return values[1:-1]
 
 
+def quartiles(partial: NumericPartial) -> list[float] | None:
+    """``[q25, q50, q75]`` from the sketch (rank error within its epsilon); None without
+    values.
+
+    The sketch holds every non-NaN value (±inf too), as for :func:`boundaries`.
+    """
+    if partial.sketch is None:
+        return None
+    q = pickle.loads(partial.sketch).GetQuantiles(4).to_pylist()
+    if not q or len(q[0]) != 5:
+        return None
+    return [float(v) for v in q[0][1:4]]
+
+
 # A table of partials for every numeric feature, keyed by feature name.
 PartialsByFeature = dict[str, NumericPartial]
 

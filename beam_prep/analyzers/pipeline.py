@@ -45,9 +45,10 @@ from beam_prep.analyzers.label_vocab import LabeledVocabularies
 from beam_prep.analyzers.manifest import build_manifest, merged_meta, numeric_summary
 from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
-from beam_prep.analyzers.target_write import TargetStats
+from beam_prep.analyzers.target_write import TargetStats, refuse_cache
 from beam_prep.analyzers.vocab_partition import auto_partitions
-from beam_prep.errors import InputError, SpecError
+from beam_prep.analyzers.weighted_pipeline import WeightedVocabularies, is_band_element
+from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io import output
@@ -57,6 +58,7 @@ from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
 from beam_prep.spec.target_fields import has_target_encoding
+from beam_prep.spec.weights import is_weighted
 
 TEXT_RESERVED_TOKENS = ("[UNK]",)
 
@@ -140,8 +142,10 @@ def _sum_meta(metas: Iterable[dict]) -> dict:
         out["splits"] += m.get("splits", 1)
         out["rows_read"] += m["rows_read"]
         out["rows_rejected"] += m["rows_rejected"]
-        for key in ("rejected_by_reason", "missing", "documents"):
-            for k, v in m[key].items():
+        for key in ("rejected_by_reason", "missing", "documents", "invalid_weights"):
+            if key == "invalid_weights" and key in m:  # only with weighted features
+                out.setdefault(key, {})
+            for k, v in m.get(key, {}).items():
                 out[key][k] = out[key].get(k, 0) + v
         if m.get("skipped_tails"):  # TFRecord remainders skipped (--skip_corrupt_tail)
             out.setdefault("skipped_tails", []).extend(m["skipped_tails"])
@@ -283,11 +287,7 @@ class AnalyzeToArtifacts(beam.PTransform):
                  input_split_bytes: int = DEFAULT_SPLIT_BYTES,
                  cache_dir: str | None = None, cache_run_id: str | None = None) -> None:
         super().__init__()
-        if cache_dir is not None and any(has_target_encoding(f) for f in spec.features):
-            raise SpecError(
-                "--cache_dir cannot serve a spec with `target_encoding` yet (feature "
-                f"{next(f.name for f in spec.features if has_target_encoding(f))!r}): the "
-                "cache does not store its per-fold label sums. Run without --cache_dir.")
+        refuse_cache(spec, cache_dir)  # target encodings are not cached yet
         self._cache_dir = cache_dir
         self.cache_run_id = cache_run_id or cache_fn.new_run_id()
         self._split_bytes = input_split_bytes
@@ -310,7 +310,10 @@ class AnalyzeToArtifacts(beam.PTransform):
         spec_dict = self._spec.to_dict()
         temp = spill.tmp_dir(self._out)
         vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")
-                          if not has_labels(f)]  # those: label_vocab
+                          if not has_labels(f)  # those: label_vocab
+                          and not is_weighted(f)]  # those: weighted_pipeline
+        weighted_names = [f.name for f in self._spec.of_kind("string", "integer", "text")
+                          if is_weighted(f)]
         # TextVectorization refuses its OOV token "[UNK]" inside a vocabulary ("" is
         # already unwritable); StringLookup/IntegerLookup read such a token from a file.
         limits = {f.name: (getattr(f, "min_count", 1),
@@ -350,19 +353,28 @@ class AnalyzeToArtifacts(beam.PTransform):
 
         seeds = p | "EveryVocabulary" >> beam.Create(
             [(f.name, (-1, voc.empty_table(), {})) for f in vocab_features], reshuffle=False)
-        pruned = (outputs.vocab
-                  | "CountTokens" >> beam.CombinePerKey(
-                      voc.VocabularyCombineFn(temp, 4 * self._spill_rows))
-                  | "PrunePartitions" >> beam.Map(_prune, limits, temp, self._spill_rows))
+        counted = outputs.vocab | "CountTokens" >> beam.CombinePerKey(
+            voc.VocabularyCombineFn(temp, 4 * self._spill_rows))
+        if weighted_names:  # band tables of weighted vocabularies go their own way
+            counted, bands = counted | "SplitWeighted" >> beam.Partition(
+                lambda kv, _: int(is_band_element(kv)), 2)
+            weighted_meta = bands | "WeightedVocabularies" >> WeightedVocabularies(
+                spec_dict, self._out, temp, weighted_names, self._spill_rows)
+        pruned = counted | "PrunePartitions" >> beam.Map(_prune, limits, temp,
+                                                         self._spill_rows)
         vocab_meta = ((pruned, seeds)
                       | "WithEmptyVocabularies" >> beam.Flatten()
                       | "GroupByFeature" >> beam.GroupByKey()
                       | "WriteVocabularies" >> beam.ParDo(
                           _WriteVocabulary(self._out, spec_dict, temp)))
+        extra_meta = []  # the label-aware and weighted vocabularies' own paths
         if any(has_labels(f) for f in self._spec.features):
-            labeled = outputs[split_fn.LABELS] | "LabelVocabularies" >> LabeledVocabularies(
-                self._spec, self._out)
-            vocab_meta = (vocab_meta, labeled) | "AllVocabularies" >> beam.Flatten()
+            extra_meta.append(outputs[split_fn.LABELS] | "LabelVocabularies"
+                              >> LabeledVocabularies(self._spec, self._out))
+        if weighted_names:
+            extra_meta.append(weighted_meta)
+        if extra_meta:
+            vocab_meta = (vocab_meta, *extra_meta) | "AllVocabularies" >> beam.Flatten()
         if any(has_target_encoding(f) for f in self._spec.features):
             target = outputs[split_fn.TARGET] | "TargetStats" >> TargetStats(
                 self._spec, self._out)

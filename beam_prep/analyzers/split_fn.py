@@ -39,6 +39,7 @@ from beam_prep.analyzers import label_counts, spill, target_stats
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import per_key_stats as pks
 from beam_prep.analyzers import vocabulary as voc
+from beam_prep.analyzers import weighted_split as wsplit
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
 from beam_prep.analyzers.vocab_partition import token_hashes
@@ -51,6 +52,7 @@ from beam_prep.spec import Feature, Spec
 from beam_prep.spec.derived import ARROW_TYPES
 from beam_prep.spec.label_fields import has_labels
 from beam_prep.spec.target_fields import has_target_encoding
+from beam_prep.spec.weights import is_weighted, weight_columns
 
 NUMERIC = "numeric"
 PER_KEY = "per_key"
@@ -86,6 +88,9 @@ def required_columns(spec: Spec) -> dict[str, str]:
             reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
         else:  # an expression's inputs, or a hashed feature's column(s) as its dtype
             reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
+        if f.weights_expr is not None:  # instance weights computed from columns
+            for c, t in weight_columns(f).items():
+                reads.setdefault(c, ARROW_TYPES[t])
         if has_labels(f):  # the label column of a label-aware vocabulary
             reads.setdefault(f.labels, "int64")
         if has_target_encoding(f):  # its numeric label (the fold column: below)
@@ -111,10 +116,15 @@ def required_columns(spec: Spec) -> dict[str, str]:
                         "upstream.")
                 out.setdefault(col, typ)
                 owner.setdefault(col, f.name)
-    for f in spec.features:  # a fold column is hashed as text: read as any feature reads it
-        if has_target_encoding(f):
-            out.setdefault(f.target_encoding.fold_column, "string")
-            owner.setdefault(f.target_encoding.fold_column, f.name)
+    for f in spec.features:  # a `weights` column: as another feature reads it, or float64
+        col = f.weights
+        if col is not None and out.setdefault(col, "float64") not in ("float64", "int64"):
+            raise SpecError(
+                f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as the "
+                f"`weights` of feature {f.name!r}, which must be numbers. Use a numeric "
+                "column for the weights.")
+    for f in filter(has_target_encoding, spec.features):  # fold: hashed as text, any type
+        out.setdefault(f.target_encoding.fold_column, "string")
     return out
 
 
@@ -122,9 +132,8 @@ def column_owners(spec: Spec) -> dict[str, str]:
     """Input column → the first feature that reads it (for error messages)."""
     owners: dict[str, str] = {}
     for f in spec.features:
-        te = getattr(f, "target_encoding", None)
-        for col in [*f.input_columns(), *([f.labels] if has_labels(f) else []),
-                    *([te.labels, te.fold_column] if te is not None else [])]:
+        for col in [*f.input_columns(), *weight_columns(f), *target_stats.columns_of(f),
+                    *([f.labels] if has_labels(f) else [])]:
             owners.setdefault(col, f.name)
     return owners
 
@@ -302,30 +311,40 @@ class AnalyzeSplitFn(beam.DoFn):
         spec = self._spec
         started = time.monotonic()
         stem = spill.stable_id(split.split_id)
-        vocab = {f.name: SplitVocabulary(f.name, num_partitions=self._num_partitions,
-                                         spill_dir=self._temp_dir, file_stem=stem,
-                                         spill_rows=self._spill_rows,
-                                         memory_rows=self._memory_rows)
-                 for f in spec.of_kind("string", "integer", "text") if not has_labels(f)}
+        vocab_args = {"num_partitions": self._num_partitions, "spill_dir": self._temp_dir,
+                      "file_stem": stem, "spill_rows": self._spill_rows,
+                      "memory_rows": self._memory_rows}
+        vocab = {f.name: SplitVocabulary(f.name, **vocab_args)
+                 for f in spec.of_kind("string", "integer", "text")
+                 if not has_labels(f) and not is_weighted(f)}
         labeled = {f.name: label_counts.LabelTables() for f in spec.features if has_labels(f)}
         targets: dict[str, dict] = {f.name: {} for f in spec.features if has_target_encoding(f)}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
-                   for f in spec.of_kind("numeric")}
+                   for f in spec.of_kind("numeric") if not is_weighted(f)}
+        weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
         keyed: dict[str, list[pks.KeyStats]] = {f.name: [] for f in spec.of_kind("numeric")
                                                  if f.per_key is not None}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
                 "terms_per_document": {f.name: [0] * TERMS_BUCKETS for f in spec.of_kind("text")}}
+        if weighted:
+            meta["invalid_weights"] = {name: 0 for name in weighted}
 
-        def add_feature(args: tuple[Feature, pa.Array, pa.Array | None]
+        def add_feature(args: tuple[Feature, pa.Array, np.ndarray | None, pa.Array | None]
                         ) -> tuple[int, int, list[int] | None]:
             """Adds one feature's column; returns (missing cells, documents, terms histogram)."""
-            f, raw, labels = args
+            f, raw, weights, labels = args
             n_missing = int(colmod.missing_mask(raw).sum())
             filled = _fill_missing(raw, getattr(f, "default_value", None))
             documents, terms = 0, None
-            if f.kind == "numeric":
+            if weights is not None:
+                invalid, documents, terms = wsplit.add_weighted(f, filled, weights,
+                                                                weighted[f.name])
+                meta["invalid_weights"][f.name] += invalid
+                if f.kind == "numeric":
+                    weighted[f.name].missing += n_missing
+            elif f.kind == "numeric":
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
                 values = np.asarray(values, dtype=np.float64)
                 numeric[f.name].add(values, n_missing)
@@ -365,15 +384,13 @@ class AnalyzeSplitFn(beam.DoFn):
             batch = result.batch
             added = self._map(add_feature, [
                 (f, feature_column(f, batch),
+                 wsplit.feature_weights(f, batch) if f.name in weighted else None,
                  batch.column(f.labels) if f.name in labeled else None)
                 for f in self._features])
-            for name in targets:
+            for name, table in targets.items():  # target encodings (analyzers.target_stats)
                 f = spec.feature(name)
-                te = f.target_encoding
                 values = _fill_missing(feature_column(f, batch), f.default_value)
-                target_stats.add_into(targets[name], target_stats.count_batch(
-                    values, batch.column(te.labels),
-                    target_stats.folds_of(batch.column(te.fold_column), te.folds)))
+                target_stats.add_batch(table, values, batch, f.target_encoding)
             for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
                 if f.kind == "text":
@@ -386,6 +403,7 @@ class AnalyzeSplitFn(beam.DoFn):
 
         for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
+        yield from wsplit.vocabulary_results(weighted)
         for name, tables in labeled.items():
             for item in label_counts.partitioned(name, tables.result(), self._num_partitions):
                 yield beam.pvalue.TaggedOutput(LABELS, item)
@@ -394,8 +412,9 @@ class AnalyzeSplitFn(beam.DoFn):
         for name, parts in keyed.items():
             for part, stats in key_partitions(pks.merge(parts), self._num_partitions):
                 yield beam.pvalue.TaggedOutput(PER_KEY, ((name, part), stats))
-        if numeric:
-            partials = {name: acc.result() for name, acc in numeric.items()}
+        partials = {name: acc.result() for name, acc in numeric.items()}
+        partials.update(wsplit.numeric_results(weighted))
+        if partials:
             yield beam.pvalue.TaggedOutput(
                 NUMERIC, (numeric_group(split.split_id), (split.split_id, partials)))
         yield beam.pvalue.TaggedOutput(META, meta)

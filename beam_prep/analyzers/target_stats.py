@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import apache_beam as beam
 import numpy as np
@@ -36,8 +37,8 @@ import pyarrow.compute as pc
 from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sums
 from beam_prep.analyzers.vocab_partition import token_hashes
 
-__all__ = ["SUM_SHIFT", "TargetStatsCombineFn", "add_into", "count_batch", "folds_of",
-           "merge_tables"]
+__all__ = ["SUM_SHIFT", "TargetStatsCombineFn", "add_batch", "add_into", "columns_of",
+           "count_batch", "folds_of", "merge_tables"]
 
 Table = dict  # (token | None, fold) -> [rows, exact label sum]
 _INT_LIMIT = float(1 << 31)
@@ -138,6 +139,18 @@ def add_into(out: Table, table: Table) -> Table:
             cell[0] += n
             cell[1] += s
     return out
+
+
+def columns_of(feature: Any) -> list[str]:
+    """The label and fold columns a feature's target encoding reads (none without one)."""
+    te = getattr(feature, "target_encoding", None)
+    return [] if te is None else [te.labels, te.fold_column]
+
+
+def add_batch(table: Table, values: pa.Array, batch: pa.RecordBatch, te: Any) -> None:
+    """Adds one batch of a feature's values (defaults filled) to its table, in place."""
+    add_into(table, count_batch(values, batch.column(te.labels),
+                                folds_of(batch.column(te.fold_column), te.folds)))
 
 
 def merge_tables(tables: Iterable[Table]) -> Table:

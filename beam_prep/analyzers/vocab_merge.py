@@ -60,20 +60,34 @@ def write_run(table: pa.Table, path: str, *, batch_rows: int = BATCH_ROWS) -> Sp
         >>> ref = write_run(sorted_table, "out/_tmp/pruned/f/p003.arrow")  # doctest: +SKIP
     """
     fs.makedirs(FileSystems.split(path)[0])
+    schema = _schema_of(table)
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        with pa.ipc.new_stream(f, SCHEMA) as writer:
-            writer.write_table(table.cast(SCHEMA), max_chunksize=batch_rows)
+        with pa.ipc.new_stream(f, schema) as writer:
+            writer.write_table(table.cast(schema), max_chunksize=batch_rows)
     return SpillRef(path, table.num_rows)
+
+
+def _schema_of(table: pa.Table) -> pa.Schema:
+    """SCHEMA, or the table's own schema for float (weighted) counts."""
+    if pa.types.is_floating(table.schema.field("count").type):
+        return table.schema
+    return SCHEMA
 
 
 def _write_stream(chunks: Iterable[pa.Table], path: str, batch_rows: int) -> SpillRef:
     fs.makedirs(FileSystems.split(path)[0])
     rows = 0
+    writer = None
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        with pa.ipc.new_stream(f, SCHEMA) as writer:
-            for chunk in chunks:
-                writer.write_table(chunk.cast(SCHEMA), max_chunksize=batch_rows)
-                rows += chunk.num_rows
+        for chunk in chunks:
+            if writer is None:
+                schema = _schema_of(chunk)
+                writer = pa.ipc.new_stream(f, schema)
+            writer.write_table(chunk.cast(schema), max_chunksize=batch_rows)
+            rows += chunk.num_rows
+        if writer is None:
+            writer = pa.ipc.new_stream(f, SCHEMA)
+        writer.close()
     return SpillRef(path, rows)
 
 

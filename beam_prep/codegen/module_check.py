@@ -28,7 +28,8 @@ from beam_prep.errors import ArtifactError
 IMPORTS = frozenset({("__future__", "annotations"), ("hashlib", None), ("json", None),
                      ("math", None), ("os", None), ("collections.abc", "Callable"),
                      ("typing", "Any"),
-                     ("keras", None), ("tensorflow", None)})
+                     ("keras", None), ("tensorflow", None), ("sys", None), ("types", None),
+                     ("collections.abc", "Sequence")})
 CONSTANTS = frozenset({
     "FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "INPUT_NAMES", "LIST_INPUTS",
     "LIST_PADDING", "RAGGED_OUTPUTS", "OUTPUTS", "OUTPUT_SPECS", "STAGES", "_FILES",
@@ -36,13 +37,14 @@ CONSTANTS = frozenset({
     "TARGET_OOV_TOKEN",
     "BUILDERS"})
 CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature",
-                     "PerKeyScaling", "PerKeyCount"})
+                     "PerKeyScaling", "PerKeyCount", "SignedLog1p", "RobustScaling",
+                     "PiecewiseLinear"})
 FUNCTIONS = frozenset({
     "feature_values", "_artifact_path", "_read_bytes", "check_artifacts", "_tf_idf_state",
     "_target_state", "_per_key_state",
     "build_layers", "raw_inputs", "input_signature", "_apply", "build_preprocessor",
     "encoded_inputs", "raw_columns", "make_dataset_fn", "build_inference_model",
-    "_padded_list", "_layers_fn", "_apply_on_tf", "_on_tf", "_cast", "_call"})
+    "_padded_list", "_layers_fn", "_apply_on_tf", "_on_tf", "_cast", "_call", "_numeric_ops"})
 _PER_FEATURE = re.compile(r"build_[A-Za-z_][A-Za-z0-9_]*_layers|derive_[A-Za-z_][A-Za-z0-9_]*")
 _DATA = (ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.Name, ast.UnaryOp, ast.USub,
          ast.Load)

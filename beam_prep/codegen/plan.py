@@ -25,6 +25,9 @@ hashed   string or int64  ``<name>``: int64 (b, 1) or       Hashing ``<name>_has
                           float32 (b, num_bins)             (+ CategoryEncoding)
 =======  ===============  ================================  ==================================
 
+A numeric feature's ``<name>`` output follows its ``scaling`` (z_score above; min_max, none,
+log1p, robust, piecewise_linear: :mod:`beam_prep.codegen.scaling_plan`).
+
 Raw inputs are data columns, one each (``beam_prep.codegen.derived_plan``); a numeric
 feature's float64 column is cast to float32 inside the model before its layers.
 
@@ -36,8 +39,9 @@ refused.
 List features (``shape: list`` or ``expr: split(...)``; beam_prep.codegen.list_plan): raw
 input ``(b, None)``, lookup index 0 = padding, a ``ListEncoding`` layer ``<name>_list``.
 
-Stages: every output is computed in the ``data`` stage (``tf.data``) except Normalization,
-which is in the ``model`` stage: the TPU split of the Keras preprocessing guide.
+Stages: every output is computed in the ``data`` stage (``tf.data``) except the numeric
+scaling layers of width 1 (Normalization, min_max's sigmoid, SignedLog1p, RobustScaling),
+which are in the ``model`` stage: the TPU split of the Keras preprocessing guide.
 
 Missing values (``default_value``): the analysis replaces a missing cell by the feature's
 ``default_value`` before counting, so the layers must too. At the layer input "missing" is
@@ -92,7 +96,12 @@ from beam_prep.codegen.plan_types import (
     TfIdfState,
     VocabularyFile,
 )
-from beam_prep.codegen.scaling_plan import min_max_layer, normalization_moments
+from beam_prep.codegen.scaling_plan import (
+    min_max_layer,
+    normalization_moments,
+    piecewise_layers,
+    robust_layer,
+)
 from beam_prep.codegen.target_plan import target_output
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
@@ -224,9 +233,11 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
         summary = (f"numeric feature {f.name!r}: min_max scaling, min={stats.get('min')!r}, "
                    f"max={stats.get('max')!r}" + (" (sigmoid: min == max or no data)"
                                                   if layer.cls == "Activation" else ""))
-    else:
+    elif f.scaling == "none":
         outputs = [OutputPlan(f.name, (), stage="data", dtype="float32")]
         summary = f"numeric feature {f.name!r}: no scaling (the raw value)"
+    else:
+        outputs, summary = _numeric_transform(f, stats)
     if f.num_buckets is not None:
         boundaries = stats.get("boundaries")
         if no_data or boundaries is None:
@@ -244,6 +255,32 @@ def _numeric(art: Artifacts, f: Any) -> FeaturePlan:
              ) if no_data and f.scaling == "z_score" else ()
     return FeaturePlan(f.name, "numeric", "float32", tuple(outputs), summary + ".",
                        notes=notes)
+
+
+def _numeric_transform(f: Any, stats: dict[str, Any]) -> tuple[list[OutputPlan], str]:
+    """The output of ``scaling`` log1p, robust or piecewise_linear (codegen.scaling_plan)."""
+    if f.scaling == "log1p":
+        layer = LayerPlan("SignedLog1p", f"{f.name}_log1p", ())
+        summary = f"numeric feature {f.name!r}: signed log1p, sign(x) * log1p(|x|)"
+        return [OutputPlan(f.name, (layer,), stage="model", dtype="float32")], summary
+    if f.scaling == "robust":
+        spec, identity = robust_layer(f.name, stats)
+        layer = LayerPlan(*spec)
+        args = dict(layer.args)
+        summary = (f"numeric feature {f.name!r}: robust scaling, median={args['median']!r}, "
+                   f"iqr={args['iqr']!r}" + (" (no finite value in the data: identity)"
+                                             if identity else ""))
+        return [OutputPlan(f.name, (layer,), stage="model", dtype="float32")], summary
+    piecewise, reshape, width = piecewise_layers(f.name, stats, f.num_buckets)
+    layers = (LayerPlan(*piecewise), LayerPlan(*reshape))
+    summary = (f"numeric feature {f.name!r}: piecewise linear encoding, {width} bins between "
+               f"min={stats.get('min')!r} and max={stats.get('max')!r}")
+    if int(stats.get("count") or 0) == 0:
+        summary += " (no finite value in the data: step bins at 0)"
+    elif stats.get("min") == stats.get("max"):
+        summary += " (a constant: step bins at that value)"
+    # Data stage (as Discretization): the model stage's inputs have the outputs' width.
+    return [OutputPlan(f.name, layers, stage="data", dtype="float32", width=width)], summary
 
 
 def _hashed(f: Any) -> FeaturePlan:

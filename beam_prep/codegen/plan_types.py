@@ -16,6 +16,7 @@ import dataclasses
 from typing import Any, Literal
 
 from beam_prep.codegen.derived_plan import DerivedPlan, RawInput
+from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.input_names import input_names
 
 Stage = Literal["data", "model"]
@@ -270,6 +271,11 @@ class ModulePlan:
     def has_targets(self) -> bool:
         """Whether any feature has a target encoding output."""
         return any(f.target is not None for f in self.features)
+
+    def numeric_layer_classes(self) -> tuple[str, ...]:
+        """The ``beam_prep.codegen.numeric_layers`` classes the plan uses (rendered ones)."""
+        used = {layer.cls for o in self.outputs() for layer in o.layers}
+        return tuple(c for c in NUMERIC_LAYER_CLASSES if c in used)
 
     def has_defaults(self) -> bool:
         """Whether any feature replaces missing inputs by its default_value."""

@@ -28,6 +28,7 @@ import jinja2
 from beam_prep.codegen import escape, module_check
 from beam_prep.codegen.escape import Code
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
+from beam_prep.codegen.numeric_source import numeric_layers_source
 from beam_prep.codegen.per_key_plan import PER_KEY_COUNT_CLASS, PER_KEY_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
@@ -39,6 +40,7 @@ from beam_prep.codegen.plan import (
     plan_from_artifacts,
 )
 from beam_prep.codegen.plan_types import TARGET_OOV_TOKEN, PerKeyState, TargetState
+from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
@@ -96,9 +98,11 @@ def py_literal(value: Any, indent: int = 0) -> Code:
             value == EMPTY_VOCABULARY_INTEGER):
         return Code("EMPTY_VOCABULARY_INTEGER")
     if isinstance(value, (list, tuple)):
-        items = [py_literal(v) for v in value]
+        # A nested list (PiecewiseLinear's edge rows) is wrapped at the next indent.
+        items = [py_literal(v, indent + 4) if isinstance(v, (list, tuple)) else py_literal(v)
+                 for v in value]
         inline = "[" + ", ".join(items) + "]"
-        if indent + len(inline) <= LINE_LENGTH - 1:
+        if indent + len(inline) <= LINE_LENGTH - 1 and "\n" not in inline:
             return Code(inline)
         pad = " " * (indent + 4)
         lines, current = [], ""
@@ -128,7 +132,7 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
 def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
     cls = escape.identifier(layer.cls)
-    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS)
+    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS, *NUMERIC_LAYER_CLASSES)
     return cls if cls in own else Code(f"keras.layers.{cls}")
 
 
@@ -199,6 +203,7 @@ def render_plan(plan: ModulePlan, *, default_artifacts_dir: str, source: str = "
         plan=plan,
         derived_code=derived_code,
         key_code=key_code,
+        numeric_code=numeric_layers_source(plan.numeric_layer_classes()),
         artifacts_dir=default_artifacts_dir,
     )
     module_check.check_module(text)

@@ -6,7 +6,8 @@
 ``encoded_inputs``, ``raw_columns``, ``make_dataset_fn`` and ``build_inference_model``.
 Layer classes, arguments and names are identical, so outputs are too (tested), including
 the ``FillMissing`` layer (:mod:`beam_prep.codegen.missing`) that replaces missing raw
-inputs by a feature's ``default_value``.
+inputs by a feature's ``default_value``, and the numeric scaling layers of
+:mod:`beam_prep.codegen.numeric_layers` (whose source the generated module copies).
 
 Example:
     >>> import beam_prep
@@ -39,6 +40,7 @@ from beam_prep.codegen.plan import (
     plan_from_artifacts,
 )
 from beam_prep.codegen.plan_types import PerKeyState, TargetPlan, TargetState
+from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import SpecError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
@@ -170,6 +172,10 @@ class PreprocessingLayers:
             from beam_prep.codegen.list_layer import ListEncoding
 
             return ListEncoding(**kwargs, name=lp.name)
+        if lp.cls in NUMERIC_LAYER_CLASSES:
+            from beam_prep.codegen import numeric_layers
+
+            return getattr(numeric_layers, lp.cls)(**kwargs, name=lp.name)
         return getattr(keras.layers, lp.cls)(**kwargs, name=lp.name)
 
     def build_feature_layers(self, name: str) -> dict[str, list[Any]]:

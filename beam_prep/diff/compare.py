@@ -26,6 +26,7 @@ from beam_prep.diff.thresholds import DiffThresholds
 from beam_prep.diff.vocab import VocabDiff, compare_vocab
 from beam_prep.errors import SpecError
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.spec.weights import is_weighted
 
 Status = Literal["compared", "only_in_old", "only_in_new", "kind_changed", "nothing_to_compare"]
 VOCAB_KINDS = ("string", "integer", "text")
@@ -149,6 +150,10 @@ def numeric_flags(name: str, d: NumericDiff, t: DiffThresholds) -> tuple[Flag, .
     _over(flags, name, "std_shift", d.std_shift, t.max_std_shift, "std shift in OLD std units")
     _over(flags, name, "boundary_shift", d.boundary_shift, t.max_boundary_shift,
           "largest quantile boundary shift in OLD std units")
+    _over(flags, name, "quartile_shift", d.quartile_shift, t.max_boundary_shift,
+          "largest quartile shift in OLD std units",
+          f"median {d.old_quartiles[1]:.6g} -> {d.new_quartiles[1]:.6g}"
+          if d.old_quartiles and d.new_quartiles else "")
     _over(flags, name, "missing_rate_change", d.missing_rate_change, t.max_rate_change,
           "missing rate change")
     _over(flags, name, "nan_rate_change", d.nan_rate_change, t.max_rate_change,
@@ -157,7 +162,8 @@ def numeric_flags(name: str, d: NumericDiff, t: DiffThresholds) -> tuple[Flag, .
           "infinite rate change")
     if d.unscaled_change:
         flags.append(Flag(name, "unscaled_change", None, 0.0,
-                          f"{name}: the mean, std or a boundary changed while OLD's std is 0 "
+                          f"{name}: the mean, std or a boundary (or quartile) changed while OLD's "
+                          "std is 0 "
                           "(or the shift overflows): no shift in OLD std units exists"))
     return tuple(flags)
 
@@ -173,10 +179,11 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
         return FeatureDiff(name, kind, "kind_changed", True)
     if kind in VOCAB_KINDS:
         total = new.stats(name).get("total_count")
+        weighted = is_weighted(old.spec.feature(name)) or is_weighted(new.spec.feature(name))
         d = compare_vocab(iter_sidecar(old, name),
                           iter_sidecar(new, name),
-                          new_total=total if isinstance(total, int) else None,
-                          top_k=t.top_k, top_n=t.top_n, name=name)
+                          new_total=total if type(total) in (int, float) else None,
+                          top_k=t.top_k, top_n=t.top_n, name=name, weighted=weighted)
         mi = compare_mutual_info(old, new, name, top_n=t.top_n)
         flags = vocab_flags(name, d, t)
         if mi is not None:

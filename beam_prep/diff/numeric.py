@@ -8,6 +8,9 @@ Shifts are in OLD standard deviations (population std, ``sqrt(variance)``):
   boundaries only; a boundary stored as ±1.7976931348623157e308 is compared as is);
 * ``rank_shift``: the largest number of positions an OLD boundary moves among NEW's
   boundaries (``|searchsorted(new, old_i) - i|``), a scale-free view of the same change;
+* ``quartile_shift = max_i |new q_i - old q_i| / old std`` over ``[q25, median, q75]``
+  (``scaling: robust``: the centre and scale of its layer), when both sides have quartiles;
+  flagged with the boundary threshold, as the quartiles are quantile boundaries too;
 * rates per row (``count + missing + nan + inf``): missing, NaN and infinite.
 
 A shift is None when it cannot be computed: a statistic is null on either side (no finite
@@ -52,6 +55,9 @@ class NumericDiff:
         infinite_rate_change: NEW infinite rate minus OLD's.
         old_rows: Rows OLD saw (count + missing + NaN + infinite).
         new_rows: Rows NEW saw.
+        old_quartiles: OLD ``[q25, median, q75]`` (None when not recorded or no value).
+        new_quartiles: NEW quartiles.
+        quartile_shift: Largest absolute quartile move in OLD std units.
     """
 
     old_mean: float | None
@@ -68,6 +74,9 @@ class NumericDiff:
     infinite_rate_change: float | None
     old_rows: int
     new_rows: int
+    old_quartiles: list[float] | None = None
+    new_quartiles: list[float] | None = None
+    quartile_shift: float | None = None
 
 
 def _float(stats: dict[str, Any], key: str) -> float | None:
@@ -111,6 +120,13 @@ def _boundaries(stats: dict[str, Any]) -> np.ndarray | None:
     return np.asarray(b, dtype=np.float64)
 
 
+def _quartiles(stats: dict[str, Any]) -> list[float] | None:
+    q = stats.get("quartiles")
+    if not isinstance(q, list) or len(q) != 3:
+        return None
+    return [float(v) for v in q]
+
+
 def compare_numeric(old: dict[str, Any], new: dict[str, Any]) -> NumericDiff:
     """Compares the ``stats`` of a numeric feature in two manifests (docs/artifacts.md).
 
@@ -137,12 +153,19 @@ def compare_numeric(old: dict[str, Any], new: dict[str, Any]) -> NumericDiff:
             boundary_shift, bound_raw = _scaled(delta, old_std)
             ranks = np.searchsorted(nb, ob, side="left")
             rank_shift = int(np.max(np.abs(ranks - np.arange(len(ob)))))
+        oq, nq = _quartiles(old), _quartiles(new)
+        quartile_shift, quart_raw = None, False
+        if oq is not None and nq is not None:
+            moved = float(np.max(np.abs(np.asarray(nq) - np.asarray(oq))))
+            quartile_shift, quart_raw = _scaled(moved, old_std)
     return NumericDiff(
         old_mean=old_mean, new_mean=new_mean, old_std=old_std, new_std=new_std,
         mean_shift=mean_shift, std_shift=std_shift, boundary_shift=boundary_shift,
-        rank_shift=rank_shift, unscaled_change=mean_raw or std_raw or bound_raw,
+        rank_shift=rank_shift,
+        unscaled_change=mean_raw or std_raw or bound_raw or quart_raw,
         missing_rate_change=_rate_change(old, new, "missing_count"),
         nan_rate_change=_rate_change(old, new, "nan_count"),
         infinite_rate_change=_rate_change(old, new, "infinite_count"),
         old_rows=_rows(old), new_rows=_rows(new),
+        old_quartiles=oq, new_quartiles=nq, quartile_shift=quartile_shift,
     )

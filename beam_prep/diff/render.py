@@ -143,6 +143,8 @@ def _mutual_info_notes(f: FeatureDiff) -> list[str]:
 
 def _numeric_section(features: list[FeatureDiff]) -> list[str]:
     rows = []
+    quartiles = [f for f in features if f.numeric is not None and (
+        f.numeric.old_quartiles is not None or f.numeric.new_quartiles is not None)]
     for f in features:
         d = f.numeric
         assert d is not None
@@ -154,7 +156,17 @@ def _numeric_section(features: list[FeatureDiff]) -> list[str]:
                      _pct(d.infinite_rate_change), _flag_names(f)])
     header = ["feature", "mean", "mean shift", "std shift", "boundary shift", "rank shift",
               "missing", "NaN", "inf", "flags"]
-    return ["Numeric (shifts in OLD std units, rate changes in points)", *_grid(header, rows)]
+    out = ["Numeric (shifts in OLD std units, rate changes in points)", *_grid(header, rows)]
+    for f in quartiles:  # robust scaling: q25, median, q75 (absent from other manifests)
+        d = f.numeric
+        assert d is not None
+        out.append(f"  {f.name} quartiles: {_quartiles(d.old_quartiles)} -> "
+                   f"{_quartiles(d.new_quartiles)}, shift {_num(d.quartile_shift)}")
+    return out
+
+
+def _quartiles(q: list[float] | None) -> str:
+    return "-" if q is None else "[" + ", ".join(f"{v:.6g}" for v in q) + "]"
 
 
 def _per_key_section(features: list[FeatureDiff]) -> list[str]:

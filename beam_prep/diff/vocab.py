@@ -103,8 +103,8 @@ def jensen_shannon(a: np.ndarray, b: np.ndarray, a_only: float, b_only: float) -
 
 
 def compare_vocab(old: Iterable[tuple[str, int]], new: Iterable[tuple[str, int]], *,
-                  new_total: int | None = None, top_k: int = 100, top_n: int = 5,
-                  name: str = "?") -> VocabDiff:
+                  new_total: float | None = None, top_k: int = 100, top_n: int = 5,
+                  name: str = "?", weighted: bool = False) -> VocabDiff:
     """Compares two vocabularies given as ``(token, count)`` pairs in index order.
 
     Args:
@@ -114,6 +114,7 @@ def compare_vocab(old: Iterable[tuple[str, int]], new: Iterable[tuple[str, int]]
         top_k: OLD's first tokens looked at for top-K index stability.
         top_n: Added / dropped tokens listed.
         name: Feature name, for error messages.
+        weighted: Counts are sums of weights (floats) on either side (spec.weights).
 
     Returns:
         The :class:`VocabDiff`.
@@ -122,7 +123,8 @@ def compare_vocab(old: Iterable[tuple[str, int]], new: Iterable[tuple[str, int]]
         ArtifactError: OLD's sidecar lists a token twice.
     """
     index: dict[str, int] = {}
-    old_counts = array.array("q")
+    code = "d" if weighted else "q"  # weighted counts are floats (spec.weights)
+    old_counts = array.array(code)
     for i, (token, count) in enumerate(old):
         if token in index:
             raise ArtifactError(
@@ -131,10 +133,10 @@ def compare_vocab(old: Iterable[tuple[str, int]], new: Iterable[tuple[str, int]]
         index[token] = i
         old_counts.append(count)
     old_size = len(old_counts)
-    old_sum = int(sum(old_counts))
+    old_sum = sum(old_counts) if weighted else int(sum(old_counts))
 
-    shared_old = array.array("q")
-    shared_new = array.array("q")
+    shared_old = array.array(code)
+    shared_new = array.array(code)
     moved = moved_top = added = new_only_sum = new_sum = new_size = 0
     top_added: list[tuple[str, int]] = []
     k = min(top_k, old_size)
@@ -163,8 +165,9 @@ def compare_vocab(old: Iterable[tuple[str, int]], new: Iterable[tuple[str, int]]
     dropped_top = sum(1 for i in index.values() if i < k)
 
     total = new_sum if new_total is None else max(new_total, new_sum)
-    a = np.frombuffer(shared_old, dtype=np.int64).astype(np.float64)
-    b = np.frombuffer(shared_new, dtype=np.int64).astype(np.float64)
+    dtype = np.float64 if weighted else np.int64
+    a = np.frombuffer(shared_old, dtype=dtype).astype(np.float64)
+    b = np.frombuffer(shared_new, dtype=dtype).astype(np.float64)
     if old_sum == 0 and new_sum == 0:
         jsd: float | None = 0.0
     elif old_sum == 0 or new_sum == 0:

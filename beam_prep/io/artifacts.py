@@ -368,9 +368,10 @@ class Artifacts:
         if rest:
             yield rest
 
-    def counts(self, name: str) -> list[tuple[str, int]]:
-        """(token, count) pairs in vocabulary order."""
-        return [(row[0], int(row[1])) for row in self._sidecar(name)]
+    def counts(self, name: str) -> list[tuple[str, int | float]]:
+        """(token, count) pairs in vocabulary order (a float count: a sum of instance
+        weights, for a feature with ``weights``)."""
+        return [(row[0], row[1]) for row in self._sidecar(name)]
 
     def document_frequencies(self, name: str) -> list[int]:
         """Documents containing each vocabulary token (text features with tf_idf)."""
@@ -390,6 +391,9 @@ class Artifacts:
         return np.log1p(n / (1.0 + df))
 
     def _sidecar(self, name: str) -> list[list[Any]]:
+        feature = self.spec.feature(name)
+        weighted = (getattr(feature, "weights", None) is not None
+                    or getattr(feature, "weights_expr", None) is not None)
         rows = []
         for k, line in enumerate(self.iter_lines(name, "counts")):
             if not line:
@@ -397,7 +401,10 @@ class Artifacts:
             try:
                 row = json.loads(line)
                 ok = (isinstance(row, list) and len(row) in (2, 3) and isinstance(row[0], str)
-                      and all(type(x) is int and x >= 0 for x in row[1:]))
+                      and all(type(x) is int and x >= 0 for x in row[2:])
+                      and (type(row[1]) is int or (weighted and type(row[1]) is float
+                                                   and math.isfinite(row[1])))
+                      and row[1] >= 0)
             except ValueError:
                 ok = False
             if not ok:

@@ -15,9 +15,12 @@ contract of docs/artifacts.md:
 * every file entry: ``path`` a relative path inside the directory (no NUL, no ``..``, not
   absolute), ``sha256`` 64 hex digits, ``bytes`` an integer >= 0; readers then check the file
   on disk against ``bytes`` before reading it (:meth:`Artifacts.open_file`);
-* statistics, when present (older manifests lack some): counts are integers >= 0, ``mean``,
+* statistics, when present (older manifests lack some): counts are integers >= 0 (for a
+  vocabulary feature with instance weights, ``total_count`` and each drop's ``count`` are
+  sums of weights: finite numbers >= 0; ``weight_total`` too), ``mean``,
   ``min``, ``max`` finite numbers or null, ``variance`` finite >= 0 or null, ``min <= max``,
-  ``boundaries`` null or a non-decreasing list of finite numbers, ``epsilon`` > 0;
+  ``boundaries`` null or a non-decreasing list of finite numbers, ``quartiles`` null or three
+  non-decreasing finite numbers, ``epsilon`` > 0;
 * ``stats.mutual_info`` of a label-aware vocabulary (required with ``labels``): label
   column, options, row and label counts (:func:`_mutual_info`);
 * ``stats.target_encoding`` and ``files.target_encoding`` (required with
@@ -140,6 +143,10 @@ class _Checker:
         self.check(_is_int(value) and 0 <= value <= INT64_MAX, key, value,
                    "an integer >= 0")
 
+    def amount(self, value: Any, key: str) -> None:
+        """A sum of weights: a finite number >= 0."""
+        self.check(_is_num(value) and value >= 0, key, value, "a finite number >= 0")
+
     def strings(self, value: Any, key: str) -> None:
         self.check(isinstance(value, list) and all(isinstance(s, str) for s in value), key,
                    value, "a list of strings")
@@ -175,14 +182,38 @@ def _file_entry(c: _Checker, meta: Any, key: str) -> None:
     c.count(c.need(meta, "bytes", key + "."), key + ".bytes")
 
 
+def _spec_entry(spec: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The manifest spec's entry of feature ``name`` (a dict), if it has one."""
+    entries = spec.get("features")
+    for f in entries if isinstance(entries, list) else ():
+        if isinstance(f, dict) and f.get("name") == name:
+            return f
+    return None
+
+
+def _field(feature: Any, name: str) -> Any:
+    return feature.get(name) if isinstance(feature, dict) else getattr(feature, name, None)
+
+
+def _weighted(feature: Any) -> bool:
+    """A feature (spec object or the manifest spec's dict) with instance weights."""
+    return (_field(feature, "weights") is not None
+            or _field(feature, "weights_expr") is not None)
+
+
 def _stats(c: _Checker, st: dict[str, Any], key: str, feature: Any) -> None:
+    # A weighted feature's counts of a vocabulary are sums of weights (spec.weights).
+    weighted = _weighted(feature) and _field(feature, "kind") in VOCAB_KINDS
+    summed = c.amount if weighted else c.count
     for name in _COUNTS:
-        c.optional(st, name, key, c.count)
+        c.optional(st, name, key, summed if name == "total_count" else c.count)
+    c.optional(st, "invalid_weight_count", key, c.count)
+    c.optional(st, "weight_total", key, c.amount)
     for name in _DROPS:
         if name in st:
             d = c.mapping(st[name], f"{key}{name}")
-            for part in ("tokens", "count"):
-                c.optional(d, part, f"{key}{name}.", c.count)
+            c.optional(d, "tokens", f"{key}{name}.", c.count)
+            c.optional(d, "count", f"{key}{name}.", summed)
     if "terms_per_document_log2" in st:
         terms = st["terms_per_document_log2"]
         c.check(isinstance(terms, list) and len(terms) <= 33 and
@@ -207,6 +238,11 @@ def _stats(c: _Checker, st: dict[str, Any], key: str, feature: Any) -> None:
         most = f" (at most num_buckets - 1 = {buckets - 1})" if isinstance(buckets, int) else ""
         c.check(ok, key + "boundaries", b,
                 f"null or a non-decreasing list of finite numbers{most}")
+    if "quartiles" in st and st["quartiles"] is not None:
+        q = st["quartiles"]
+        ok = isinstance(q, list) and len(q) == 3 and all(_is_num(x) for x in q)
+        c.check(ok and q[0] <= q[1] <= q[2], key + "quartiles", q,
+                "null or [q25, q50, q75]: three non-decreasing finite numbers")
     if "null_reasons" in st:
         r = c.mapping(st["null_reasons"], key + "null_reasons")
         c.check(all(isinstance(v, str) for v in r.values()), key + "null_reasons", r,
@@ -351,7 +387,8 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         for role, meta in files.items():
             _file_entry(c, meta, f"{key}.files.{role}")
         st = c.mapping(c.need(entry, "stats", key + "."), key + ".stats")
-        _stats(c, st, key + ".stats.", spec.feature(name) if spec is not None else None)
+        _stats(c, st, key + ".stats.", spec.feature(name) if spec is not None
+               else _spec_entry(manifest["spec"], name))
         if labelled or "mutual_info" in st:
             _mutual_info(c, c.need(st, "mutual_info", key + ".stats."),
                          key + ".stats.mutual_info")

@@ -16,7 +16,8 @@ What each card shows and where it comes from (``docs/artifacts.md``):
 * numeric: the manifest has no histogram, only min, max, mean, variance and the quantile
   boundaries. The picture drawn is the one they imply: ``num_buckets`` buckets between
   min, the boundaries and max, each holding about ``count / num_buckets`` finite values
-  (within ``epsilon``), drawn as bars of density ``mass / width``; the page says so.
+  (within ``epsilon``), drawn as bars of density ``mass / width``; the page says so. With
+  ``quartiles`` (``scaling: robust``): rows q25, median, q75 and IQR.
 * hashed: settings only (there is nothing to analyse).
 
 Example:
@@ -98,7 +99,9 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
     st = art.stats(name)
     kind = spec["kind"]
     s: SidecarSummary = summarize_sidecar(art, name, top_n=TOP_N)
-    total = int(st.get("total_count", 0))
+    weighted = _weights_of(spec) is not None
+    total = st.get("total_count", 0) if weighted else int(st.get("total_count", 0))
+    num = fmt_num if weighted else fmt_int  # weighted counts are sums of weights
     distinct = int(st.get("distinct_values", s.tokens))
     oov = 1.0 - s.total / total if total else None
     def opt(key: str) -> str:
@@ -111,8 +114,8 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
     rows = [
         ("vocabulary size (tokens written)", fmt_int(s.tokens)),
         ("distinct values", fmt_int(distinct)),
-        ("values seen", fmt_int(total)),
-        ("values covered by the vocabulary", fmt_int(s.total)),
+        ("values seen" + (" (summed weights)" if weighted else ""), num(total)),
+        ("values covered by the vocabulary", num(s.total)),
         ("implied OOV rate", fmt_pct(oov)),
         ("missing rows", f"{fmt_int(st.get('missing_count'))} "
                          f"({fmt_pct(_share(int(st.get('missing_count', 0)), rows_used))})"),
@@ -123,7 +126,8 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
         d = st.get(key) or {}
         if d.get("tokens"):
             rows.append((key.replace("_", " "), f"{fmt_int(d['tokens'])} tokens, "
-                                                 f"{fmt_int(d.get('count'))} values"))
+                                                 f"{num(d.get('count'))} values"))
+    rows += _weight_rows(spec, st)
     if kind == "text" and st.get("document_count"):
         docs = int(st["document_count"])
         rows.append(("documents", fmt_int(docs)))
@@ -218,7 +222,36 @@ def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def _numeric_card(st: dict[str, Any]) -> str:
+def _quartile_rows(q: Any) -> list[tuple[str, str]]:
+    """q25, median, q75 and IQR rows (from the quantile sketch, within its epsilon)."""
+    if not isinstance(q, list) or len(q) != 3:
+        return [("quartiles", "none (no finite value)")]
+    return [("q25", fmt_num(q[0])), ("median", fmt_num(q[1])), ("q75", fmt_num(q[2])),
+            ("IQR", fmt_num(q[2] - q[0]))]
+
+
+def _weights_of(spec: dict[str, Any]) -> str | None:
+    """``weights: w`` / ``weights_expr: e`` of a feature, as shown; None when unweighted."""
+    if spec.get("weights") is not None:
+        return f"column {spec['weights']}"
+    if spec.get("weights_expr") is not None:
+        return f"expression {spec['weights_expr']}"
+    return None
+
+
+def _weight_rows(spec: dict[str, Any], st: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows of a weighted feature's card: where the weights come from, rows set aside."""
+    source = _weights_of(spec)
+    if source is None:
+        return []
+    rows = [("instance weights", text(source)),
+            ("rows set aside (invalid weight)", fmt_int(st.get("invalid_weight_count")))]
+    if "weight_total" in st:
+        rows.append(("total weight", fmt_num(st.get("weight_total"))))
+    return rows
+
+
+def _numeric_card(st: dict[str, Any], spec: dict[str, Any] | None = None) -> str:
     lo, hi, mean = _finite(st.get("min")), _finite(st.get("max")), _finite(st.get("mean"))
     var = _finite(st.get("variance"))
     std = math.sqrt(var) if var is not None and var >= 0 else None
@@ -226,12 +259,16 @@ def _numeric_card(st: dict[str, Any]) -> str:
     rows = [("finite values", fmt_int(count)), ("missing", fmt_int(st.get("missing_count"))),
             ("NaN", fmt_int(st.get("nan_count"))), ("±inf", fmt_int(st.get("infinite_count"))),
             ("mean", fmt_num(mean)), ("std", fmt_num(std)), ("min", fmt_num(lo)),
-            ("max", fmt_num(hi))]
+            ("max", fmt_num(hi))] + _weight_rows(spec or {}, st)
     bounds = st.get("boundaries")
     if bounds is not None:
         rows.append(("boundaries", text(", ".join(fmt_num(b) for b in bounds[:64]) +
                                         (" …" if len(bounds) > 64 else "")) or "none"))
         rows.append(("epsilon", fmt_num(st.get("epsilon"))))
+    if "quartiles" in st:  # robust scaling (NumericFeature.needs_quartiles)
+        rows.extend(_quartile_rows(st.get("quartiles")))
+        if bounds is None:
+            rows.append(("epsilon", fmt_num(st.get("epsilon"))))
     for stat, why in sorted((st.get("null_reasons") or {}).items()):
         rows.append((f"{stat} is null", text(why)))
     if lo is None or hi is None:
@@ -284,7 +321,7 @@ def render_analysis(art: Artifacts) -> str:
 
                 body += target_html(art, name)
         elif kind == "numeric":
-            body = _numeric_card(art.stats(name))
+            body = _numeric_card(art.stats(name), spec)
             if "per_key" in art.manifest["features"][name].get("files", {}):
                 from beam_prep.report.per_key import per_key_html
 

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from beam_prep.errors import ArtifactError
+from beam_prep.spec.weights import is_weighted
 
 _BLOCK = 1 << 22
 
@@ -55,14 +56,17 @@ class SidecarSummary:
 
 _COUNT = re.compile(rb",[ \t]*(-?\d+)[ \t]*\][ \t\r]*$", re.M)
 _COUNT_DF = re.compile(rb",[ \t]*(-?\d+)[ \t]*,[ \t]*-?\d+[ \t]*\][ \t\r]*$", re.M)
+# A weighted feature's counts are sums of weights: JSON numbers (spec.weights).
+_WEIGHTED = re.compile(rb",[ \t]*(-?[0-9][0-9.eE+-]*)[ \t]*\][ \t\r]*$", re.M)
 
 
 class _Curve:
     """Running rank, total and sampled curve points."""
 
-    def __init__(self, dense_ranks: int, growth: float) -> None:
+    def __init__(self, dense_ranks: int, growth: float, weighted: bool = False) -> None:
         self.k = 0
-        self.total = 0
+        self._num: type = float if weighted else int
+        self.total = self._num(0)
         self.points: list[tuple[int, int]] = []
         self.dense, self.growth = dense_ranks, growth
         self.next_rank = 1
@@ -80,14 +84,15 @@ class _Curve:
 
     def add_many(self, counts: list[int] | np.ndarray) -> None:
         """Same as ``add`` for each count, with one cumulative sum for the block."""
-        cum = np.cumsum(np.asarray(counts, dtype=np.int64))
+        num = self._num
+        cum = np.cumsum(np.asarray(counts, dtype=np.float64 if num is float else np.int64))
         base_k, base_total = self.k, self.total
         while self.next_rank <= base_k + len(counts):
             self.k = self.next_rank
-            self.points.append((self.k, base_total + int(cum[self.k - base_k - 1])))
+            self.points.append((self.k, base_total + num(cum[self.k - base_k - 1])))
             self._advance()
         self.k = base_k + len(counts)
-        self.total = base_total + (int(cum[-1]) if len(cum) else 0)
+        self.total = base_total + (num(cum[-1]) if len(cum) else 0)
 
     def finish(self) -> list[tuple[int, int]]:
         if self.k and (not self.points or self.points[-1][0] != self.k):
@@ -138,7 +143,7 @@ def _bad_line(name: str, k: int, line: bytes, e: Exception, path: str = "?") -> 
 
 def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
                     growth: float = 1.06, name: str = "?", path: str = "?",
-                    max_line: int | None = None) -> SidecarSummary:
+                    max_line: int | None = None, weighted: bool = False) -> SidecarSummary:
     """Summarizes a sidecar read from a binary stream (see the module docstring).
 
     Args:
@@ -151,6 +156,7 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
         max_line: Longest line accepted (default
             :data:`beam_prep.io.artifacts.MAX_LINE_BYTES`): memory stays within a block and
             a line, whatever the file holds.
+        weighted: Counts are sums of weights (finite numbers >= 0), not integers.
 
     Returns:
         The :class:`SidecarSummary`.
@@ -163,7 +169,8 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
 
     limit = artifacts.MAX_LINE_BYTES if max_line is None else max_line
     top: list[tuple[str, int, int | None]] = []
-    curve = _Curve(dense_ranks, growth)
+    curve = _Curve(dense_ranks, growth, weighted)
+    num: Any = _weight if weighted else int
     has_df = False
     rest = b""
     while True:
@@ -183,33 +190,53 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
             try:
                 row = json.loads(line)
                 has_df = has_df or (not top and len(row) == 3)
-                count = int(row[1])
+                count = num(row[1])
                 top.append((str(row[0]), count, int(row[2]) if has_df else None))
             except (ValueError, IndexError, TypeError, KeyError) as e:
                 raise _bad_line(name, curve.k, line, e, path) from e
             curve.add(count)
         tail = data[pos:]
-        fast = _fast_counts(tail, has_df) if tail else None
+        fast = _fast_counts(tail, has_df) if tail and not weighted else None
+        pattern = _WEIGHTED if weighted else (_COUNT_DF if has_df else _COUNT)
         if fast is not None:
             curve.add_many(fast)
         elif tail:  # the other lines: counts only, a whole block at a time
-            found = (_COUNT_DF if has_df else _COUNT).findall(tail)
+            found = pattern.findall(tail)
             n_lines = tail.count(b"\n") + (0 if tail.endswith(b"\n") else 1)
+            counts = None
             if len(found) == n_lines:
-                curve.add_many([int(c) for c in found])
+                try:
+                    counts = [num(c) for c in found]
+                except ValueError:  # named below, line by line
+                    counts = None
+            if counts is not None:
+                curve.add_many(counts)
             else:  # a blank or malformed line: find it (and fail on it) line by line
                 for line in tail.split(b"\n"):
                     if not line.strip():
                         continue
-                    m = (_COUNT_DF if has_df else _COUNT).search(line)
+                    m = pattern.search(line)
                     if m is None:
                         raise _bad_line(name, curve.k, line, ValueError("no count at the end"),
                                         path)
-                    curve.add(int(m.group(1)))
+                    try:
+                        curve.add(num(m.group(1)))
+                    except ValueError as e:
+                        raise _bad_line(name, curve.k, line, e, path) from e
         if not block:
             break
     return SidecarSummary(top=top, tokens=curve.k, total=curve.total, curve=curve.finish(),
                           has_df=has_df)
+
+
+def _weight(value: Any) -> float:
+    """A weighted count: a finite JSON number >= 0 (ValueError otherwise); ``bytes`` are the
+    digits the block parser matched."""
+    if isinstance(value, bytes):
+        value = float(value)
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"a weighted count must be a finite number >= 0, not {value!r}")
+    return float(value)
 
 
 def summarize_sidecar(art: Any, name: str, *, top_n: int = 25) -> SidecarSummary:
@@ -217,4 +244,5 @@ def summarize_sidecar(art: Any, name: str, *, top_n: int = 25) -> SidecarSummary
     the manifest (:meth:`beam_prep.io.artifacts.Artifacts.open_file`); see
     :func:`summarize_lines`."""
     with art.open_file(name, "counts") as f:
-        return summarize_lines(f, top_n=top_n, name=name, path=art.file_path(name, "counts"))
+        return summarize_lines(f, top_n=top_n, name=name, path=art.file_path(name, "counts"),
+                               weighted=is_weighted(art.spec.feature(name)))

@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from beam_prep.config import check_fields, field_error, shown
 from beam_prep.errors import SpecError
 from beam_prep.spec.lists import is_list
+from beam_prep.spec.weights import check_weights
 
 Kind = Literal["string", "integer", "text", "numeric", "hashed"]
 LookupOutputMode = Literal["int", "one_hot", "multi_hot", "count"]
@@ -24,7 +25,7 @@ TextOutputMode = Literal["int", "multi_hot", "count", "tf_idf"]
 Standardize = Literal["lower_and_strip_punctuation", "lower", "strip_punctuation", "none"]
 Split = Literal["whitespace", "character", "none"]
 HashedDtype = Literal["string", "integer"]
-Scaling = Literal["z_score", "min_max", "none"]
+Scaling = Literal["z_score", "min_max", "none", "log1p", "robust", "piecewise_linear"]
 
 KINDS: tuple[str, ...] = get_args(Kind)
 LOOKUP_OUTPUT_MODES: tuple[str, ...] = get_args(LookupOutputMode)
@@ -39,6 +40,7 @@ SCALING_OPTIONS: tuple[str, ...] = get_args(Scaling)
 # that does not use them is unchanged.
 _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross": None,
                                     "max_values": None, "shape": None,
+                                    "weights": None, "weights_expr": None,
                                     # label-aware vocabulary (spec.label_fields)
                                     "labels": None, "adjusted_mutual_info": False,
                                     "min_diff_from_avg": None, "min_mutual_info": None,
@@ -67,11 +69,17 @@ class FeatureBase:
             to read. Defaults to ``name``.
         expr: A derived feature: an expression over input columns (docs/expressions.md),
             e.g. ``log1p(price)``, instead of ``column``; null = read ``column``.
+        weights: Input column holding each row's instance weight (string, integer, text
+            and numeric features; :mod:`beam_prep.spec.weights`); null = unweighted.
+        weights_expr: The weight as an expression over input columns instead of
+            ``weights``; null = none.
     """
 
     name: str
     column: str | None = dataclasses.field(default=None, kw_only=True)
     expr: str | None = dataclasses.field(default=None, kw_only=True)
+    weights: str | None = dataclasses.field(default=None, kw_only=True)
+    weights_expr: str | None = dataclasses.field(default=None, kw_only=True)
 
     kind: str = dataclasses.field(default="", init=False)
 
@@ -123,6 +131,7 @@ class FeatureBase:
                         "an expression: drop `column`, or `expr`)")
         check_fields(self, where=_where(self.name))
         self.expression()
+        check_weights(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Canonical dict (kind first, then fields in declaration order)."""

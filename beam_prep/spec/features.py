@@ -59,12 +59,18 @@ from beam_prep.spec.label_fields import check_label_fields
 from beam_prep.spec.lists import Shape, check_list_fields
 from beam_prep.spec.numeric_feature import NumericFeature
 from beam_prep.spec.target_fields import TargetEncoding, check_target_fields
+from beam_prep.spec.weights import is_weighted
 
 
 def _check_lookup_fields(f: Any) -> None:
     """Ranges of the fields shared by string and integer lookups."""
     check_positive_int(f.name, "top_k", f.top_k, optional=True)
-    check_positive_int(f.name, "min_count", f.min_count, optional=False)
+    if not is_weighted(f):  # weighted: a number >= 0 (spec.weights.check_weights)
+        if isinstance(f.min_count, float):
+            raise feature_error(f.name, "min_count", f.min_count,
+                                "a positive integer (a float such as 1e23 or 2.0 is not an "
+                                "integer: write digits; a float count needs `weights`)")
+        check_positive_int(f.name, "min_count", f.min_count, optional=False)
     check_positive_int(f.name, "num_oov_indices", f.num_oov_indices, optional=False, minimum=0,
                         maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
     check_list_fields(f)
@@ -78,7 +84,8 @@ class StringFeature(FeatureBase):
 
     Attributes:
         top_k: Keep at most this many tokens (OOV and mask slots not included); null = all.
-        min_count: Drop tokens seen fewer than this many times (TFT ``frequency_threshold``).
+        min_count: Drop tokens seen fewer than this many times (TFT ``frequency_threshold``);
+            with weights, tokens whose weighted count is below it (a number >= 0).
         num_oov_indices: OOV slots of the lookup layer.
         mask_token: Optional mask token (index 0 of the layer when set).
         output_mode: Lookup layer output: int, one_hot, multi_hot or count.
@@ -108,7 +115,7 @@ class StringFeature(FeatureBase):
     """
 
     top_k: int | None = None
-    min_count: int = 1
+    min_count: int | float = 1
     num_oov_indices: int = 1
     mask_token: str | None = None
     output_mode: LookupOutputMode = "int"
@@ -136,7 +143,8 @@ class IntegerFeature(FeatureBase):
 
     Attributes:
         top_k: Keep at most this many values; null = all.
-        min_count: Drop values seen fewer than this many times.
+        min_count: Drop values seen fewer than this many times; with weights, values whose
+            weighted count is below it (a number >= 0).
         num_oov_indices: OOV slots of the lookup layer.
         mask_token: Optional integer mask value.
         output_mode: Lookup layer output: int, one_hot, multi_hot or count.
@@ -156,7 +164,7 @@ class IntegerFeature(FeatureBase):
     """
 
     top_k: int | None = None
-    min_count: int = 1
+    min_count: int | float = 1
     num_oov_indices: int = 1
     mask_token: int | None = None
     output_mode: LookupOutputMode = "int"

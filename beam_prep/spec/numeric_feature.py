@@ -30,7 +30,13 @@ class NumericFeature(FeatureBase):
         scaling: The float output: ``z_score`` (Normalization with the mean and variance),
             ``min_max`` (``(x - min) / (max - min)`` from the analysed min and max, TF
             Transform's ``scale_to_0_1``: not clipped, and ``sigmoid(x)`` when
-            ``min == max`` or there was no finite value) or ``none`` (the raw value).
+            ``min == max`` or there was no finite value), ``none`` (the raw value),
+            ``log1p`` (``sign(x) * log1p(|x|)``, no statistic, not followed by a z-score),
+            ``robust`` (``(x - median) / (q75 - q25)`` from the analysed quartiles; an IQR
+            of 0 divides by 1, no finite value gives the identity) or ``piecewise_linear``
+            (Gorishniy et al. 2022's encoding over ``min``, the quantile boundaries and
+            ``max``: ``num_buckets`` float outputs; needs ``num_buckets``). See
+            docs/generated_layers.md, "Numeric scaling".
         per_key: Statistics per key as well (TF Transform's ``*_per_key``): a column name
             (``per_key: store_id``, read as text) or ``{expr: "..."}`` (an expression over
             columns giving a string, e.g. ``{expr: "str(store_id)"}``); the scaling then
@@ -68,19 +74,32 @@ class NumericFeature(FeatureBase):
                             f"a number in [{MIN_EPSILON:g}, 1) or null (the quantile sketch "
                             "buffers about log2(eps * rows) / eps values: 1.2 GB per worker "
                             "at 1e-6 on 20M rows, bad_alloc below 1e-9)")
-            if self.num_buckets is None:
+            if self.num_buckets is None and not self.needs_quartiles():
                 raise feature_error(self.name, "epsilon", self.epsilon,
-                            "null unless num_buckets is set")
+                            "null unless num_buckets is set (or scaling is robust)")
+        if self.scaling == "piecewise_linear" and self.num_buckets is None:
+            raise feature_error(self.name, "num_buckets", None,
+                        "an integer >= 2 with scaling: piecewise_linear (its quantile "
+                        "boundaries are the bin edges; the output has num_buckets values): "
+                        "set num_buckets, e.g. 8, or choose another scaling")
         if self.default_value is not None and not math.isfinite(self.default_value):
             raise feature_error(self.name, "default_value", self.default_value,
                         "a finite number or null (NaN and infinity cannot stand in for a "
                         "missing value)")
-
         if self.per_key is not None:
             check_per_key(self)
         elif self.per_key_count:
             raise feature_error(self.name, "per_key_count", self.per_key_count,
                                 "false unless per_key is set (the count is per key)")
+
+    def needs_quartiles(self) -> bool:
+        """Whether the analysis records ``quartiles`` ``[q25, q50, q75]`` for this feature.
+
+        Example:
+            >>> NumericFeature("x", scaling="robust").needs_quartiles()
+            True
+        """
+        return self.scaling == "robust"
 
     def input_columns(self) -> dict[str, str]:  # noqa: D102
         out = super().input_columns()
@@ -95,8 +114,14 @@ class NumericFeature(FeatureBase):
         return out
 
     def resolved_epsilon(self) -> float | None:
-        """The sketch epsilon actually used (TFT's default when not set)."""
+        """The sketch epsilon actually used (TFT's default when not set).
+
+        Without ``num_buckets`` there is no sketch (None), unless quartiles are needed:
+        then 0.01 (TFT's default quantile error) when ``epsilon`` is not set.
+        """
         if self.num_buckets is None:
+            if self.needs_quartiles():
+                return 0.01 if self.epsilon is None else float(self.epsilon)
             return None
         if self.epsilon is not None:
             return float(self.epsilon)

@@ -23,15 +23,17 @@ TextVectorization  tokens of :func:`beam_prep.analyzers.text.tokenize`; int mode
                    ``[UNK]`` = mean of the others)
 Normalization      ``(x - mean) / max(sqrt(variance), 1e-7)`` in float32
 Activation         sigmoid, computed in float64 and rounded to float32
+SignedLog1p,       :mod:`beam_prep.transform.scaling`: the float32 operations of
+RobustScaling,     ``beam_prep.codegen.numeric_layers`` (``scaling: log1p``, ``robust``,
+PiecewiseLinear    ``piecewise_linear``), in the same order
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
 PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknown -> row 0),
                    then ``(x - shift) / scale`` in float32 or the sigmoid above
 PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
-Embedding          a target encoding's table row (float32) of the lookup index, or with
-                   ``out_of_fold`` its out-of-fold value for the row's fold
-                   (:mod:`beam_prep.transform.target`)
-Reshape            nothing (the text output is already ``(batch, width)``)
+Embedding          a target encoding's float32 table row of the lookup index; ``out_of_fold``:
+                   the row's fold's out-of-fold value (:mod:`beam_prep.transform.target`)
+Reshape            nothing (text and piecewise outputs are already ``(batch, width)``)
 =================  =========================================================================
 
 Example:
@@ -65,7 +67,7 @@ from beam_prep.codegen.plan import (
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
-from beam_prep.transform import hashing
+from beam_prep.transform import hashing, scaling
 from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import Ragged, feature_value, read_columns
 
@@ -338,8 +340,7 @@ class BatchEncoder:
                 args["vocabulary"] = self._targets[fp.name][0]
             return _Lookup(self.path, args, cls == "IntegerLookup", fp.name)
         if cls == "Embedding":  # a target encoding's table (codegen.target_plan)
-            table = self._targets[fp.name][1]
-            return lambda v: table[np.asarray(v, np.int64)]
+            return lambda v, t=self._targets[fp.name][1]: t[np.asarray(v, np.int64)]
         if cls == "TextVectorization":
             assert not any(isinstance(v, TfIdfState) for v in args.values()) or tf_idf
             return _Text(self.path, args, self._spec[fp.name], tf_idf)
@@ -357,6 +358,12 @@ class BatchEncoder:
         if cls == "Discretization":
             bounds = np.asarray(args["bin_boundaries"], np.float32)
             return lambda v: np.searchsorted(bounds, v, side="right").astype(np.int64)
+        if cls == "SignedLog1p":
+            return scaling.signed_log1p
+        if cls == "RobustScaling":
+            return lambda v: scaling.robust(v, args["median"], args["iqr"])
+        if cls == "PiecewiseLinear":
+            return lambda v: Encoded("float32", scaling.piecewise_linear(v, args["edges"]))
         if cls == "Reshape":
             return lambda v: v
         if cls == "ListEncoding":

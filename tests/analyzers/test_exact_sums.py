@@ -87,3 +87,15 @@ def test_float32_values_as_float64_sum_exactly():
     values = np.concatenate([rng.lognormal(0, 4, 20000), rng.normal(0, 1e-3, 5000)])
     values = values.astype(np.float32).astype(np.float64)
     assert _as_fractions(*es.exact_sums(values)) == _oracle(values.tolist())
+
+
+def test_exact_sum_equals_the_first_of_exact_sums() -> None:
+    from beam_prep.analyzers.exact_sums import exact_sum
+
+    rng = np.random.default_rng(9)
+    for values in (rng.integers(-1000, 1000, 20000).astype(np.float64),
+                   rng.lognormal(0, 5, 20000) * rng.choice([-1, 1], 20000),
+                   np.concatenate([rng.normal(size=9000) * 1e300, rng.normal(size=9000) * 1e-310,
+                                   np.zeros(100)]),
+                   np.zeros(0)):
+        assert exact_sum(values) == es.exact_sums(values)[0]

@@ -83,3 +83,21 @@ def test_different_bucket_counts_skip_the_boundary_shift():
 def test_thresholds_are_validated(field, value):
     with pytest.raises(SpecError, match=rf"`{field}` must be .*Received: {field}="):
         DiffThresholds(**{field: value})
+
+
+def test_quartile_shift_in_old_std_units_and_flagged():
+    # OLD std 2; the median moves 10 -> 13 (1.5 std), q25/q75 by 1 (0.5 std).
+    old = _stats(quartiles=[8.0, 10.0, 12.0])
+    d = compare_numeric(old, _stats(quartiles=[9.0, 13.0, 13.0]))
+    assert d.quartile_shift == 1.5 and d.old_quartiles == [8.0, 10.0, 12.0]
+    flags = numeric_flags("p", d, DiffThresholds())
+    assert [f.metric for f in flags] == ["quartile_shift"]
+    assert flags[0].message == ("p: largest quartile shift in OLD std units 1.5 > 0.5 "
+                                "(median 10 -> 13)")
+    assert compare_numeric(old, old).quartile_shift == 0.0
+    # Not recorded on one side (another scaling, or no finite value): no shift, no flag.
+    assert compare_numeric(_stats(), _stats(quartiles=[1.0, 2.0, 3.0])).quartile_shift is None
+    assert compare_numeric(old, _stats(quartiles=None)).quartile_shift is None
+    const = _stats(variance=0.0, boundaries=[5.0, 5.0, 5.0], quartiles=[5.0, 5.0, 5.0])
+    d = compare_numeric(const, dict(const, quartiles=[5.0, 6.0, 6.0]))
+    assert d.quartile_shift is None and d.unscaled_change

@@ -49,6 +49,13 @@ features:
   - {name: n_const, kind: numeric, column: const, scaling: min_max}
   - {name: n_raw, kind: numeric, column: price, scaling: none, default_value: 1.5}
   - {name: n_fill, kind: numeric, column: qty, default_value: 2.0, num_buckets: 3}
+  - {name: n_log, kind: numeric, column: price, scaling: log1p}
+  - {name: n_rob, kind: numeric, column: price, scaling: robust}
+  - {name: n_rob_const, kind: numeric, column: const, scaling: robust, default_value: 1.0}
+  - {name: n_ple, kind: numeric, column: price, scaling: piecewise_linear, num_buckets: 4}
+  - {name: n_ple_fill, kind: numeric, column: qty, scaling: piecewise_linear, num_buckets: 3,
+     default_value: 2.0}
+  - {name: n_ple_const, kind: numeric, column: const, scaling: piecewise_linear, num_buckets: 3}
   - {name: h_str, kind: hashed, column: country, num_bins: 16}
   - {name: h_salt, kind: hashed, column: country, num_bins: 16, salt: 7}
   - {name: h_int, kind: hashed, column: item, dtype: integer, num_bins: 10,

@@ -1,0 +1,192 @@
+"""Weighted vocabularies: per-split counting, pruning and the files (TFT ``weights=``).
+
+A token's weighted count is the sum of the weights of its occurrences: in a list or text
+feature a token occurring twice in a row counts that row's weight twice (TFT's
+``tft.vocabulary(x, weights=w)`` with ``w`` broadcast to ``x``), so all weights 1 give the
+unweighted counts. Order as TFT: weighted count descending, then token bytes descending;
+``min_count`` drops tokens whose weighted count is below it (TFT's ``frequency_threshold``
+compared with the weighted count: ``min_count: 0`` keeps every token, even one whose
+weights are all 0).
+
+Counts are exact until each token's one final rounding (:mod:`weighted_counts`), and every
+statistic written (kept and dropped totals) is an exact sum of the written counts
+(:func:`~beam_prep.analyzers.exact_sums.exact_sums`), so the files and the manifest are the
+same bytes whatever the batches, splits, partitions and merge order. The sidecar's counts
+are JSON numbers (shortest round-trip form: ``2.5``, ``3``, ``1e+20``).
+
+Example:
+    >>> import numpy as np, pyarrow as pa
+    >>> acc = WeightedSplitVocabulary("city", num_partitions=1, spill_dir=None, file_stem="s")
+    >>> acc.add(pa.array(["a", "b"]), np.array([0.5, 2.0]))
+    >>> sorted(key for (key, _), _ in acc.result())
+    ['city.w0134']
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
+from beam_prep.analyzers.split_vocab import SplitVocabulary
+from beam_prep.analyzers.vocab_merge import merge_runs
+from beam_prep.analyzers.vocab_topk import select_top_k, sort_vocabulary
+from beam_prep.analyzers.vocab_write import counts_jsonl, unwritable_mask, vocabulary_text
+from beam_prep.analyzers.weighted_counts import band_key, band_tables
+from beam_prep.io import filesystem as fs
+
+__all__ = ["WeightedSplitVocabulary", "exact_total", "prune_weighted", "to_float",
+           "write_weighted_files"]
+
+
+class WeightedSplitVocabulary:
+    """Weighted counts of one feature over one split: one bounded accumulator per band.
+
+    Args:
+        name: Feature name.
+        **kwargs: As :class:`~beam_prep.analyzers.split_vocab.SplitVocabulary` (partitions,
+            spill folder, file stem, spill thresholds).
+    """
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        self.name = name
+        self._kwargs = kwargs
+        self._bands: dict[int, SplitVocabulary] = {}
+
+    def add(self, tokens: pa.Array, weights: np.ndarray) -> None:
+        """Adds flat tokens (nulls skipped) with one valid weight each."""
+        for band, table in band_tables(tokens, weights).items():
+            if band not in self._bands:
+                self._bands[band] = SplitVocabulary(band_key(self.name, band), **self._kwargs)
+            self._bands[band].add_table(table)
+
+    def result(self) -> list[tuple[tuple[str, int], Any]]:
+        """``((band key, partition), table or SpillRef)`` elements, bands ascending."""
+        return [item for band in sorted(self._bands) for item in self._bands[band].result()]
+
+
+def exact_total(table: pa.Table) -> int:
+    """Σ of the ``count`` column exactly, in units of ``2**-SUM_SHIFT`` (order-free)."""
+    if table.num_rows == 0:
+        return 0
+    return exact_sum(table.column("count").to_numpy())
+
+
+def to_float(total: int) -> float:
+    """An exact total of :func:`exact_total` as the nearest float64.
+
+    Example:
+        >>> to_float(exact_total(pa.table({"count": [0.1, 0.2]})))
+        0.30000000000000004
+    """
+    return ratio_to_float(total, 1 << SUM_SHIFT)
+
+
+def _summary(table: pa.Table) -> dict[str, int]:
+    return {"tokens": table.num_rows, "count": exact_total(table)}
+
+
+def _split_off(table: pa.Table, mask: pa.Array) -> tuple[pa.Table, pa.Table]:
+    if not pc.any(mask).as_py():
+        return table, table.slice(0, 0)
+    return table.filter(pc.invert(mask)), table.filter(mask)
+
+
+def prune_weighted(table: pa.Table, *, min_count: float, top_k: int | None,
+                   reserved: tuple[str, ...] = ()) -> tuple[pa.Table, dict]:
+    """Drops unwritable and reserved tokens, then weighted counts below ``min_count``, then
+    keeps the first ``top_k`` (exact on a hash partition, as the unweighted prune).
+
+    Returns:
+        (pruned table sorted in vocabulary order, drop statistics as ``{tokens, count}``
+        with ``count`` an exact total of :func:`exact_total`; ``pruned`` summarises the
+        rows kept).
+    """
+    table, excluded = _split_off(table, unwritable_mask(table.column("token")))
+    reserved_rows = table.slice(0, 0)
+    if reserved:
+        table, reserved_rows = _split_off(table, pc.is_in(
+            table.column("token"), pa.array(list(reserved), pa.large_string())))
+    table, below = _split_off(table, pc.less(table.column("count"), float(min_count)))
+    before = _summary(table)
+    table, _ = select_top_k(table, top_k)
+    kept = _summary(table)
+    top = {k: before[k] - kept[k] for k in kept}
+    return sort_vocabulary(table), {
+        "excluded_unwritable": _summary(excluded), "excluded_reserved": _summary(reserved_rows),
+        "dropped_min_count": _summary(below), "dropped_top_k": top, "pruned": kept}
+
+
+class _Hashing:
+    def __init__(self, path: str) -> None:
+        fs.makedirs(FileSystems.split(path)[0])
+        self._f = FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, body: bytes) -> None:
+        if body:
+            self._f.write(body)
+            self._hash.update(body)
+            self.size += len(body)
+
+    def close(self) -> tuple[str, int]:
+        self._f.close()
+        return self._hash.hexdigest(), self.size
+
+
+def write_weighted_files(runs: Sequence[Any], vocab_path: str, counts_path: str, *,
+                         top_k: int | None, temp_dir: str | None = None) -> dict:
+    """Merges sorted weighted runs (disjoint tokens) into the ``.txt`` and its sidecar.
+
+    Returns:
+        ``{"vocabulary": (sha256, bytes), "counts": (sha256, bytes), "kept": {tokens,
+        count}, "dropped_top_k": {tokens, count}}`` (counts as exact totals).
+    """
+    vocab, counts = _Hashing(vocab_path), _Hashing(counts_path)
+    kept = {"tokens": 0, "count": 0}
+    written: list[pa.Table] = []
+    for chunk in merge_runs(runs, temp_dir=temp_dir):
+        if top_k is not None and kept["tokens"] + chunk.num_rows > top_k:
+            chunk = chunk.slice(0, top_k - kept["tokens"])
+        vocab.write(vocabulary_text(chunk.column("token").combine_chunks()))
+        counts.write(counts_jsonl(chunk, with_df=False))
+        kept["tokens"] += chunk.num_rows
+        written.append(chunk.select(["count"]))
+        if top_k is not None and kept["tokens"] >= top_k:
+            break
+    kept["count"] = sum(exact_total(t) for t in written)
+    return {"vocabulary": vocab.close(), "counts": counts.close(), "kept": kept}
+
+
+def add_stats(a: dict, b: dict) -> dict:
+    """Sums two drop-statistics dicts (exact integers)."""
+    return {k: {f: a.get(k, {}).get(f, 0) + b.get(k, {}).get(f, 0) for f in ("tokens", "count")}
+            for k in set(a) | set(b)}
+
+
+def finish_stats(drops: dict) -> dict:
+    """Drop statistics with each exact ``count`` total as its float64 (for the manifest)."""
+    return {k: {"tokens": int(v["tokens"]), "count": to_float(v["count"])}
+            for k, v in sorted(drops.items())}
+
+
+def token_weights(values: pa.Array, row_weights: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Flat values of a (list) column and the weight of each value's row.
+
+    Example:
+        >>> v, w = token_weights(pa.array([["a", "b"], None, ["c"]]), np.array([1., 2., 3.]))
+        >>> v.to_pylist(), w.tolist()
+        (['a', 'b', 'c'], [1.0, 1.0, 3.0])
+    """
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+        return pc.list_flatten(values), row_weights[parents]
+    return values, row_weights
