@@ -83,7 +83,12 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     """
     args, beam_args = parse_job_args(build_parser(), argv)
     _validate(args)
-    encoder = BatchEncoder(args.artifacts)  # checks the artifacts and their checksums
+    # checks the artifacts and their checksums
+    encoder = BatchEncoder(args.artifacts, out_of_fold=args.out_of_fold)
+    if args.out_of_fold and not any(fp.target for fp in encoder.plan.features):
+        raise InputError("--out_of_fold applies to target-encoded features, and "
+                         f"{args.artifacts} has none. Received: --out_of_fold. Fix: drop "
+                         "--out_of_fold, or add `target_encoding:` to a feature of the spec.")
     files = expand_patterns(args.input)
     fmt = args.input_format or infer_format(files[0])
     check_columns(files, fmt, {c: c for c in encoder.columns}, csv_delimiter=args.csv_delimiter)
@@ -96,10 +101,13 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
                    force_unlock=args.force_unlock) as out:
         pipeline = beam.Pipeline(options=options)
         info = manifest_info(encoder, args.output_format, args.input, fmt, args.artifacts)
+        if args.out_of_fold:  # only then: other transform.json files keep their bytes
+            info["out_of_fold"] = True
         manifest = pipeline | "Transform" >> TransformDataset(
             args.artifacts, splits, out.staging, info, fmt=args.output_format,
             batch_size=args.batch_size, max_bad_fraction=args.max_bad_fraction,
-            csv_delimiter=args.csv_delimiter, skip_corrupt_tail=args.skip_corrupt_tail)
+            csv_delimiter=args.csv_delimiter, skip_corrupt_tail=args.skip_corrupt_tail,
+            out_of_fold=args.out_of_fold)
         _ = manifest | "FinalizeOutput" >> FinalizeOutput(out.finalizer(
             report=FAILED_REPORT, failure_level=logging.ERROR if template else logging.INFO))
         result = pipeline.run()

@@ -71,6 +71,11 @@ def build_parser() -> JobParser:
     p.add_argument("--skip_corrupt_tail", action="store_true",
                    help="TFRecord input: skip the unframeable rest of a file as one rejected "
                         "row instead of failing.")
+    p.add_argument("--out_of_fold", action="store_true",
+                   help="Target-encoded features (`target_encoding:` in the spec): each row's "
+                        "<name>_target_encoding uses only the other folds' statistics (its "
+                        "fold from its fold_column), so training rows never see their own "
+                        "label. Default: the serving value the generated layers compute.")
     p.add_argument("--quiet", action="store_true",
                    help="Do not show progress or print the summary.")
     add_summary_flag(p)

@@ -42,7 +42,7 @@ def test_issue_example_spec_loads_with_defaults():
      "'top_k', 'min_count', 'num_oov_indices', 'mask_token', 'output_mode', 'default_value', "
      "'shape', 'max_values', "),
     ("{name: c, kind: string, top_k: 10, topk: 3}",
-     "'min_mutual_info'] (did you mean `top_k`?). Received: topk=3"),
+     "'min_mutual_info', 'target_encoding'] (did you mean `top_k`?). Received: topk=3"),
     ("{name: c, kind: strin}", "`kind` must be one of 'string'"),
     ("{name: t, kind: text, output_mode: tfidf}",
      "Feature 't': `output_mode` must be one of 'int', 'multi_hot', 'count', 'tf_idf'. "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from beam_prep.analyzers import numeric as num
@@ -59,6 +60,8 @@ def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None,
     total = entry["kept_count"] + sum(d["count"] for d in drops.values())
     stats = {"vocabulary_size": entry["vocabulary_size"], "distinct_values": distinct,
              "total_count": total, "missing_count": missing, **drops}
+    if "target_encoding" in entry:  # analyzers.target_write
+        stats["target_encoding"] = entry["target_encoding"]["stats"]
     if "mutual_info" in entry:  # a label-aware vocabulary (analyzers.label_vocab)
         mi = stats["mutual_info"] = entry["mutual_info"]
         stats["distinct_values"] += mi["dropped_min_mutual_info"]["tokens"]
@@ -186,6 +189,20 @@ def numeric_summary(name: str, stats: dict) -> str:
             + (f", median {q[1]:.6g} IQR {q[2] - q[0]:.6g}" if q else ""))
 
 
+def merged_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
+    """Feature → its vocabulary entry, with the ``target_encoding`` entry (written on its own
+    path, :mod:`~beam_prep.analyzers.target_write`) merged in.
+
+    Example:
+        >>> merged_meta([("a", {"files": {}}), ("a", {"target_encoding": {}})])
+        {'a': {'files': {}, 'target_encoding': {}}}
+    """
+    out: dict[str, dict] = {}
+    for name, entry in items:
+        out.setdefault(name, {}).update(entry)
+    return out
+
+
 def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                    numeric_partials: dict[str, num.NumericPartial], meta: dict,
                    rejected: list[str] | None, per_key: dict[str, dict] | None = None) -> dict:
@@ -199,8 +216,11 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
         missing = meta["missing"].get(f.name, 0)
         if f.kind in ("string", "integer", "text"):
             entry = vocab_meta[f.name]
+            files = dict(entry["files"])
+            if "target_encoding" in entry:  # analyzers.target_write
+                files["target_encoding"] = entry["target_encoding"]["file"]
             features[f.name] = {
-                "kind": f.kind, "files": entry["files"],
+                "kind": f.kind, "files": files,
                 "stats": _vocab_stats(f.kind, entry, missing,
                                       meta["documents"].get(f.name),
                                       meta.get("terms_per_document", {}).get(f.name)),

@@ -7,6 +7,7 @@ Graph (every step labelled)::
                             ├─ numeric ─ MergeNumericGroups ─ MergeNumericAll ─────────────────┤
                             ├─ meta ─ SumCounts ──────────────────────────────────────────────┤
                             ├─ labels ─ SumLabelCounts ─ WriteLabeledVocabularies ─────────────┤
+                            ├─ target ─ SumTargetStats ─ WriteTargetStats ────────────────────┤
                             ├─ rejected ─ WriteRejected (sorted chunks → shards) ─────────────┤
                             └─ cache ─ RecordCacheUse (only with cache_dir) ──────────────────┤
                                                                WriteManifest (side inputs) ◄──┘
@@ -41,9 +42,10 @@ from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.label_vocab import LabeledVocabularies
-from beam_prep.analyzers.manifest import build_manifest, numeric_summary
+from beam_prep.analyzers.manifest import build_manifest, merged_meta, numeric_summary
 from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
+from beam_prep.analyzers.target_write import TargetStats, refuse_cache
 from beam_prep.analyzers.vocab_partition import auto_partitions
 from beam_prep.analyzers.weighted_pipeline import WeightedVocabularies, is_band_element
 from beam_prep.errors import InputError
@@ -55,6 +57,7 @@ from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.target_fields import has_target_encoding
 from beam_prep.spec.weights import is_weighted
 
 TEXT_RESERVED_TOKENS = ("[UNK]",)
@@ -169,8 +172,8 @@ class _WriteManifest(beam.DoFn):
                                rejected):
             return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
-                                  dict(vocab_meta), numeric_partials, meta, rejected,
-                                  dict(per_key))
+                                  merged_meta(vocab_meta), numeric_partials, meta,
+                                  rejected, dict(per_key))
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -284,6 +287,7 @@ class AnalyzeToArtifacts(beam.PTransform):
                  input_split_bytes: int = DEFAULT_SPLIT_BYTES,
                  cache_dir: str | None = None, cache_run_id: str | None = None) -> None:
         super().__init__()
+        refuse_cache(spec, cache_dir)  # target encodings are not cached yet
         self._cache_dir = cache_dir
         self.cache_run_id = cache_run_id or cache_fn.new_run_id()
         self._split_bytes = input_split_bytes
@@ -335,7 +339,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
             threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
         tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS,
-                split_fn.PER_KEY]
+                split_fn.TARGET, split_fn.PER_KEY]
         if self._cache_dir is not None:
             reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
                                     self._skip_corrupt_tail)
@@ -371,6 +375,10 @@ class AnalyzeToArtifacts(beam.PTransform):
             extra_meta.append(weighted_meta)
         if extra_meta:
             vocab_meta = (vocab_meta, *extra_meta) | "AllVocabularies" >> beam.Flatten()
+        if any(has_target_encoding(f) for f in self._spec.features):
+            target = outputs[split_fn.TARGET] | "TargetStats" >> TargetStats(
+                self._spec, self._out)
+            vocab_meta = (vocab_meta, target) | "WithTargetStats" >> beam.Flatten()
         numeric = (outputs.numeric
                    | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep import progress
-from beam_prep.analyzers import label_counts, spill
+from beam_prep.analyzers import label_counts, spill, target_stats
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import per_key_stats as pks
 from beam_prep.analyzers import vocabulary as voc
@@ -51,6 +51,7 @@ from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.derived import ARROW_TYPES
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.target_fields import has_target_encoding
 from beam_prep.spec.weights import is_weighted, weight_columns
 
 NUMERIC = "numeric"
@@ -58,6 +59,7 @@ PER_KEY = "per_key"
 META = "meta"
 REJECTED = "rejected"
 LABELS = "labels"
+TARGET = "target"
 NUMERIC_GROUPS = 64
 #: Text is tokenised and counted this many bytes at a time (bounds the n-gram arrays).
 TEXT_CHUNK_BYTES = 1 << 22
@@ -91,6 +93,8 @@ def required_columns(spec: Spec) -> dict[str, str]:
                 reads.setdefault(c, ARROW_TYPES[t])
         if has_labels(f):  # the label column of a label-aware vocabulary
             reads.setdefault(f.labels, "int64")
+        if has_target_encoding(f):  # its numeric label (the fold column: below)
+            reads.setdefault(f.target_encoding.labels, "float64")
         for col, typ in reads.items():
             if col in out and out[col] != typ:
                 raise SpecError(
@@ -119,6 +123,8 @@ def required_columns(spec: Spec) -> dict[str, str]:
                 f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as the "
                 f"`weights` of feature {f.name!r}, which must be numbers. Use a numeric "
                 "column for the weights.")
+    for f in filter(has_target_encoding, spec.features):  # fold: hashed as text, any type
+        out.setdefault(f.target_encoding.fold_column, "string")
     return out
 
 
@@ -126,7 +132,7 @@ def column_owners(spec: Spec) -> dict[str, str]:
     """Input column → the first feature that reads it (for error messages)."""
     owners: dict[str, str] = {}
     for f in spec.features:
-        for col in [*f.input_columns(), *weight_columns(f),
+        for col in [*f.input_columns(), *weight_columns(f), *target_stats.columns_of(f),
                     *([f.labels] if has_labels(f) else [])]:
             owners.setdefault(col, f.name)
     return owners
@@ -312,6 +318,7 @@ class AnalyzeSplitFn(beam.DoFn):
                  for f in spec.of_kind("string", "integer", "text")
                  if not has_labels(f) and not is_weighted(f)}
         labeled = {f.name: label_counts.LabelTables() for f in spec.features if has_labels(f)}
+        targets: dict[str, dict] = {f.name: {} for f in spec.features if has_target_encoding(f)}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric") if not is_weighted(f)}
         weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
@@ -380,6 +387,10 @@ class AnalyzeSplitFn(beam.DoFn):
                  wsplit.feature_weights(f, batch) if f.name in weighted else None,
                  batch.column(f.labels) if f.name in labeled else None)
                 for f in self._features])
+            for name, table in targets.items():  # target encodings (analyzers.target_stats)
+                f = spec.feature(name)
+                values = _fill_missing(feature_column(f, batch), f.default_value)
+                target_stats.add_batch(table, values, batch, f.target_encoding)
             for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
                 if f.kind == "text":
@@ -396,6 +407,8 @@ class AnalyzeSplitFn(beam.DoFn):
         for name, tables in labeled.items():
             for item in label_counts.partitioned(name, tables.result(), self._num_partitions):
                 yield beam.pvalue.TaggedOutput(LABELS, item)
+        for name, table in targets.items():
+            yield beam.pvalue.TaggedOutput(TARGET, (name, table))
         for name, parts in keyed.items():
             for part, stats in key_partitions(pks.merge(parts), self._num_partitions):
                 yield beam.pvalue.TaggedOutput(PER_KEY, ((name, part), stats))

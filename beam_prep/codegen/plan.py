@@ -107,6 +107,7 @@ from beam_prep.codegen.scaling_plan import (
     piecewise_layers,
     robust_layer,
 )
+from beam_prep.codegen.target_plan import target_output
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
 
@@ -172,7 +173,14 @@ def _lookup(art: Artifacts, f: Any, cls: str, empty_token: Any) -> FeaturePlan:
         layers.append(LayerPlan("CategoryEncoding", f"{f.name}_encoding",
                                 (("num_tokens", depth), ("output_mode", f.output_mode))))
         output = OutputPlan(f.name, tuple(layers), dtype="float32", width=depth)
-    return FeaturePlan(f.name, f.kind, INPUT_DTYPES[f.kind], (output,), summary)
+    if getattr(f, "target_encoding", None) is None:
+        return FeaturePlan(f.name, f.kind, INPUT_DTYPES[f.kind], (output,), summary)
+    target, state = target_output(art, f, cls)
+    te = f.target_encoding
+    summary += (f" {target.key!r}: mean of {te.labels!r} per token over {te.folds} folds, "
+                f"smoothing {te.smoothing!r}; OOV/missing -> {state.global_mean!r}.")
+    return FeaturePlan(f.name, f.kind, INPUT_DTYPES[f.kind], (output, target), summary,
+                       target=state)
 
 
 def _text(art: Artifacts, f: Any) -> FeaturePlan:
@@ -362,7 +370,8 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
         for role in sorted(art.manifest["features"][name].get("files", {})):
             meta = art.manifest["features"][name]["files"][role]
             used = role == "vocabulary" or (role == "counts" and any(
-                fp.tf_idf is not None for fp in planned if fp.name == name))
+                fp.tf_idf is not None for fp in planned if fp.name == name)) or (
+                role == "target_encoding")
             if used:
                 files.append((art.relpath(name, role), meta["sha256"], int(meta["bytes"])))
     raw_inputs = raw_inputs_of(planned)

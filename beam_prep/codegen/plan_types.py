@@ -58,6 +58,42 @@ class TfIdfState:
 
 
 @dataclasses.dataclass(frozen=True)
+class TargetState:
+    """Marks the ``vocabulary`` / ``weights`` arguments of a target encoding, read from
+    ``vocab/<name>.target.jsonl`` at build time (docs/target_encoding.md).
+
+    Attributes:
+        part: ``vocabulary`` (the tokens) or ``values`` (``[[global_mean], [encoding],
+            ...]``, float32, row 0 for OOV and missing).
+    """
+
+    part: Literal["vocabulary", "values"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetPlan:
+    """Where a target-encoded feature's statistics are.
+
+    Attributes:
+        path: Relative path of ``vocab/<name>.target.jsonl``.
+        integer: The tokens are integers (an integer feature).
+        global_mean: The encoding of OOV and missing values.
+    """
+
+    path: str
+    integer: bool
+    global_mean: float
+
+
+#: Suffix of a target-encoded feature's extra output (float32, (batch, 1)).
+TARGET_SUFFIX = "_target_encoding"
+#: The OOV token of a target encoding's lookup: never a real value (NUL bytes / the
+#: second-smallest int64), so no token of the file can clash with it.
+TARGET_OOV_TOKEN = "\x00beam_prep:target_oov\x00"
+TARGET_OOV_INTEGER = -(2**63) + 1
+
+
+@dataclasses.dataclass(frozen=True)
 class PerKeyState:
     """Marks a ``PerKeyScaling`` argument loaded from the per-key file at build time.
 
@@ -165,6 +201,7 @@ class FeaturePlan:
             inputs (beam_prep.codegen.derived_plan); None for a plain feature.
         crossed: The raw inputs of a hashed cross (its value is their tuple).
         list_input: Its raw input is a list column, ``(batch, None)`` (codegen.list_plan).
+        target: Set for a target-encoded feature (its ``<name>_target_encoding`` output).
         keyed: A numeric feature with ``per_key``: its value is the tuple (value, key).
     """
 
@@ -181,6 +218,7 @@ class FeaturePlan:
     derived: DerivedPlan | None = None
     crossed: tuple[str, ...] = ()
     list_input: bool = False
+    target: TargetPlan | None = None
     keyed: KeyPlan | None = None
 
     def chain(self, output: OutputPlan) -> tuple[LayerPlan, ...]:
@@ -238,6 +276,10 @@ class ModulePlan:
     def has_lists(self) -> bool:
         """Whether any feature takes a list of values per row (codegen.list_plan)."""
         return any(layer.cls == "ListEncoding" for o in self.outputs() for layer in o.layers)
+
+    def has_targets(self) -> bool:
+        """Whether any feature has a target encoding output."""
+        return any(f.target is not None for f in self.features)
 
     def numeric_layer_classes(self) -> tuple[str, ...]:
         """The ``beam_prep.codegen.numeric_layers`` classes the plan uses (rendered ones)."""

@@ -40,7 +40,7 @@ from beam_prep.codegen.plan import (
     VocabularyFile,
     plan_from_artifacts,
 )
-from beam_prep.codegen.plan_types import PerKeyState
+from beam_prep.codegen.plan_types import TARGET_OOV_TOKEN, PerKeyState, TargetState
 from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
@@ -89,6 +89,10 @@ def py_literal(value: Any, indent: int = 0) -> Code:
         return Code(f"_artifact_path(artifacts_dir, {relpath})")
     if isinstance(value, (TfIdfState, PerKeyState)):
         return escape.identifier(value.part)
+    if isinstance(value, TargetState):
+        return escape.identifier("target_" + value.part)
+    if isinstance(value, str) and value == TARGET_OOV_TOKEN:
+        return Code("TARGET_OOV_TOKEN")
     if isinstance(value, str) and value == EMPTY_VOCABULARY_TOKEN:
         return Code("EMPTY_VOCABULARY_TOKEN")
     if isinstance(value, int) and not isinstance(value, bool) and (

@@ -29,6 +29,7 @@ from beam_prep.codegen.per_key_plan import (
     per_key_state,
 )
 from beam_prep.codegen.plan import (
+    EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
     FILL_MISSING_CLASS,
     INDICATOR_CLASS,
@@ -39,7 +40,7 @@ from beam_prep.codegen.plan import (
     VocabularyFile,
     plan_from_artifacts,
 )
-from beam_prep.codegen.plan_types import PerKeyState
+from beam_prep.codegen.plan_types import PerKeyState, TargetPlan, TargetState
 from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import SpecError
 from beam_prep.io import filesystem as fs
@@ -77,6 +78,22 @@ def tf_idf_state(artifacts_dir: str, plan: TfIdfPlan, art: Artifacts | None = No
     idf = tf.cast(tf.math.log(1 + n / (1 + tf.constant(df, tf.int64))), "float32")
     weights = tf.concat([tf.reshape(tf.reduce_mean(idf), [1]), idf], axis=0)
     return ["[UNK]"] + tokens, weights.numpy()
+
+
+def target_state(artifacts_dir: str, plan: TargetPlan) -> tuple[list[Any], list[Any]]:
+    """Tokens and ``[[global_mean], [encoding], ...]`` as float32, as the generated
+    module's ``_target_state`` reads them (row 0: OOV and missing; a null encoding: NaN)."""
+    import tensorflow as tf
+
+    text = fs.read_text(_artifact_path(artifacts_dir, plan.path))
+    rows = [json.loads(line) for line in text.splitlines() if line]
+    tokens: list[Any] = [int(r[0]) if plan.integer else r[0] for r in rows]
+    values = [plan.global_mean] + [float("nan") if r[1] is None else r[1] for r in rows]
+    if not tokens:
+        tokens = [EMPTY_VOCABULARY_INTEGER if plan.integer else EMPTY_VOCABULARY_TOKEN]
+        values.append(plan.global_mean)
+    table = tf.cast(tf.constant(values, tf.float64, shape=[len(values), 1]), tf.float32)
+    return tokens, [table.numpy()]
 
 
 class PreprocessingLayers:
@@ -130,7 +147,8 @@ class PreprocessingLayers:
         return self.plan.fingerprint
 
     def _layer(self, lp: LayerPlan, tf_idf: tuple[list[str], Any] | None,
-               per_key: dict[str, list] | None = None) -> Any:
+               per_key: dict[str, list] | None = None,
+               target: tuple[list[Any], list[Any]] | None = None) -> Any:
         import keras
 
         kwargs: dict[str, Any] = {}
@@ -140,6 +158,9 @@ class PreprocessingLayers:
             elif isinstance(value, TfIdfState):
                 assert tf_idf is not None
                 value = tf_idf[0] if value.part == "vocabulary" else tf_idf[1]
+            elif isinstance(value, TargetState):
+                assert target is not None
+                value = target[0] if value.part == "vocabulary" else target[1]
             elif isinstance(value, PerKeyState):
                 assert per_key is not None
                 value = per_key[value.part]
@@ -176,8 +197,9 @@ class PreprocessingLayers:
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
                 keyed = (per_key_state(self.artifacts, fp.name, fp.keyed)
                          if fp.keyed is not None else None)
+                target = target_state(self.path, fp.target) if fp.target else None
                 return {o.key: ([] if o.before_fill else fill)
-                        + [self._layer(lp, state, keyed) for lp in o.layers]
+                        + [self._layer(lp, state, keyed, target) for lp in o.layers]
                         for o in fp.outputs}
         known = [fp.name for fp in self.plan.features]
         raise SpecError(f"No feature named {name!r}. Known features: {known}")

@@ -23,6 +23,7 @@ from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
 from beam_prep.diff.per_key import PerKeyDiff, compare_per_key
 from beam_prep.diff.sidecar_lines import iter_sidecar
+from beam_prep.diff.target import TargetDiff, compare_target
 from beam_prep.diff.thresholds import DiffThresholds
 from beam_prep.diff.vocab import VocabDiff, compare_vocab
 from beam_prep.errors import SpecError
@@ -68,6 +69,8 @@ class FeatureDiff:
         imputed: Drift of the ``impute`` value (None when neither side imputes).
         mutual_info: Ranking and label drift of a label-aware vocabulary (both sides
             with ``labels``), else None (left out of the JSON).
+        target_encoding: Global mean and encoding drift of a target encoding (both sides
+            with ``target_encoding``), else None (left out of the JSON).
     """
 
     name: str
@@ -80,6 +83,7 @@ class FeatureDiff:
     imputed: ImputedDiff | None = None
     mutual_info: MutualInfoDiff | None = None
     per_key: PerKeyDiff | None = None
+    target_encoding: TargetDiff | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,7 +225,7 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                   "label share change", f"label {mi.most_changed_label}")
             flags += tuple(more)
         return FeatureDiff(name, kind, "compared", changed, vocab=d, flags=flags,
-                           mutual_info=mi)
+                           mutual_info=mi, target_encoding=compare_target(old, new, name))
     if kind == "numeric":
         n = compare_numeric(old.stats(name), new.stats(name))
         keyed = None

@@ -29,8 +29,8 @@ JSON_FORMAT_VERSION = 1
 def to_dict(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON-ready data (``format``/``format_version`` first-level keys)."""
     body = dataclasses.asdict(report)
-    for feature in body["features"]:  # only features with `impute` / labels carry the keys
-        for key in ("imputed", "mutual_info"):
+    for feature in body["features"]:  # only features with impute / labels / target encoding
+        for key in ("imputed", "mutual_info", "target_encoding"):  # carry these keys
             if feature.get(key) is None:
                 feature.pop(key, None)
     body["flags"] = [dataclasses.asdict(f) for f in report.flags]
@@ -115,6 +115,14 @@ def _vocab_section(features: list[FeatureDiff]) -> list[str]:
                 f"{_tok(t)} ({c})" for t, c in d.top_dropped))
         if f.mutual_info is not None:
             notes += _mutual_info_notes(f)
+        if f.target_encoding is not None:
+            t = f.target_encoding
+            notes.append(f"  {f.name} target encoding: global mean {_num(t.old_global_mean)} "
+                         f"-> {_num(t.new_global_mean)}, tokens {t.old_tokens} -> "
+                         f"{t.new_tokens} ({t.shared} shared), largest encoding change "
+                         f"{_num(t.max_encoding_change)}"
+                         + (f" ({_tok(t.most_changed_token)})"
+                            if t.most_changed_token is not None else ""))
     header = ["feature", "kind", "size", "added", "dropped", "index moved", "top-K moved",
               "OOV share", "JSD", "flags"]
     return ["Vocabularies", *_grid(header, rows), *notes]

@@ -26,6 +26,10 @@ contract of docs/artifacts.md:
   int64 (integer) or a string (string), or null (no observed value);
 * ``stats.mutual_info`` of a label-aware vocabulary (required with ``labels``): label
   column, options, row and label counts (:func:`_mutual_info`);
+* ``stats.target_encoding`` and ``files.target_encoding`` (required with
+  ``target_encoding`` in the spec): columns, ``folds`` >= 2, ``smoothing`` >= 0, row counts
+  per fold summing to ``rows``, means finite or null, one out-of-fold mean per fold
+  (:func:`_target_encoding`);
 * ``input``, ``versions``, ``run`` (read by the report): the types the analysis writes.
 
 Unknown keys are accepted (a reader ignores what it does not use). Every failure is one
@@ -302,6 +306,33 @@ def _mutual_info(c: _Checker, mi: Any, key: str) -> None:
                 f"row counts summing to rows={mi['rows']}")
 
 
+def _target_encoding(c: _Checker, te: Any, key: str) -> None:
+    """``stats.target_encoding``: the settings and totals of a target-encoded feature."""
+    te = c.mapping(te, key)
+    where = key + "."
+    for name in ("label_column", "fold_column"):
+        c.check(isinstance(c.need(te, name, where), str) and te[name] != "", where + name,
+                te[name], "a non-empty string")
+    folds = c.need(te, "folds", where)
+    c.check(_is_int(folds) and 2 <= folds <= 1000, where + "folds", folds,
+            "an integer from 2 to 1000")
+    m = c.need(te, "smoothing", where)
+    c.check(_is_num(m) and m >= 0, where + "smoothing", m, "a finite number >= 0")
+    for name in ("rows", "tokens"):
+        c.count(c.need(te, name, where), where + name)
+    per_fold = c.need(te, "rows_per_fold", where)
+    c.check(isinstance(per_fold, list) and len(per_fold) == folds
+            and all(_is_int(n) and n >= 0 for n in per_fold)
+            and sum(per_fold) == te["rows"], where + "rows_per_fold", per_fold,
+            f"{folds} integers >= 0 (one per fold) summing to rows={te['rows']}")
+    g = c.need(te, "global_mean", where)
+    c.check(g is None or _is_num(g), where + "global_mean", g, "a finite number or null")
+    means = c.need(te, "out_of_fold_means", where)
+    c.check(isinstance(means, list) and len(means) == folds
+            and all(v is None or _is_num(v) for v in means), where + "out_of_fold_means",
+            means, f"{folds} finite numbers or nulls (one per fold)")
+
+
 def _input(c: _Checker, inp: Any) -> None:
     inp = c.mapping(inp, "input")
     c.optional(inp, "patterns", "input.", c.strings)
@@ -371,9 +402,12 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         files = c.mapping(entry.get("files", {}) if kind not in VOCAB_KINDS
                           else c.need(entry, "files", key + "."), key + ".files")
         labelled = spec is not None and getattr(spec.feature(name), "labels", None) is not None
+        targeted = (spec is not None
+                    and getattr(spec.feature(name), "target_encoding", None) is not None)
         keyed = spec is not None and getattr(spec.feature(name), "per_key", None) is not None
         for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()) + (
-                ("mutual_info",) if labelled else ()) + (("per_key",) if keyed else ()):
+                ("mutual_info",) if labelled else ()) + (("per_key",) if keyed else ()) + (
+                ("target_encoding",) if targeted else ()):
             c.need(files, role, key + ".files.")
         for role, meta in files.items():
             _file_entry(c, meta, f"{key}.files.{role}")
@@ -384,6 +418,9 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         if labelled or "mutual_info" in st:
             _mutual_info(c, c.need(st, "mutual_info", key + ".stats."),
                          key + ".stats.mutual_info")
+        if targeted or "target_encoding" in st:
+            _target_encoding(c, c.need(st, "target_encoding", key + ".stats."),
+                             key + ".stats.target_encoding")
         if keyed:  # the per-key file is read line by line against this count
             c.count(c.need(st, "key_count", key + ".stats."), key + ".stats.key_count")
     if spec is not None:

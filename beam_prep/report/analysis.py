@@ -338,6 +338,10 @@ def render_analysis(art: Artifacts) -> str:
         kind = spec.get("kind", "?")
         if kind in ("string", "integer", "text"):
             body = _vocab_card(art, name, spec, rows_used)
+            if "target_encoding" in art.manifest["features"][name].get("files", {}):
+                from beam_prep.report.target_card import target_html
+
+                body += target_html(art, name)
         elif kind == "numeric":
             body = _numeric_card(art.stats(name), spec)
             if "per_key" in art.manifest["features"][name].get("files", {}):

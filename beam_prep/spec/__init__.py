@@ -52,6 +52,7 @@ from beam_prep.spec.loading import (
     features_from_document,
     spec_json_schema,
 )
+from beam_prep.spec.target_fields import TargetEncoding
 
 __all__ = [
     "HASHED_DTYPES",
@@ -76,6 +77,7 @@ __all__ = [
     "Split",
     "Standardize",
     "StringFeature",
+    "TargetEncoding",
     "TextFeature",
     "TextOutputMode",
     "VocabularyFeature",

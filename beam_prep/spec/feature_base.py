@@ -45,7 +45,9 @@ _OPTIONAL_FIELDS: dict[str, Any] = {"expr": None, "scaling": "z_score", "cross":
                                     # label-aware vocabulary (spec.label_fields)
                                     "labels": None, "adjusted_mutual_info": False,
                                     "min_diff_from_avg": None, "min_mutual_info": None,
-                                    "per_key": None, "per_key_count": False}
+                                    "per_key": None, "per_key_count": False,
+                                    # target encoding (spec.target_fields)
+                                    "target_encoding": None}
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -140,5 +142,6 @@ class FeatureBase:
             if f.name in _OPTIONAL_FIELDS and value == _OPTIONAL_FIELDS[f.name]:
                 continue
             if f.name not in ("name", "kind"):
-                out[f.name] = value
+                out[f.name] = (dataclasses.asdict(value) if dataclasses.is_dataclass(value)
+                               else value)
         return out

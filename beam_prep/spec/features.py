@@ -59,6 +59,7 @@ from beam_prep.spec.imputation import Impute, canonicalize, check_imputation
 from beam_prep.spec.label_fields import check_label_fields
 from beam_prep.spec.lists import Shape, check_list_fields
 from beam_prep.spec.numeric_feature import NumericFeature
+from beam_prep.spec.target_fields import TargetEncoding, check_target_fields
 from beam_prep.spec.weights import is_weighted
 
 
@@ -75,6 +76,7 @@ def _check_lookup_fields(f: Any) -> None:
                         maximum=MAX_LAYER_SIZE, why=LAYER_WHY)
     check_list_fields(f)
     check_label_fields(f)
+    check_target_fields(f)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +112,8 @@ class StringFeature(FeatureBase):
             (TFT ``min_diff_from_avg``); null = TFT's recommendation from the row count.
         min_mutual_info: With ``labels``: drop tokens scoring below this (TFT passes it as
             ``frequency_threshold`` when labels are given); null = keep all.
+        target_encoding: Out-of-fold target encoding statistics of a numeric label
+            (beam_prep.spec.target_fields, docs/target_encoding.md); null = none.
 
     Example:
         >>> StringFeature("country", top_k=100).min_count
@@ -130,6 +134,7 @@ class StringFeature(FeatureBase):
     adjusted_mutual_info: bool = False
     min_diff_from_avg: float | None = None
     min_mutual_info: float | None = None
+    target_encoding: TargetEncoding | None = None
     kind: str = dataclasses.field(default="string", init=False)
 
     def validate(self) -> None:  # noqa: D102
@@ -165,6 +170,7 @@ class IntegerFeature(FeatureBase):
             missing, else 0.0.
         labels, adjusted_mutual_info, min_diff_from_avg, min_mutual_info: As for
             :class:`StringFeature` (the tokens are the values' decimal strings).
+        target_encoding: As for :class:`StringFeature`.
 
     Example:
         >>> IntegerFeature("item_id", top_k=1000).num_oov_indices
@@ -185,6 +191,7 @@ class IntegerFeature(FeatureBase):
     adjusted_mutual_info: bool = False
     min_diff_from_avg: float | None = None
     min_mutual_info: float | None = None
+    target_encoding: TargetEncoding | None = None
     kind: str = dataclasses.field(default="integer", init=False)
 
     def __post_init__(self) -> None:

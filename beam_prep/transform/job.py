@@ -159,10 +159,11 @@ class TransformSplitFn(beam.DoFn):
 
     def __init__(self, artifacts: str, staging: str, total: int, *, fmt: str = "tfrecord",
                  batch_size: int = 65536, csv_delimiter: str = ",",
-                 skip_corrupt_tail: bool = False) -> None:
+                 skip_corrupt_tail: bool = False, out_of_fold: bool = False) -> None:
         self._artifacts = artifacts
         self._staging = staging
         self._total = total
+        self._out_of_fold = out_of_fold
         self._fmt = fmt
         self._batch_size = batch_size
         self._delimiter = csv_delimiter
@@ -170,7 +171,8 @@ class TransformSplitFn(beam.DoFn):
         self._rows = beam.metrics.Metrics.counter("beam_prep", "rows_transformed")
 
     def setup(self) -> None:
-        self._encoder = BatchEncoder(self._artifacts, verify=False)
+        self._encoder = BatchEncoder(self._artifacts, verify=False,
+                                     out_of_fold=self._out_of_fold)
 
     def process(self, item: tuple[int, Split]) -> Iterator[Any]:
         index, split = item
@@ -273,6 +275,7 @@ class TransformDataset(beam.PTransform):
         max_bad_fraction: Fail when more than this fraction of rows is rejected.
         csv_delimiter: CSV field delimiter.
         skip_corrupt_tail: TFRecord input: an unframeable file tail is one rejected row.
+        out_of_fold: Target encodings out of fold (``--out_of_fold``, docs/transform.md).
 
     Returns:
         A PCollection with the manifest dict (one element; none when the run failed).
@@ -281,8 +284,9 @@ class TransformDataset(beam.PTransform):
     def __init__(self, artifacts: str, splits: Sequence[Split], staging: str, info: dict, *,
                  fmt: str = "tfrecord", batch_size: int = 65536,
                  max_bad_fraction: float = 0.01, csv_delimiter: str = ",",
-                 skip_corrupt_tail: bool = False) -> None:
+                 skip_corrupt_tail: bool = False, out_of_fold: bool = False) -> None:
         super().__init__()
+        self._out_of_fold = out_of_fold
         self._artifacts = artifacts
         self._splits = list(splits)
         self._staging = staging
@@ -298,7 +302,8 @@ class TransformDataset(beam.PTransform):
         fn = TransformSplitFn(self._artifacts, self._staging, len(self._splits),
                               fmt=self._fmt, batch_size=self._batch_size,
                               csv_delimiter=self._delimiter,
-                              skip_corrupt_tail=self._skip_tail)
+                              skip_corrupt_tail=self._skip_tail,
+                              out_of_fold=self._out_of_fold)
         outputs = (pbegin
                    | "Splits" >> beam.Create(list(enumerate(self._splits)), reshuffle=False)
                    | "SpreadSplits" >> beam.Reshuffle()

@@ -32,6 +32,8 @@ PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknow
 PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
 MissingIndicator   float32 1.0 where the value before FillMissing is missing, else 0.0
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
+Embedding          a target encoding's float32 table row of the lookup index; ``out_of_fold``:
+                   the row's fold's out-of-fold value (:mod:`beam_prep.transform.target`)
 Reshape            nothing (text and piecewise outputs are already ``(batch, width)``)
 =================  =========================================================================
 
@@ -67,6 +69,8 @@ from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing, scaling
+from beam_prep.transform.rows import bincount_rows, cross_hash, one_hot, pad_rows
+from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import (
     Ragged,
     feature_value,
@@ -102,6 +106,8 @@ class OutOfVocabulary(InputError):
 
 
 def _vocabulary(path: str, arg: Any, integer: bool) -> pa.Array:
+    if isinstance(arg, pa.Array):
+        return arg
     if isinstance(arg, VocabularyFile):
         data = fs.read_bytes(path.rstrip("/") + "/" + arg.relpath)
         lines = data.split(b"\n")
@@ -195,41 +201,6 @@ def _hash(values: Any, num_bins: int, salt: Any, mask_value: Any = None) -> np.n
     return out
 
 
-def _cross(values: tuple, num_bins: int) -> np.ndarray:
-    h = np.full(len(values[0]), hashing.CROSS_HASH_KEY, np.uint64)
-    for v in values:
-        part = v.view(np.uint64) if isinstance(v, np.ndarray) else hashing.fingerprint64(v)
-        h = hashing.fingerprint_cat64(h, part)
-    return (h % np.uint64(num_bins)).astype(np.int64)
-
-
-def _one_hot(index: np.ndarray, depth: int) -> np.ndarray:
-    out = np.zeros((len(index), depth), np.float32)
-    out[np.arange(len(index)), index] = 1.0
-    return out
-
-
-def _bincount_rows(splits: np.ndarray, ids: np.ndarray, width: int, binary: bool,
-                   first: int = 0) -> np.ndarray:
-    """``(n, width)`` float32 counts of ``ids - first`` per row (ids below ``first`` skipped)."""
-    n = len(splits) - 1
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(splits))
-    keep = ids >= first
-    flat = rows[keep] * width + (ids[keep] - first)
-    counts = np.bincount(flat, minlength=n * width).astype(np.float32).reshape(n, width)
-    return np.minimum(counts, 1.0) if binary else counts
-
-
-def _pad(splits: np.ndarray, ids: np.ndarray, length: int) -> np.ndarray:
-    n = len(splits) - 1
-    out = np.zeros((n, length), np.int64)
-    lengths = np.minimum(np.diff(splits), length)
-    rows = np.repeat(np.arange(n), lengths)
-    cols = np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    out[rows, cols] = ids[np.repeat(splits[:-1], lengths) + cols]
-    return out
-
-
 def _normalize(x: np.ndarray, mean: float, variance: float) -> np.ndarray:
     scale = np.maximum(np.sqrt(np.float32(variance)), np.float32(1e-7))
     return ((x - np.float32(mean)) / scale).astype(np.float32)
@@ -265,11 +236,11 @@ class _Text:
             if len(flat):
                 ids[np.asarray(pc.equal(flat, "").to_numpy(zero_copy_only=False), bool)] = 0
             if self.length is not None:
-                return Encoded("int64", _pad(splits, ids, self.length))
+                return Encoded("int64", pad_rows(splits, ids, self.length))
             return Encoded("int64", ids, splits)
         ids = np.where(found < 0, 0, found + 1)
         width = len(self.vocabulary) + 1
-        counts = _bincount_rows(splits, ids, width, self.mode == "multi_hot")
+        counts = bincount_rows(splits, ids, width, self.mode == "multi_hot")
         if self.mode == "tf_idf":
             return Encoded("float32", (counts * self.idf[None, :]).astype(np.float32))
         # Keras returns int64 for multi_hot/count text output (OutputPlan dtype).
@@ -296,6 +267,8 @@ class BatchEncoder:
     Args:
         path: Artifact directory.
         verify: Check the vocabulary checksums against the manifest.
+        out_of_fold: Target encodings from the other folds' statistics only (each row's
+            fold from its ``fold_column``), instead of what the layers compute.
 
     Attributes:
         plan: The layer plan (the same the code generator renders).
@@ -303,12 +276,22 @@ class BatchEncoder:
         outputs: ``(key, dtype)`` of every output, in plan order.
     """
 
-    def __init__(self, path: str, *, verify: bool = True) -> None:
+    def __init__(self, path: str, *, verify: bool = True, out_of_fold: bool = False) -> None:
         self.path = path
         art = Artifacts(path, verify=verify)
         self._art = art
         self.plan: ModulePlan = plan_from_artifacts(art)
         self.columns = read_columns(self.plan.features)
+        self._targets = {fp.name: target_tables(path, fp.target,
+                                                art.stats(fp.name)["target_encoding"])
+                         for fp in self.plan.features if fp.target is not None}
+        self._oof: dict[str, OutOfFold] = {}
+        for fp in self.plan.features if out_of_fold else ():
+            if fp.target is not None:
+                te = art.spec.feature(fp.name).target_encoding
+                self._oof[fp.outputs[-1].key] = OutOfFold(self._targets[fp.name][2],
+                                                          te.fold_column, te.folds)
+                self.columns.setdefault(te.fold_column, "string")
         self._spec = {f.name: f for f in art.spec.features}
         self.outputs = tuple((o.key, "float32" if o.dtype == "float32" else "int64")
                              for o in self.plan.outputs())
@@ -326,17 +309,21 @@ class BatchEncoder:
         args = dict(lp.args)
         cls = lp.cls
         if cls in ("StringLookup", "IntegerLookup"):
+            if fp.target is not None and lp.name.endswith("_target_lookup"):
+                args["vocabulary"] = self._targets[fp.name][0]
             return _Lookup(self.path, args, cls == "IntegerLookup", fp.name)
+        if cls == "Embedding":  # a target encoding's table (codegen.target_plan)
+            return lambda v, t=self._targets[fp.name][1]: t[np.asarray(v, np.int64)]
         if cls == "TextVectorization":
             assert not any(isinstance(v, TfIdfState) for v in args.values()) or tf_idf
             return _Text(self.path, args, self._spec[fp.name], tf_idf)
         if cls == "CategoryEncoding":
-            return lambda v: Encoded("float32", _one_hot(v, args["num_tokens"]))
+            return lambda v: Encoded("float32", one_hot(v, args["num_tokens"]))
         if cls == "Hashing":
             return lambda v: _hash(v, args["num_bins"], args.get("salt"),
                                    args.get("mask_value"))
         if cls == "HashedCrossing":
-            return lambda v: _cross(v, args["num_bins"])
+            return lambda v: cross_hash(v, args["num_bins"])
         if cls == "Normalization":
             return lambda v: _normalize(v, args["mean"], args["variance"])
         if cls == "Activation":
@@ -389,6 +376,10 @@ class BatchEncoder:
         for output, chain in zip(fp.outputs, self._chains[fp.name]):
             if keys is not None and output.key not in keys:
                 continue
+            if output.key in self._oof:  # the lookup, then the row's out-of-fold value
+                out[output.key] = Encoded("float32", self._oof[output.key](
+                    chain[0][1](value), batch))
+                continue
             x = raw if output.before_fill else value
             for cls, layer in chain:
                 # A list's lookup / Hashing maps its values; ListEncoding takes the rows.
@@ -419,10 +410,10 @@ class _PerKey:
 def _list_encoding(v: Ragged, args: dict[str, Any]) -> Encoded:
     mode = args["mode"]
     if mode == "pad":
-        return Encoded("int64", _pad(v.row_splits, v.values, args["max_values"]))
+        return Encoded("int64", pad_rows(v.row_splits, v.values, args["max_values"]))
     if mode == "ragged":
         return Encoded("int64", v.values, v.row_splits)
-    return Encoded("float32", _bincount_rows(v.row_splits, v.values, args["num_tokens"],
+    return Encoded("float32", bincount_rows(v.row_splits, v.values, args["num_tokens"],
                                              mode == "multi_hot", first=1))
 
 

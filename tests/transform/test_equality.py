@@ -72,6 +72,10 @@ features:
   - {name: l_ids, kind: integer, column: ids, shape: list, output_mode: count}
   - {name: l_hash, kind: hashed, column: tags, shape: list, num_bins: 8, max_values: 4}
   - {name: l_split, kind: string, expr: "split(title, ' ')", max_values: 3}
+  - {name: te_s, kind: string, column: country, target_encoding: {labels: price,
+     fold_column: device, folds: 3, smoothing: 1.5}}
+  - {name: te_i, kind: integer, column: item, default_value: 0, target_encoding: {labels: qty,
+     fold_column: country, folds: 2, smoothing: 0}}
 """
 
 COUNTRIES = ["US", "DE", "FR", "US", "JP", None, "US", "DE", "BR", "FR", "US", "IT"]
