@@ -42,9 +42,10 @@ from beam_prep.analyzers import vocab_merge as vmerge
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.label_vocab import LabeledVocabularies
-from beam_prep.analyzers.manifest import build_manifest, merged_meta, numeric_summary
+from beam_prep.analyzers.manifest import build_manifest, merged_meta
 from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
+from beam_prep.analyzers.summary import summarize  # noqa: F401  (re-exported)
 from beam_prep.analyzers.target_write import TargetStats, refuse_cache
 from beam_prep.analyzers.vocab_partition import auto_partitions
 from beam_prep.analyzers.weighted_pipeline import WeightedVocabularies, is_band_element
@@ -415,37 +416,3 @@ ARTIFACT_OUTPUT = output.OutputPolicy(
 ``manifest.json`` is a finished artifact directory; only ``manifest.json``, ``vocab/``,
 the rejected-row shards (and the older ``rejected/rejected.jsonl``), ``_tmp/`` and
 ``_failed.json`` are ever replaced in it."""
-
-
-def summarize(manifest: dict, *, counts: bool = True) -> str:
-    """Human-readable end-of-run summary: the row counts, then one line per feature.
-
-    Args:
-        manifest: The run's manifest.
-        counts: Start with the rows read / rejected line. The CLI passes False: its run
-            summary already shows ``rows_read`` and ``rows_rejected`` (only the rejection
-            reasons are then added, when rows were rejected).
-    """
-    inp = manifest["input"]
-    reasons = f" {json.dumps(inp['rejected_by_reason'])}" if inp["rows_rejected"] else ""
-    if counts:
-        lines = [f"rows read: {inp['rows_read']:,}   rejected: {inp['rows_rejected']:,}"
-                 + reasons]
-    else:
-        lines = [f"rejected by reason:{reasons}"] if reasons else []
-    for name in (f["name"] for f in manifest["spec"]["features"]):
-        entry = manifest["features"][name]
-        s = entry["stats"]
-        kind = entry["kind"]
-        if kind in ("string", "integer", "text"):
-            extra = f", documents {s['document_count']:,}" if kind == "text" else ""
-            lines.append(f"  {name:<20} {kind:<8} vocabulary {s['vocabulary_size']:,} of "
-                         f"{s['distinct_values']:,} distinct{extra}")
-        elif kind == "numeric":
-            lines.append(numeric_summary(name, s))
-        else:
-            lines.append(f"  {name:<20} {kind:<8} (no analysis)")
-        if "imputed_value" in s:  # `impute`: repr escapes control characters of a token
-            v = s["imputed_value"]
-            lines[-1] += f", imputed {v:.6g}" if isinstance(v, float) else f", imputed {v!r:.60}"
-    return "\n".join(lines)
