@@ -108,3 +108,22 @@ def test_schema_accepts_the_synonym_on_numeric_and_integer_only() -> None:
             defs[cls]["properties"]["default_value"]["anyOf"]
     assert {"type": "string"} in defs["StringFeature"]["properties"]["default_value"]["anyOf"]
     assert defs["NumericFeature"]["properties"]["missing_indicator"]["type"] == "boolean"
+
+
+@pytest.mark.parametrize(("entry", "key", "field"), [
+    ("{name: x, kind: numeric, num_buckets: 3}", "x_bucket", "num_buckets=3"),
+    ("{name: x, kind: string, target_encoding: {labels: y, fold_column: f}}",
+     "x_target_encoding", "target_encoding"),
+    ("{name: x, kind: numeric, per_key: k, per_key_count: true}", "x_key_count",
+     "per_key_count=True"),
+])
+@pytest.mark.parametrize("first", [0, 1])
+def test_extra_outputs_colliding_with_a_feature_are_refused_at_spec_load(
+        entry: str, key: str, field: str, first: int) -> None:
+    """Was refused only by generate / transform, after the whole analysis had run."""
+    entries = [entry, f"{{name: {key}, kind: integer}}"]
+    with pytest.raises(SpecError) as e:
+        _load(*(entries if first == 0 else entries[::-1]))
+    msg = str(e.value)
+    assert f"Feature 'x': its output {key!r} collides with feature {key!r}" in msg
+    assert field in msg and "\n" not in msg and "rename" in msg

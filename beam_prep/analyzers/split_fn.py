@@ -93,8 +93,6 @@ def required_columns(spec: Spec) -> dict[str, str]:
                 reads.setdefault(c, ARROW_TYPES[t])
         if has_labels(f):  # the label column of a label-aware vocabulary
             reads.setdefault(f.labels, "int64")
-        if has_target_encoding(f):  # its numeric label (the fold column: below)
-            reads.setdefault(f.target_encoding.labels, "float64")
         for col, typ in reads.items():
             if col in out and out[col] != typ:
                 raise SpecError(
@@ -116,13 +114,14 @@ def required_columns(spec: Spec) -> dict[str, str]:
                         "upstream.")
                 out.setdefault(col, typ)
                 owner.setdefault(col, f.name)
-    for f in spec.features:  # a `weights` column: as another feature reads it, or float64
-        col = f.weights
-        if col is not None and out.setdefault(col, "float64") not in ("float64", "int64"):
-            raise SpecError(
-                f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as the "
-                f"`weights` of feature {f.name!r}, which must be numbers. Use a numeric "
-                "column for the weights.")
+    for f in spec.features:  # `weights`, target label: as another feature reads it, or float64
+        label = f.target_encoding.labels if has_target_encoding(f) else None
+        for col, what in ((f.weights, "`weights`"), (label, "target_encoding.labels")):
+            if col is not None and out.setdefault(col, "float64") not in ("float64", "int64"):
+                raise SpecError(
+                    f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as the "
+                    f"{what} of feature {f.name!r}, which must be numbers. Use a numeric "
+                    "column.")
     for f in filter(has_target_encoding, spec.features):  # fold: hashed as text, any type
         out.setdefault(f.target_encoding.fold_column, "string")
     return out

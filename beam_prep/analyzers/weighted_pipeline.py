@@ -98,7 +98,7 @@ class _Write(beam.DoFn):
                  for role, rel in rels.items()}
         yield name, {"files": files, "vocabulary_size": kept["tokens"],
                      "kept_count": wv.to_float(kept["count"]),
-                     "drops": wv.finish_stats(drops)}
+                     "drops": wv.finish_stats(drops), "first": written["first"]}
 
 
 class WeightedVocabularies(beam.PTransform):

@@ -148,14 +148,18 @@ def write_weighted_files(runs: Sequence[Any], vocab_path: str, counts_path: str,
 
     Returns:
         ``{"vocabulary": (sha256, bytes), "counts": (sha256, bytes), "kept": {tokens,
-        count}, "dropped_top_k": {tokens, count}}`` (counts as exact totals).
+        count}, "dropped_top_k": {tokens, count}, "first": the first line's token or None}``
+        (counts as exact totals).
     """
     vocab, counts = _Hashing(vocab_path), _Hashing(counts_path)
     kept = {"tokens": 0, "count": 0}
     written: list[pa.Table] = []
+    first = None
     for chunk in merge_runs(runs, temp_dir=temp_dir):
         if top_k is not None and kept["tokens"] + chunk.num_rows > top_k:
             chunk = chunk.slice(0, top_k - kept["tokens"])
+        if first is None and chunk.num_rows:
+            first = chunk.column("token")[0].as_py()  # the most frequent (impute)
         vocab.write(vocabulary_text(chunk.column("token").combine_chunks()))
         counts.write(counts_jsonl(chunk, with_df=False))
         kept["tokens"] += chunk.num_rows
@@ -163,7 +167,8 @@ def write_weighted_files(runs: Sequence[Any], vocab_path: str, counts_path: str,
         if top_k is not None and kept["tokens"] >= top_k:
             break
     kept["count"] = sum(exact_total(t) for t in written)
-    return {"vocabulary": vocab.close(), "counts": counts.close(), "kept": kept}
+    return {"vocabulary": vocab.close(), "counts": counts.close(), "kept": kept,
+            "first": first}
 
 
 def add_stats(a: dict, b: dict) -> dict:

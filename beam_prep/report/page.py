@@ -123,9 +123,11 @@ def fmt_pct(share: float | None) -> str:
     return "—" if share is None else f"{100.0 * share:.2f}%"
 
 
-def kv_table(rows: Iterable[tuple[str, str]]) -> str:
-    """Two-column table; keys are escaped here, values must already be HTML."""
-    body = "".join(f"<tr><th>{text(k)}</th><td>{v}</td></tr>" for k, v in rows)
+def kv_table(rows: Iterable[tuple[str, str]], *, html_keys: bool = False) -> str:
+    """Two-column table; keys are escaped here (unless ``html_keys``: already HTML, e.g.
+    :func:`token`), values must already be HTML."""
+    body = "".join(f"<tr><th>{k if html_keys else text(k)}</th><td>{v}</td></tr>"
+                   for k, v in rows)
     return f'<table class="kv">{body}</table>'
 
 

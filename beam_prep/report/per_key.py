@@ -44,4 +44,4 @@ def per_key_html(art: Artifacts, name: str) -> str:
         std = math.sqrt(variance) if variance == variance else None
         rows.append((token(key), text(f"{count:,} values, mean {fmt_num(mean)}, std "
                                       f"{fmt_num(std)}, min {fmt_num(lo)}, max {fmt_num(hi)}")))
-    return note(f"per key ({TOP} keys with the most values):") + kv_table(rows)
+    return note(f"per key ({TOP} keys with the most values):") + kv_table(rows, html_keys=True)

@@ -47,4 +47,4 @@ def target_html(art: Artifacts, name: str) -> str:
     for count, tok, enc in sorted(top, key=lambda t: (-t[0], t[1])):
         rows_html.append((token(tok), text(f"{count:,} rows, encoding {fmt_num(enc)}")))
     return note(f"target encoding ({TOP} tokens with the most labelled rows):") + kv_table(
-        rows_html)
+        rows_html, html_keys=True)

@@ -154,3 +154,22 @@ def check_indicator_names(features: tuple[Any, ...]) -> None:
                 f"{owners[key]}. Received: missing_indicator=True. Fix: rename one of the "
                 "features, or drop missing_indicator.")
         owners[key] = f"the missing indicator of feature {f.name!r}"
+    for f in features:  # the other extra outputs (were refused only by generate / transform)
+        for key, field in _extra_outputs(f):
+            if key in owners:
+                raise SpecError(
+                    f"Feature {f.name!r}: its output {key!r} collides with {owners[key]}. "
+                    f"Received: {field}. Fix: rename one of the features.")
+            owners[key] = f"an output of feature {f.name!r}"
+
+
+def _extra_outputs(f: Any) -> list[tuple[str, str]]:
+    """``<name>_bucket``, ``<name>_target_encoding``, ``<name>_key_count`` and the field."""
+    out = []
+    if f.kind == "numeric" and getattr(f, "num_buckets", None) is not None:
+        out.append((f"{f.name}_bucket", f"num_buckets={f.num_buckets!r}"))
+    if getattr(f, "target_encoding", None) is not None:
+        out.append((f"{f.name}_target_encoding", "target_encoding set"))
+    if getattr(f, "per_key_count", False):
+        out.append((f"{f.name}_key_count", "per_key_count=True"))
+    return out

@@ -65,6 +65,7 @@ from beam_prep.codegen.plan import (
     VocabularyFile,
     plan_from_artifacts,
 )
+from beam_prep.codegen.plan_types import TARGET_SUFFIX
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
@@ -289,8 +290,8 @@ class BatchEncoder:
         for fp in self.plan.features if out_of_fold else ():
             if fp.target is not None:
                 te = art.spec.feature(fp.name).target_encoding
-                self._oof[fp.outputs[-1].key] = OutOfFold(self._targets[fp.name][2],
-                                                          te.fold_column, te.folds)
+                self._oof[fp.name + TARGET_SUFFIX] = OutOfFold(self._targets[fp.name][2],
+                                                                te.fold_column, te.folds)
                 self.columns.setdefault(te.fold_column, "string")
         self._spec = {f.name: f for f in art.spec.features}
         self.outputs = tuple((o.key, "float32" if o.dtype == "float32" else "int64")

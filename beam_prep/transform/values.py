@@ -195,5 +195,5 @@ def missing_mask(value: Any) -> np.ndarray:
         indices = np.asarray(pc.fill_null(value.indices, -1).to_numpy(zero_copy_only=False),
                              np.int64)
         empty = np.asarray(pc.equal(value.dictionary, "").to_numpy(zero_copy_only=False), bool)
-        return np.where(indices < 0, True, empty[np.maximum(indices, 0)]).astype(np.float32)
+        return np.append(empty, True)[indices].astype(np.float32)  # null (-1): the last
     return np.asarray(pc.equal(value, "").to_numpy(zero_copy_only=False), np.float32)

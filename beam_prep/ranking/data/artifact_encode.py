@@ -1,8 +1,9 @@
 """``make-elwc --artifacts``: features written as the artifacts' generated layers output them.
 
 A feature of the ELWC output is *covered* when the artifact directory has a plain feature
-(not derived, not a cross) of the same name: exactly the features the trainer would give
-that feature's layers (``beam_prep.ranking.train.artifact_layers``). A covered feature is
+(not derived, not a cross) of the same name: the features the trainer would give
+that feature's layers (``beam_prep.ranking.train.artifact_layers``), less those with
+``per_key`` (their layer also reads the key column; written unchanged). A covered feature is
 written as its main output (the ``OUTPUT_SPECS`` key equal to its name):
 
 ================================  ===========================  ============================
@@ -91,7 +92,7 @@ class ArtifactEncoder:
         self.path = path
         self.fingerprint: str = self.batch.plan.fingerprint
         self.plans = {fp.name: fp for fp in self.batch.plan.features
-                      if fp.derived is None and not fp.crossed}
+                      if fp.derived is None and not fp.crossed and fp.keyed is None}
         self.outputs = {fp.name: o for fp in self.plans.values() for o in fp.outputs
                         if o.key == fp.name}
 
