@@ -45,3 +45,25 @@ def test_layers_from_artifacts_feed_the_ranking_preprocessor(tmp_path):
         got = np.asarray(out[name])
         want = np.asarray(want, got.dtype).reshape(got.shape)
         np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=name)
+
+
+def test_a_per_key_feature_is_read_plain_with_a_warning(tmp_path):
+    """Its layer also needs the key column; before, the trainer got the PerKeyScaling layer
+    and failed on the first batch (ValueError: the layer called on the value alone)."""
+    import json
+
+    from beam_prep.pipelines import analyze
+    from beam_prep.ranking.train.artifact_layers import artifact_layers
+
+    rows = [{"price": float(i), "store": "ab"[i % 2], "city": "xy"[i % 2]} for i in range(20)]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "s.yaml").write_text("features:\n"
+                                     "  - {name: price, kind: numeric, per_key: store}\n"
+                                     "  - {name: city, kind: string}\n")
+    analyze.run(["--spec", str(tmp_path / "s.yaml"), "--input", str(tmp_path / "d.jsonl"),
+                 "--output", str(tmp_path / "art"), "--quiet", "--no_report"])
+    with pytest.warns(UserWarning, match="'price' .* uses per_key"):
+        layers = artifact_layers(str(tmp_path / "art"), {"price", "city"})
+    assert set(layers) == {"city"}
+    ids = layers["city"](tf.constant([["x"], ["y"], ["zz"]])).numpy().ravel().tolist()
+    assert sorted(ids[:2]) == [1, 2] and ids[2] == 0  # the plain feature keeps its lookup

@@ -10,6 +10,8 @@ the embedding sizes read. A one-layer chain is passed as the layer itself.
 ELWC float features are float32 on the wire: a numeric feature's layers take float32 (the
 generated module's float64 raw *column* is cast to float32 before the same layers), so the
 values are the same. Derived features (``expr``) have no single ELWC feature: not offered.
+Nor are ``per_key`` features (their layer also reads the key column, which the ranking
+reader does not pair with the value): they are read as plain floats, with a warning.
 
 Example:
     >>> layers = artifact_layers("artifacts/", {"country", "price"})  # doctest: +SKIP
@@ -18,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -60,6 +63,14 @@ def artifact_layers(path: str, names: Iterable[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for fp in pp.plan.features:
         if fp.name not in names or fp.derived is not None or fp.crossed:
+            continue
+        if fp.keyed is not None:
+            warnings.warn(
+                f"Feature {fp.name!r} of {path} uses per_key: its layer also needs the key "
+                "column, which the ranking reader does not pair with the value, so it is "
+                "read as a plain float (no scaling). Fix: give the ranking features a spec "
+                "without per_key (e.g. scaling: z_score), or scale them in make-elwc's "
+                "input.", stacklevel=2)
             continue
         chain = pp.build_feature_layers(fp.name)[fp.name]
         if chain:
