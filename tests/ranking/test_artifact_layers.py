@@ -53,6 +53,7 @@ def test_a_per_key_feature_is_read_plain_with_a_warning(tmp_path):
     import json
 
     from beam_prep.pipelines import analyze
+
     from beam_prep.ranking.train.artifact_layers import artifact_layers
 
     rows = [{"price": float(i), "store": "ab"[i % 2], "city": "xy"[i % 2]} for i in range(20)]
