@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -10,6 +11,8 @@ import sys
 
 import pytest
 
+from beam_prep.codegen.derived_plan import check_names
+from beam_prep.codegen.plan import plan_from_artifacts
 from beam_prep.codegen.render import render_module
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
@@ -137,12 +140,16 @@ def _fixture(tmp_path, features, data) -> Artifacts:
     return Artifacts(write_artifacts(str(tmp_path), {"features": features}, data))
 
 
-def test_name_collision_is_refused(tmp_path) -> None:
-    art = _fixture(tmp_path, [{"name": "a", "kind": "string"},
-                              {"name": "a_lookup", "kind": "string"}],
-                   {"a": ["x"], "a_lookup": ["y"]})
-    with pytest.raises(SpecError, match="'a_lookup' collides"):
-        render_module(art)
+def test_name_collision_is_refused_at_spec_load_and_by_generate(tmp_path) -> None:
+    features = [{"name": "a", "kind": "string"}, {"name": "a_lookup", "kind": "string"}]
+    with pytest.raises(SpecError, match="'a_lookup' collides"):  # before any analysis
+        _fixture(tmp_path, features, {"a": ["x"], "a_lookup": ["y"]})
+    # generate runs the same check on the planned names (a plan spec load did not predict)
+    fp = plan_from_artifacts(_fixture(tmp_path / "ok", features[:1], {"a": ["x"]})).features[0]
+    other = dataclasses.replace(fp, name="b", column="a_lookup")
+    with pytest.raises(SpecError, match="Feature 'a': its layer 'a_lookup' collides with the "
+                                        "model input of column 'a_lookup' .read by feature 'b'"):
+        check_names((fp, other))
 
 
 def test_empty_vocabulary_without_oov_is_refused(tmp_path) -> None:
