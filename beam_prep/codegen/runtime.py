@@ -229,8 +229,6 @@ class PreprocessingLayers:
 
     def build_preprocessor(self, *, stage: str = "all") -> Any:
         """Dict-to-dict Keras model; ``stage`` as in the generated module (all/data/model)."""
-        import keras
-
         if stage not in STAGES:
             raise SpecError(f"`stage` must be one of {STAGES}. Received: stage={stage!r}")
         layers = self.build_layers()
@@ -250,7 +248,7 @@ class PreprocessingLayers:
             outputs = {key: values[name] if stage == "data" and where == "model"
                        else apply(layers[key], values[name])
                        for key, (name, where) in self.outputs.items()}
-        return keras.Model(inputs, outputs, name=f"beam_prep_preprocessor_{stage}")
+        return keras_model(inputs, outputs, f"beam_prep_preprocessor_{stage}")
 
     def feature_values(self, inputs: dict[str, Any], *, on_tf: bool = False) -> dict[str, Any]:
         """Each feature's value before its layers: its raw input, or its computed value.
@@ -380,14 +378,26 @@ class PreprocessingLayers:
 
     def build_inference_model(self, trainer: Any) -> Any:
         """Raw inputs -> preprocessing -> ``trainer``: the model to export."""
-        import keras
-
         inputs = self.raw_inputs()
         encoded = self.build_preprocessor(stage="all")(inputs)
-        return keras.Model(inputs, trainer(encoded), name="beam_prep_inference")
+        return keras_model(inputs, trainer(encoded), "beam_prep_inference")
 
     def __repr__(self) -> str:
         return f"PreprocessingLayers({self.path!r}, outputs={list(self.outputs)})"
+
+
+def keras_model(inputs: dict[str, Any], outputs: Any, name: str) -> Any:
+    """``keras.Model(inputs, outputs, name=name)`` without Keras' dict-key warning (a column
+    whose ``keras.Input`` name had to be sanitised; Keras matches a dict by its keys): the
+    generated module's ``_keras_model``."""
+    import warnings
+
+    import keras
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="When providing `inputs` as a dict",
+                                category=UserWarning)
+        return keras.Model(inputs, outputs, name=name)
 
 
 def _apply_on_tf(chain: list[Any], x: Any) -> Any:
