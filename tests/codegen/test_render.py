@@ -110,11 +110,16 @@ def test_fill_missing_rendered_only_with_defaults(all_kinds_artifacts: str,
     for absent in ("FillMissing", "MISSING_INTEGER", "DEFAULT_VALUES", "_fill_missing"):
         assert absent not in plain
     code = render_module(Artifacts(defaults_artifacts), default_artifacts_dir=DEFAULT_DIR)
-    # The generated class is the runtime twin's class, statement for statement.
+    # The generated class is the runtime twin's class (copied from its source), with the one
+    # missing test both layers share.
     with open(os.path.join(CODEGEN, "missing.py"), encoding="utf-8") as f:
         library = f.read()
     assert ast.dump(_class_def(code, "FillMissing")) == \
         ast.dump(_class_def(library, "FillMissing"))
+    (mask,) = [n for n in ast.parse(code).body
+               if isinstance(n, ast.FunctionDef) and n.name == "_missing_mask"]
+    assert "_missing_mask" in ast.unparse(_class_def(code, "FillMissing"))
+    assert ast.unparse(mask) in ast.unparse(ast.parse(library))
     namespace: dict = {}
     exec(compile(ast.Module([n for n in ast.parse(code).body if isinstance(n, ast.Assign)
                              and n.targets[0].id in ("MISSING_INTEGER", "DEFAULT_VALUES")],
