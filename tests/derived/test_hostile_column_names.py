@@ -23,10 +23,8 @@ keras = pytest.importorskip("keras")
 
 from beam_prep.pipelines import analyze  # noqa: E402
 
-from beam_prep import Artifacts  # noqa: E402
-from beam_prep.codegen.render import render_module  # noqa: E402
 from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
-from tests.codegen.conftest import import_module_from  # noqa: E402
+from tests.codegen.conftest import analyze_and_import  # noqa: E402
 
 COLUMNS = ("c d", "e<x>", "price/usd", "class")
 CSV = '"c d","e<x>","price/usd","class"\nx,1.5,10.0,a\ny,2.5,20.0,b\nx,-1.0,5.0,a\n'
@@ -49,12 +47,7 @@ def analyzed(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile_columns")
     (root / "data.csv").write_text(CSV, encoding="utf-8")
     (root / "spec.yaml").write_text(json.dumps({"features": FEATURES}))
-    out = str(root / "artifacts")
-    analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
-                 "--output", out])
-    module_path = root / "preprocessing.py"
-    module_path.write_text(render_module(Artifacts(out)), encoding="utf-8")
-    generated = import_module_from(str(module_path), "bp_generated_hostile_columns")
+    out, generated = analyze_and_import(root, "data.csv", "bp_generated_hostile_columns")
     return out, generated, layers_from_artifacts(out)
 
 
@@ -150,12 +143,7 @@ def analyzed_lists(tmp_path_factory):
         "id list": pa.array([[1, 2], [2, 2], [3], []], pa.list_(pa.int64())),
         "price/usd": [1.0, 2.0, 3.0, 4.0]}), str(root / "data.parquet"))
     (root / "spec.yaml").write_text(json.dumps(LIST_SPEC))
-    out = str(root / "artifacts")
-    analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.parquet"),
-                 "--output", out])
-    module_path = root / "preprocessing.py"
-    module_path.write_text(render_module(Artifacts(out)), encoding="utf-8")
-    generated = import_module_from(str(module_path), "bp_generated_hostile_lists")
+    out, generated = analyze_and_import(root, "data.parquet", "bp_generated_hostile_lists")
     return generated, layers_from_artifacts(out)
 
 
