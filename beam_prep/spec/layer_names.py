@@ -100,6 +100,7 @@ def _layer_suffixes(f: Any) -> list[str]:
     elif f.kind == "numeric" and f.per_key is not None:
         out += ["per_key"] + (["key_expr"] if not isinstance(f.per_key, str) else [])
         out += ["count_lookup"] if f.per_key_count else []
+        out += ["per_key_bucketize"] if f.num_buckets is not None else []  # per-key buckets
     elif f.kind == "numeric":
         out += {"z_score": ["normalization"], "min_max": ["scaling", "normalization"],
                 "none": [], "log1p": ["log1p"], "robust": ["robust"],
@@ -116,7 +117,7 @@ def _extra_outputs(f: Any) -> list[OwnedName]:
     if getattr(f, "missing_indicator", False):
         out.append(OwnedName(f"{f.name}_missing", "output", "missing indicator output",
                              received="missing_indicator=True", drop="missing_indicator"))
-    if f.kind == "numeric" and f.num_buckets is not None and f.per_key is None:
+    if f.kind == "numeric" and f.num_buckets is not None:
         out.append(OwnedName(f"{f.name}_bucket", "output", "output",
                              received=f"num_buckets={f.num_buckets!r}", drop="num_buckets"))
     if getattr(f, "target_encoding", None) is not None:

@@ -182,3 +182,20 @@ def test_cli_writes_module(all_kinds_artifacts: str, tmp_path) -> None:
     assert out.read_text(encoding="utf-8") == code
     assert main(["generate", "--artifacts", all_kinds_artifacts, "--output", str(out),
                  "--no-overwrite"]) == 1
+
+
+def test_module_with_renamed_inputs_and_missing_layers_is_ruff_clean(tmp_path) -> None:
+    """``_keras_model`` (renamed inputs) and the copied ``_missing_mask`` pass the checks."""
+    art = _fixture(tmp_path, [{"name": "p", "kind": "numeric", "column": "price/usd",
+                               "impute": "mean", "missing_indicator": True},
+                              {"name": "c", "kind": "string", "column": "class"}],
+                   {"price/usd": [1.0, None, 3.0], "class": ["a", "b", "a"]})
+    code = render_module(art, default_artifacts_dir=DEFAULT_DIR)
+    assert "def _keras_model(" in code and "def _missing_mask(" in code
+    path = tmp_path / "preprocessing.py"
+    path.write_text(code, encoding="utf-8")
+    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
+    proc = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--line-length", "100",
+                           "--select", "E,F,W,I,B,UP", "--ignore", "UP007,B905", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
