@@ -58,6 +58,14 @@ def test_deterministic_and_independent_of_location(all_kinds_artifacts: str,
     assert f'ARTIFACTS_DIR = "{os.path.abspath(copy)}"' in local
 
 
+def _assert_ruff_clean(path) -> None:
+    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
+    proc = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--line-length", "100",
+                           "--select", "E,F,W,I,B,UP", "--ignore", "UP007,B905", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_ruff_clean_and_imports_only_keras_tensorflow(fixture: str, tmp_path,
                                                       request: pytest.FixtureRequest) -> None:
@@ -65,11 +73,7 @@ def test_ruff_clean_and_imports_only_keras_tensorflow(fixture: str, tmp_path,
                          default_artifacts_dir=DEFAULT_DIR)
     path = tmp_path / "preprocessing.py"
     path.write_text(code, encoding="utf-8")
-    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
-    proc = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--line-length", "100",
-                           "--select", "E,F,W,I,B,UP", "--ignore", "UP007,B905", str(path)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _assert_ruff_clean(path)
     roots = set()
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Import):
@@ -194,8 +198,4 @@ def test_module_with_renamed_inputs_and_missing_layers_is_ruff_clean(tmp_path) -
     assert "def _keras_model(" in code and "def _missing_mask(" in code
     path = tmp_path / "preprocessing.py"
     path.write_text(code, encoding="utf-8")
-    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
-    proc = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--line-length", "100",
-                           "--select", "E,F,W,I,B,UP", "--ignore", "UP007,B905", str(path)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _assert_ruff_clean(path)
