@@ -8,7 +8,8 @@ without importing Keras. One definition, so the generated layers, the runtime tw
 ranking launcher's ``model.input_transform`` compute the same thing. The text is our own
 code, not user data; it still passes ``beam_prep.codegen.module_check`` with the rest.
 ``FillMissing`` and ``MissingIndicator`` (with their ``_missing_mask`` helper) are copied the
-same way from ``beam_prep.codegen.missing`` (:func:`missing_layers_source`).
+same way from ``beam_prep.codegen.missing`` (:func:`missing_layers_source`), and
+``keras_model`` from ``beam_prep.codegen.keras_model`` (:func:`keras_model_source`).
 
 Example:
     >>> "class SignedLog1p(" in numeric_layers_source(("SignedLog1p",))
@@ -81,3 +82,13 @@ def missing_layers_source(classes: tuple[str, ...]) -> Code:
         True
     """
     return _copied(MISSING_MODULE, (MISSING_HELPER, *classes)) if classes else Code("")
+
+
+def keras_model_source() -> Code:
+    """``keras_model`` of ``beam_prep.codegen.keras_model`` (a module with a renamed input).
+
+    Example:
+        >>> "def keras_model(" in keras_model_source()
+        True
+    """
+    return _copied("beam_prep.codegen.keras_model", ("keras_model",))

@@ -248,6 +248,8 @@ class PreprocessingLayers:
             outputs = {key: values[name] if stage == "data" and where == "model"
                        else apply(layers[key], values[name])
                        for key, (name, where) in self.outputs.items()}
+        from beam_prep.codegen.keras_model import keras_model
+
         return keras_model(inputs, outputs, f"beam_prep_preprocessor_{stage}")
 
     def feature_values(self, inputs: dict[str, Any], *, on_tf: bool = False) -> dict[str, Any]:
@@ -380,24 +382,12 @@ class PreprocessingLayers:
         """Raw inputs -> preprocessing -> ``trainer``: the model to export."""
         inputs = self.raw_inputs()
         encoded = self.build_preprocessor(stage="all")(inputs)
+        from beam_prep.codegen.keras_model import keras_model
+
         return keras_model(inputs, trainer(encoded), "beam_prep_inference")
 
     def __repr__(self) -> str:
         return f"PreprocessingLayers({self.path!r}, outputs={list(self.outputs)})"
-
-
-def keras_model(inputs: dict[str, Any], outputs: Any, name: str) -> Any:
-    """``keras.Model(inputs, outputs, name=name)`` without Keras' dict-key warning (a column
-    whose ``keras.Input`` name had to be sanitised; Keras matches a dict by its keys): the
-    generated module's ``_keras_model``."""
-    import warnings
-
-    import keras
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="When providing `inputs` as a dict",
-                                category=UserWarning)
-        return keras.Model(inputs, outputs, name=name)
 
 
 def _apply_on_tf(chain: list[Any], x: Any) -> Any:

@@ -189,13 +189,13 @@ def test_cli_writes_module(all_kinds_artifacts: str, tmp_path) -> None:
 
 
 def test_module_with_renamed_inputs_and_missing_layers_is_ruff_clean(tmp_path) -> None:
-    """``_keras_model`` (renamed inputs) and the copied ``_missing_mask`` pass the checks."""
+    """The copied ``keras_model`` (renamed inputs) and ``_missing_mask`` pass the checks."""
     art = _fixture(tmp_path, [{"name": "p", "kind": "numeric", "column": "price/usd",
                                "impute": "mean", "missing_indicator": True},
                               {"name": "c", "kind": "string", "column": "class"}],
                    {"price/usd": [1.0, None, 3.0], "class": ["a", "b", "a"]})
     code = render_module(art, default_artifacts_dir=DEFAULT_DIR)
-    assert "def _keras_model(" in code and "def _missing_mask(" in code
+    assert "def keras_model(" in code and "def _missing_mask(" in code
     path = tmp_path / "preprocessing.py"
     path.write_text(code, encoding="utf-8")
     _assert_ruff_clean(path)
