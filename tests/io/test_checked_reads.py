@@ -115,3 +115,31 @@ def test_report_refuses_a_tampered_counts_file_in_one_line(analysed, tmp_path, c
     err = capsys.readouterr().err.strip()
     assert path in err and "does not match its sha256" in err and len(err.splitlines()) == 1
     assert not os.path.exists(tmp_path / "t.html")
+
+
+@pytest.mark.parametrize("role", ["per_key", "target_encoding"])
+def test_diff_refuses_a_tampered_per_key_or_target_file(role, tmp_path, capsys) -> None:
+    rows = [{"k": f"s{i % 3}", "x": float(i % 7) + 0.25, "c": f"t{i % 4}", "u": i,
+             "y": float(i % 2)} for i in range(60)]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "s.yaml").write_text(
+        "features:\n  - {name: x, kind: numeric, per_key: k}\n"
+        "  - {name: c, kind: string, target_encoding: {labels: y, fold_column: u, folds: 2}}\n")
+    good = str(tmp_path / "good")
+    cli_args = ["--spec", str(tmp_path / "s.yaml"), "--input", str(tmp_path / "d.jsonl"),
+                "--quiet"]
+    from beam_prep.pipelines import analyze
+
+    analyze.run([*cli_args, "--output", good])
+    bad = str(tmp_path / "bad")
+    shutil.copytree(good, bad)
+    name = "x" if role == "per_key" else "c"
+    manifest = json.load(open(os.path.join(bad, "manifest.json")))
+    path = os.path.join(bad, manifest["features"][name]["files"][role]["path"])
+    _tamper_same_size(path)
+    assert cli.main(["diff", good, good]) == 0
+    capsys.readouterr()
+    assert cli.main(["diff", good, bad]) == 1
+    err = capsys.readouterr().err.strip()
+    assert path in err and f"features.{name}.files.{role}.sha256" in err, err
+    assert len(err.splitlines()) == 1
