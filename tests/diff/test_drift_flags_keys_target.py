@@ -84,7 +84,7 @@ def key_pair(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("keys")
     old = _key_rows(1)
     new = _key_rows(1, shift={"k0": 3.0, "k2": -3.0, "s0": 6.0}, drop=("k1",),
-                    extra={"kx": 200} | {f"n{i}": 5 for i in range(10)})
+                    extra={"kx": 200, "k3": 400} | {f"n{i}": 5 for i in range(10)})
     calm = _key_rows(2)  # the same distributions, other draws
     return (old, new, calm, _analyze(tmp, "old", KEY_SPEC, old),
             _analyze(tmp, "new", KEY_SPEC, new), _analyze(tmp, "calm", KEY_SPEC, calm))
@@ -207,6 +207,7 @@ def te_pair(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("te")
     old = _te_rows(1)
     new = _te_rows(1, p={"t0": 0.9, "t1": 0.9}, drop=("t9",), extra={"fresh": 0.5})
+    new += [{"c": "t5", "u": 10_000 + i, "y": float(i % 4 == 0)} for i in range(200)]
     calm = _te_rows(2)
     return (old, new, calm, _analyze(tmp, "old", TE_SPEC, old),
             _analyze(tmp, "new", TE_SPEC, new), _analyze(tmp, "calm", TE_SPEC, calm))
