@@ -229,3 +229,18 @@ def test_store_has_no_target_files_without_target_encoding(tmp_path):
     index = json.loads((Path(cache_store.entry_dir(str(tmp_path), "ab" * 32)) /
                         "index.json").read_text())
     assert "target" not in index
+
+
+def test_a_consistently_edited_entry_is_recomputed_end_to_end(tmp_path, caplog):
+    """A target file edited with its index re-hashed (so the checksums agree) is refused by
+    the line checks: that split is read again, the artifacts are a fresh run's bytes."""
+    files = days(tmp_path / "data", [1, 2])
+    cache = tmp_path / "cache"
+    run(tmp_path, files, str(tmp_path / "cold"), *_cache_args(cache), spec=SPEC)
+    stored = sorted((cache / "entries").glob("*/*/target-000.jsonl"))[0]
+    _rewrite(stored, stored.read_bytes().replace(b",0,", b",9,", 1), fix_index=True)
+    with caplog.at_level(logging.WARNING, logger="beam_prep.analyze"):
+        warm = run(tmp_path, files, str(tmp_path / "warm"), *_cache_args(cache), spec=SPEC)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (3, 1)
+    assert "target-000.jsonl line 1: fold 9" in caplog.text
+    assert_same_bytes(run(tmp_path, files, str(tmp_path / "plain"), *RANGES, spec=SPEC), warm)
