@@ -31,6 +31,8 @@ import json
 import math
 from typing import Any
 
+from beam_prep.errors import ArtifactError
+
 __all__ = ["TargetDiff", "compare_target"]
 
 
@@ -78,11 +80,18 @@ def _number(v: Any) -> float | None:
     return float(v) if ok else None
 
 
-def _line(line: bytes) -> tuple[str, float | None, list[int], list]:
-    row = json.loads(line)
-    rows = row[2] if len(row) > 2 and isinstance(row[2], list) else []
-    sums = row[3] if len(row) > 3 and isinstance(row[3], list) else []
-    return str(row[0]), _number(row[1]), [int(r) for r in rows], sums
+def _line(line: bytes, art: Any, name: str) -> tuple[str, float | None, list[int], list]:
+    try:
+        row = json.loads(line)
+        if not isinstance(row, list) or len(row) != 5 or not isinstance(row[3], list) or not all(
+                isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in row[2]):
+            raise ValueError("not [token, encoding, [rows], [sums], [out_of_fold]]")
+        return str(row[0]), _number(row[1]), row[2], row[3]
+    except (ValueError, TypeError) as e:
+        raise ArtifactError(
+            f"Feature {name!r}: a line of {art.file_path(name, 'target_encoding')} is not a "
+            f"target-encoding line ({e}). Received: {line[:80]!r}. Fix: re-run `beam-prep "
+            "analyze`; the file is written by the analysis and must not be edited.") from None
 
 
 class _LabelSpread:
@@ -133,7 +142,7 @@ def compare_target(old: Any, new: Any, name: str, *, min_rows: int = 100,
     spread = _LabelSpread(_number(a.get("global_mean")))
     before: dict[str, tuple[float | None, int]] = {}
     for line in old.iter_lines(name, "target_encoding"):
-        tok, enc, rows, sums = _line(line)
+        tok, enc, rows, sums = _line(line, old, name)
         before[tok] = (enc, sum(rows))
         spread.add(rows, sums)
     std = spread.std()
@@ -141,7 +150,7 @@ def compare_target(old: Any, new: Any, name: str, *, min_rows: int = 100,
     new_rows = added = kept_old = weight = shifted = compared = 0
     top: tuple[float, str] | None = None
     for line in new.iter_lines(name, "target_encoding"):
-        tok, enc, rows, _ = _line(line)
+        tok, enc, rows, _ = _line(line, new, name)
         new_rows += sum(rows)
         if tok not in before:
             added += sum(rows)
@@ -154,15 +163,17 @@ def compare_target(old: Any, new: Any, name: str, *, min_rows: int = 100,
         delta = abs(enc - old_enc)
         if change is None or delta > change or (delta == change and tok < token):
             change, token = delta, tok
-        if std is not None and min(old_rows, sum(rows)) >= min_rows:
+        moved = delta / std if std is not None else math.inf
+        if math.isfinite(moved) and min(old_rows, sum(rows)) >= min_rows:
             compared += 1
             weight += old_rows
-            shifted += old_rows if delta / std > token_limit else 0
-            if top is None or delta / std > top[0] or (delta / std == top[0] and tok < top[1]):
-                top = (delta / std, tok)
+            shifted += old_rows if moved > token_limit else 0
+            if top is None or moved > top[0] or (moved == top[0] and tok < top[1]):
+                top = (moved, tok)
     old_rows_all = sum(r for _, r in before.values())
     means = [_number(a.get("global_mean")), _number(b.get("global_mean"))]
     shift = None if std is None or None in means else (means[1] - means[0]) / std
+    shift = shift if shift is None or math.isfinite(shift) else None
     return TargetDiff(a.get("global_mean"), b.get("global_mean"), a.get("tokens", 0),
                       b.get("tokens", 0), shared, change, token, std, shift,
                       _share(added, new_rows), _share(old_rows_all - kept_old, old_rows_all),

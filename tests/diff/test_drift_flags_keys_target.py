@@ -261,3 +261,20 @@ def test_a_constant_old_label_flags_any_global_mean_change(tmp_path):
     assert [x.metric for x in f.flags if x.metric.startswith("target_")] == [
         "target_unscaled_change"]
     assert diff_artifacts(a, a).flags == []
+
+
+@pytest.mark.parametrize("line", [b'["t0",0.5,["x"],[1.0],[0.5]]', b'{"t0": 1}', b'["t0"'])
+def test_an_edited_target_file_is_a_clear_error(te_pair, tmp_path, line):
+    import shutil
+
+    from beam_prep.errors import ArtifactError
+
+    _, _, _, a, b, _ = te_pair
+    edited = tmp_path / "edited"
+    shutil.copytree(b, edited)
+    target = edited / "vocab" / "c.target.jsonl"
+    body = target.read_bytes().split(b"\n")
+    assert len(line) <= len(body[0])  # same size: the size check of the reader passes
+    target.write_bytes(b"\n".join([line.ljust(len(body[0])), *body[1:]]))
+    with pytest.raises(ArtifactError, match=r"c\.target\.jsonl is not a target-encoding line"):
+        diff_artifacts(a, str(edited))
