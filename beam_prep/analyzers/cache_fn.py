@@ -147,7 +147,9 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         """The entry's target-encoding tables (one per such feature), or None: the entry
         is not used (a warning says why) and the split is analysed again."""
         stored = index.get("target", {})
-        if not isinstance(stored, dict) or set(stored) != set(self._target_folds):
+        if not isinstance(stored, dict) or set(stored) != set(self._target_folds) or any(
+                not isinstance(rel, str) or "/" in rel or rel not in index["files"]
+                for rel in stored.values()):  # only checksummed files of the entry itself
             _LOG.warning("analysis cache: entry %s lists target tables %s, the spec has %s; "
                          "the split is analysed again", key, sorted(stored)[:5],
                          sorted(self._target_folds))

@@ -244,3 +244,17 @@ def test_a_consistently_edited_entry_is_recomputed_end_to_end(tmp_path, caplog):
     assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (3, 1)
     assert "target-000.jsonl line 1: fold 9" in caplog.text
     assert_same_bytes(run(tmp_path, files, str(tmp_path / "plain"), *RANGES, spec=SPEC), warm)
+
+
+@pytest.mark.parametrize("relname", ["../../elsewhere.jsonl", "meta.json.bak", 7])
+def test_an_index_naming_an_unchecked_target_file_is_a_miss(entry, relname, caplog):
+    spec, split, cache, stored, fresh = entry
+    index_path = stored.parent / "index.json"
+    index = json.loads(index_path.read_text())
+    index["target"]["city"] = relname
+    index_path.write_text(json.dumps(index))
+    if isinstance(relname, str):  # a valid table there, not listed in the index's checksums
+        (stored.parent / relname).write_bytes(cache_target.table_bytes({(None, 0): [1, 0]}))
+    with caplog.at_level(logging.WARNING, logger="beam_prep.analyze"):
+        assert _targets(_split_fn(spec, cache), split) == fresh
+    assert "lists target tables" in caplog.text
