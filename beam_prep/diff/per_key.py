@@ -118,4 +118,4 @@ def compare_per_key(old_lines: Iterator[bytes], new_lines: Iterator[bytes], *,
 
     return PerKeyDiff(counts["old"], counts["new"], counts["added"], counts["removed"],
                       counts["changed"], best, top(shifted), top(added), top(removed),
-                      tally.result(counts["old"], counts["new"]))
+                      drift=tally.result(counts["old"], counts["new"]))
