@@ -258,3 +258,16 @@ def test_an_index_naming_an_unchecked_target_file_is_a_miss(entry, relname, capl
     with caplog.at_level(logging.WARNING, logger="beam_prep.analyze"):
         assert _targets(_split_fn(spec, cache), split) == fresh
     assert "lists target tables" in caplog.text
+
+
+@pytest.mark.slow  # three pipeline runs, two in worker processes (~1 min)
+def test_two_worker_processes_give_the_target_bytes_of_one_process(tmp_path):
+    files = days(tmp_path / "data", [1, 2, 3])
+    cache = tmp_path / "cache"
+    multi = ("--direct_running_mode=multi_processing", "--direct_num_workers=2",
+             "--cache_dir", str(cache))
+    plain = run(tmp_path, files, str(tmp_path / "plain"), spec=SPEC)
+    run(tmp_path, files, str(tmp_path / "cold"), *multi, spec=SPEC)
+    warm = run(tmp_path, files, str(tmp_path / "warm"), *multi, spec=SPEC)
+    assert (last_run(cache)["hits"], last_run(cache)["misses"]) == (3, 0)
+    assert_same_bytes(plain, warm)
