@@ -147,6 +147,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         rejected: list[tuple[str, str]] = []
         labels: dict[str, Any] = {}
         keyed: dict[str, list] = {}
+        hists: dict[str, list] = {}
         outputs = list(self._inner.process(split))
         for out in outputs:
             tag = getattr(out, "tag", None)
@@ -164,12 +165,18 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 labels.setdefault(value[0][0], []).append(value[1])
             elif tag == split_fn.PER_KEY:
                 keyed.setdefault(value[0][0], []).append(value[1])
+            elif tag == split_fn.PER_KEY_BUCKETS:
+                hists.setdefault(value[0][0], []).append(value[1])
         from beam_prep.analyzers.per_key_stats import merge
 
         merged = {name: label_counts.merge_label_tables(tables)
                   for name, tables in labels.items()}
         per_key = {name: merge(parts) for name, parts in keyed.items()}
-        return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key), outputs
+        from beam_prep.analyzers import per_key_hist
+
+        buckets = {name: per_key_hist.merge(parts) for name, parts in hists.items()}
+        return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key,
+                                 buckets), outputs
 
     def _replay(self, split: Split, folder: str, index: dict) -> Iterator[Any]:
         stem = spill.stable_id(split.split_id)
@@ -196,6 +203,10 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             stats = store.load_per_key(folder, relname)
             for part, rows in split_fn.key_partitions(stats, self._partitions):
                 yield beam.pvalue.TaggedOutput(split_fn.PER_KEY, ((name, part), rows))
+        for name, relname in index.get("per_key_buckets", {}).items():
+            hist = store.load_key_hist(folder, relname)
+            for part, rows in split_fn.hist_partitions(hist, self._partitions):
+                yield beam.pvalue.TaggedOutput(split_fn.PER_KEY_BUCKETS, ((name, part), rows))
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

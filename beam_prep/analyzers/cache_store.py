@@ -83,6 +83,7 @@ class SplitResult:
         rejected: ``(sort key, json line)`` per rejected row.
         labels: Label-aware feature → its label table (none without such features).
         per_key: Feature with ``per_key`` → its merged KeyStats (unpartitioned).
+        per_key_buckets: Feature with ``per_key`` and ``num_buckets`` → its merged KeyHist.
     """
 
     vocab: dict[str, list[pa.Table | SpillRef]]
@@ -91,6 +92,7 @@ class SplitResult:
     rejected: list[tuple[str, str]]
     labels: dict[str, pa.Table] = dataclasses.field(default_factory=dict)
     per_key: dict[str, Any] = dataclasses.field(default_factory=dict)
+    per_key_buckets: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def entry_dir(cache_dir: str, key: str) -> str:
@@ -238,6 +240,10 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
         per_key[name] = f"per_key-{i:03d}.arrow"
         files[per_key[name]] = _write_file(fs.join(folder, per_key[name]),
                                            key_stats_bytes(stats))
+    hists: dict[str, str] = {}
+    for i, (name, hist) in enumerate(result.per_key_buckets.items()):
+        hists[name] = f"per_key_buckets-{i:03d}.arrow"
+        files[hists[name]] = _write_file(fs.join(folder, hists[name]), key_hist_bytes(hist))
     files["meta.json"] = _write_file(fs.join(folder, "meta.json"), _json(result.meta))
     lines = "".join(json.dumps([k, line], ensure_ascii=False) + "\n"
                     for k, line in result.rejected)
@@ -246,7 +252,8 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
     index = {"format": FORMAT_NAME, "format_version": CACHE_FORMAT_VERSION, "key": key,
              **info, "vocab": vocab, "numeric": numeric is not None, "files": files,
              **({"labels": labels} if labels else {}),
-             **({"per_key": per_key} if per_key else {})}
+             **({"per_key": per_key} if per_key else {}),
+             **({"per_key_buckets": hists} if hists else {})}
     write_atomic(index_path, _json(index))
 
 
@@ -387,6 +394,24 @@ def key_stats_bytes(stats: Any) -> bytes:
 def load_per_key(folder: str, relname: str) -> Any:
     """One feature's stored per-key stats (:class:`~beam_prep.analyzers.per_key_stats.KeyStats`)."""
     from beam_prep.analyzers.per_key_stats import from_table
+
+    return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
+
+
+def key_hist_bytes(hist: Any) -> bytes:
+    """One feature's per-key histograms as an Arrow IPC stream (no pickle)."""
+    from beam_prep.analyzers.per_key_hist import to_table
+
+    table = to_table(hist)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def load_key_hist(folder: str, relname: str) -> Any:
+    """One feature's stored per-key histograms (``per_key_hist.KeyHist``)."""
+    from beam_prep.analyzers.per_key_hist import from_table
 
     return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
 
