@@ -59,7 +59,9 @@ class PerKeyBucketize(keras.layers.Layer):
         index = self.table.lookup(tf.convert_to_tensor(key, tf.string))
         x = tf.expand_dims(tf.cast(value, tf.float32), -1)
         rows = tf.gather(self.boundaries, index)
-        above = tf.logical_and(tf.gather(self.valid, index), tf.logical_not(x < rows))
+        # not x < b, written so that grappler cannot turn it into x >= b (false for NaN)
+        reached = tf.logical_or(x >= rows, tf.math.is_nan(x))
+        above = tf.logical_and(tf.gather(self.valid, index), reached)
         return tf.reduce_sum(tf.cast(above, tf.int32), axis=-1)
 
     def compute_output_spec(self, inputs: Any) -> Any:
