@@ -39,6 +39,7 @@ from beam_prep.analyzers.cache_key import (
     plan_key,
     split_identity,
 )
+from beam_prep.analyzers.per_key_buckets import hist_partitions
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
@@ -205,7 +206,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(split_fn.PER_KEY, ((name, part), rows))
         for name, relname in index.get("per_key_buckets", {}).items():
             hist = store.load_key_hist(folder, relname)
-            for part, rows in split_fn.hist_partitions(hist, self._partitions):
+            for part, rows in hist_partitions(hist, self._partitions):
                 yield beam.pvalue.TaggedOutput(split_fn.PER_KEY_BUCKETS, ((name, part), rows))
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)

@@ -29,10 +29,13 @@ import pyarrow as pa
 
 from beam_prep.analyzers import per_key_hist as pkh
 from beam_prep.analyzers.per_key_pipeline import write_lines
+from beam_prep.analyzers.vocab_partition import token_hashes
 from beam_prep.io import filesystem as fs
 from beam_prep.io.per_key_buckets_file import ROLE, buckets_relpath
 
 _EDITOR_BREAKS = "\x85\u2028\u2029"
+PER_KEY_BUCKETS = "per_key_buckets"
+"""The split analysis' output tag of per-key histograms."""
 
 
 class KeyHistCombineFn(beam.CombineFn):
@@ -143,9 +146,36 @@ def bucketed_features(spec: Any) -> dict[str, int]:
             if f.per_key is not None and f.num_buckets is not None}
 
 
-def hist_rows(values: Any) -> np.ndarray:
-    """Row-aligned float64 values (null -> NaN) of a numeric column."""
-    import pyarrow.compute as pc
+def hist_partitions(hist: pkh.KeyHist, num_partitions: int) -> list[tuple[int, Any]]:
+    """Per-key histograms split by the keys' hash partition (as per-key stats are)."""
+    if not len(hist):
+        return []
+    return pkh.split_by_partition(hist, token_hashes(hist.keys), num_partitions)
 
-    return pc.fill_null(values.cast(pa.float64()), float("nan")).to_numpy(
-        zero_copy_only=False)
+
+class HistAccumulators:
+    """The per-key histograms of one split, per feature with ``per_key`` and
+    ``num_buckets`` (batches merged 16 at a time).
+
+    Args:
+        spec: The spec.
+    """
+
+    def __init__(self, spec: Any) -> None:
+        self.parts: dict[str, list[pkh.KeyHist]] = {n: [] for n in bucketed_features(spec)}
+
+    def add(self, name: str, keys: pa.Array, values: np.ndarray) -> None:
+        """Adds one batch of a feature (nothing for a feature without per-key buckets)."""
+        parts = self.parts.get(name)
+        if parts is None:
+            return
+        parts.append(pkh.batch_hist(keys, values))
+        if len(parts) >= 16:
+            parts[:] = [pkh.merge(parts)]
+
+    def tagged(self, num_partitions: int) -> Iterator[Any]:
+        """The split's outputs: ``((feature, partition), KeyHist)`` tagged
+        :data:`PER_KEY_BUCKETS`."""
+        for name, parts in self.parts.items():
+            for part, hist in hist_partitions(pkh.merge(parts), num_partitions):
+                yield beam.pvalue.TaggedOutput(PER_KEY_BUCKETS, ((name, part), hist))

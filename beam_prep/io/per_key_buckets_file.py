@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -96,35 +97,55 @@ def parse_line(line: bytes, path: str, line_no: int, num_buckets: int
     return key, count, level, [float(b) for b in bounds]
 
 
+def iter_rows(lines: Any, path: str, num_buckets: int,
+              key_count: int | None = None) -> Iterator[tuple[str, int, int, list[float]]]:
+    """Checked rows of a bucket file, streamed (see :func:`parse_line`).
+
+    Raises:
+        ArtifactError: A bad line, keys out of order or repeated, or another number of keys
+            than ``key_count`` (the manifest's), once the lines are exhausted.
+    """
+    previous = None
+    n = 0
+    for i, line in enumerate(lines, 1):
+        row = parse_line(line, path, i, num_buckets)
+        encoded = row[0].encode("utf-8")
+        if previous is not None and not previous < encoded:
+            raise _bad(path, i, "the keys are not in strictly increasing UTF-8 byte order")
+        previous = encoded
+        n += 1
+        yield row
+    if key_count is not None and n != key_count:
+        raise ArtifactError(
+            f"{path} holds {n} keys but the manifest records bucket_key_count="
+            f"{key_count}. Fix: re-run `beam-prep analyze` into a fresh directory.")
+
+
 def parse_lines(lines: Any, path: str, num_buckets: int,
                 key_count: int | None = None) -> BucketTable:
     """Checks and collects the lines (bytes, without ``\\n``) of a bucket file.
 
     Raises:
-        ArtifactError: A bad line, keys out of order or repeated, or another number of keys
-            than ``key_count`` (the manifest's).
+        ArtifactError: As :func:`iter_rows`.
     """
     keys: list[str] = []
     counts: list[int] = []
     levels: list[int] = []
     bounds: list[list[float]] = []
-    previous = None
-    for i, line in enumerate(lines, 1):
-        key, count, level, b = parse_line(line, path, i, num_buckets)
-        encoded = key.encode("utf-8")
-        if previous is not None and not previous < encoded:
-            raise _bad(path, i, "the keys are not in strictly increasing UTF-8 byte order")
-        previous = encoded
+    for key, count, level, b in iter_rows(lines, path, num_buckets, key_count):
         keys.append(key)
         counts.append(count)
         levels.append(level)
         bounds.append(b)
-    if key_count is not None and len(keys) != key_count:
-        raise ArtifactError(
-            f"{path} holds {len(keys)} keys but the manifest records bucket_key_count="
-            f"{key_count}. Fix: re-run `beam-prep analyze` into a fresh directory.")
     return BucketTable(keys, np.array(counts, np.int64), np.array(levels, np.int64),
                        np.array(bounds, np.float64).reshape(len(keys), num_buckets - 1))
+
+
+def rows_of(art: Any, name: str) -> Iterator[tuple[str, int, int, list[float]]]:
+    """The checked rows of a feature's bucket file, streamed (bounded lines)."""
+    return iter_rows(art.iter_lines(name, ROLE), art.file_path(name, ROLE),
+                     int(art.spec.feature(name).num_buckets),
+                     art.stats(name).get("bucket_key_count"))
 
 
 def read_buckets(art: Any, name: str) -> BucketTable:
