@@ -50,6 +50,9 @@ def _serve(rows: dict) -> dict:
     keys = [*helpers.HOSTILE_KEYS, "never seen", None, "", "store_020", "store_021"]
     prices = [train[i * 37 % len(train)] for i in range(len(keys))]  # boundary values too
     prices[1], prices[2] = float("nan"), None
+    # unknown and missing keys: values in the global first, second and third bucket
+    low, mid, high = (float(np.quantile(train, q)) for q in (0.1, 0.4, 0.6))
+    prices[keys.index("never seen"):keys.index("") + 1] = [low, mid, high]
     return {"price": prices, "store": keys, "sid": [i % 9 for i in range(len(keys))]}
 
 
@@ -95,6 +98,8 @@ def test_generated_and_runtime_buckets_per_key_fall_back_to_global(built):
         np.testing.assert_array_equal(np.asarray(got["by_sid_bucket"]), want_sid)
         assert np.asarray(got["price_bucket"]).dtype == np.int32
     assert len(set(want_price.ravel().tolist())) == 4  # every bucket is exercised
+    unknown = want_price.ravel()[-5:-2]
+    assert unknown.tolist() == [0, 1, 2]  # the global boundaries (oracle), not a key's
     ds = tf.data.Dataset.from_tensor_slices(batch).batch(7).map(pp.make_dataset_fn())
     got = np.concatenate([b["price_bucket"].numpy() for b in ds])
     np.testing.assert_array_equal(got, want_price)

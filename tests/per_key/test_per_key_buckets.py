@@ -111,7 +111,10 @@ def test_histograms_are_order_free_and_big_keys_stay_bounded_within_their_cell()
     b = pkh.merge([pkh.merge([chunks[i] for i in order[:5]]),
                    pkh.merge([chunks[i] for i in order[5:]])])
     c = pkh.merge([pkh.batch_hist(keys, values)])
-    for other in (b, c):
+    d = chunks[order[0]]  # one chunk at a time into a coarse accumulator (levels differ)
+    for i in order[1:]:
+        d = pkh.merge([chunks[i], d])
+    for other in (b, c, d):
         assert other.keys.equals(a.keys)
         for field in ("level", "offsets", "codes", "counts"):
             assert np.array_equal(getattr(other, field), getattr(a, field)), field
@@ -168,6 +171,12 @@ def test_spec_accepts_per_key_num_buckets_and_the_cache_key_changes():
         return analysis_key(Spec.from_yaml_text(text), ReaderSettings("csv", 1024))[0]
 
     assert key(", num_buckets: 4") != key("")
+    # the entry holds per-key histograms: said in the key itself (not only via epsilon)
+    from beam_prep.analyzers.cache_key import feature_key
+
+    keyed = Spec.from_yaml_text("features:\n  - {name: p, kind: numeric, per_key: s, "
+                                "num_buckets: 4}\n").features[0]
+    assert feature_key(keyed)["per_key_buckets"] is True
     assert key(", num_buckets: 4") == key(", num_buckets: 8")  # num_buckets: post-merge
     plain = "features:\n  - {name: p, kind: numeric, num_buckets: 4}\n"
     assert "per_key_buckets" not in json.dumps(
