@@ -105,8 +105,10 @@ def check_per_key(feature: Any) -> None:
         raise _error(feature, per_key, "a column name, {expr: \"...\"} or null")
     keys = key_columns(feature)
     if feature.scaling not in ("z_score", "min_max"):
+        also = (" and per-key buckets come with one of them; for global buckets only, "
+                "drop per_key" if feature.num_buckets is not None else "; drop per_key")
         raise _error(feature, per_key, f"null with scaling={feature.scaling!r} (per-key "
-                     "statistics are used by scaling: z_score or min_max; drop per_key)")
+                     f"statistics are used by scaling: z_score or min_max{also})")
     if feature.default_value is not None:
         raise _error(feature, per_key, "null with default_value (not supported together; "
                      "fill the value with `expr: coalesce(x, 0.0)` instead)")

@@ -152,3 +152,17 @@ def test_a_tampered_bucket_file_is_refused_by_the_generated_module(built, tmp_pa
     open(path, "wb").write(body)
     with pytest.raises(Exception, match="price.buckets.jsonl"):
         pp.build_price_layers(copy, check=False)
+
+
+def test_exported_inference_model_keeps_the_bucket_rows(built, tmp_path):
+    rows, _, pp, _ = built
+    serve = _serve(rows)
+    want_price, want_sid = _expected(rows, serve)
+    inputs = pp.raw_inputs()
+    model = keras.Model(inputs, pp.build_preprocessor()(inputs))
+    model.export(str(tmp_path / "exported"))
+    reloaded = tf.saved_model.load(str(tmp_path / "exported"))
+    got = reloaded.serve({pp.INPUT_NAMES[k]: v
+                          for k, v in pp.raw_columns(_batch(serve)).items()})
+    np.testing.assert_array_equal(got["price_bucket"].numpy(), want_price)
+    np.testing.assert_array_equal(got["by_sid_bucket"].numpy(), want_sid)
