@@ -11,6 +11,7 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
     DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
     DIR/entries/<key[:2]>/<key>/per_key-NNN.arrow one per_key feature's KeyStats (Arrow IPC)
+    DIR/entries/<key[:2]>/<key>/per_key_buckets-NNN.arrow  its KeyHist with num_buckets
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
     DIR/entries/<key[:2]>/<key>/rejected.jsonl  [sort key, json line] per rejected row
     DIR/plans/<key[:2]>/<key>.json              the byte-range splits of one CSV/JSONL file
