@@ -237,8 +237,9 @@ def from_table(table: pa.Table) -> KeyHist:
     """The inverse of :func:`to_table`."""
     codes = table.column("codes").combine_chunks()
     counts = table.column("counts").combine_chunks()
+    offsets = np.asarray(codes.offsets.to_numpy(), np.int64)
     return KeyHist(table.column("key").combine_chunks(),
                    np.asarray(table.column("level").to_numpy(), np.int64),
-                   np.asarray(codes.offsets.to_numpy(), np.int64),
+                   offsets - offsets[0],
                    np.asarray(codes.flatten().to_numpy(zero_copy_only=False), np.uint64),
                    np.asarray(counts.flatten().to_numpy(zero_copy_only=False), np.int64))
