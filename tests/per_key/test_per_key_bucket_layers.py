@@ -28,6 +28,9 @@ features:
 """
 
 
+EXTRA_KEYS = ['"""', "{{ x }}{% if %}", "\u202ebidi\u2066"]
+
+
 def _table(rows: dict) -> pa.Table:
     return pa.table({"price": pa.array(rows["price"], pa.float64()),
                      "store": pa.array(rows["store"], pa.string()),
@@ -38,6 +41,8 @@ def _table(rows: dict) -> pa.Table:
 def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pkb_layers")
     rows = helpers.make_rows(n=1500, keys=30)
+    for i in range(0, 90):  # template-hostile keys too (never rendered into the module)
+        rows["store"][1400 + i] = EXTRA_KEYS[i % 3]
     pq.write_table(_table(rows), str(tmp / "train.parquet"))
     out = helpers.run(tmp, SPEC, str(tmp / "train.parquet"))
     module_path = tmp / "pp.py"
@@ -47,7 +52,8 @@ def built(tmp_path_factory):
 
 def _serve(rows: dict) -> dict:
     train = [p for p in rows["price"] if p is not None]
-    keys = [*helpers.HOSTILE_KEYS, "never seen", None, "", "store_020", "store_021"]
+    keys = [*helpers.HOSTILE_KEYS, *EXTRA_KEYS, "never seen", None, "", "store_020",
+            "store_021"]
     prices = [train[i * 37 % len(train)] for i in range(len(keys))]  # boundary values too
     prices[1], prices[2] = float("nan"), None
     # unknown and missing keys: values in the global first, second and third bucket
@@ -122,6 +128,7 @@ def test_generated_class_is_the_runtime_class(built):
     assert cls(code) == cls(library)
     # hostile keys are read from the file, never rendered into the module
     assert "nul\\x00byte" not in code and "new\\nline" not in code and "store_020" not in code
+    assert "{{ x }}" not in code and "\u202e" not in code
 
 
 def test_transform_encoder_equals_the_generated_layers(built):
