@@ -9,7 +9,7 @@ as :mod:`per_key_stats` measures the analysis), on an artifact directory written
 * ``runtime``: the same through the runtime twin (``layers_from_artifacts``);
 * ``transform``: the transform job's numpy twin (``BatchEncoder``), then 100k rows;
 * ``report``: ``beam-prep report`` (top keys only);
-* ``diff``: ``beam-prep diff DIR DIR`` (the streaming merge-join over every key).
+* ``diff``: ``beam-prep diff DIR OTHER`` (the streaming merge-join over every key).
 
 Example:
     nice -n 10 python benchmarks/per_key_consumers.py \\
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -32,11 +31,10 @@ ROWS = 100_000
 _STEP = r"""
 import json, resource, sys, time
 import numpy as np
-kind, art, work = sys.argv[1:4]
-t0, c0 = time.monotonic(), time.process_time()
+kind, art, work, rows = *sys.argv[1:4], int(sys.argv[4])
 rng = np.random.default_rng(0)
-keys = np.array([f"store_{i}" for i in rng.integers(0, 2 * 10**7, %(rows)d)], object)
-prices = rng.lognormal(3.0, 1.0, %(rows)d)
+keys = np.array([f"store_{i}" for i in rng.integers(0, 2 * 10**7, rows)], object)
+prices = rng.lognormal(3.0, 1.0, rows)
 if kind in ("generated", "runtime"):
     if kind == "generated":
         from beam_prep.codegen.render import generate
@@ -66,20 +64,23 @@ else:
     out = enc.encode(batch)["price"].values
     encode = time.monotonic() - t1
 print(json.dumps({"load_s": round(load, 2), "encode_100k_s": round(encode, 2)}))
-""" % {"rows": ROWS}
+"""
 
 
 def measured(cmd: list[str]) -> dict:
-    """Wall, CPU seconds and peak RSS of one child process (and its JSON stdout, if any)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall, CPU seconds and peak RSS (``ru_maxrss``) of one child process, read by
+    ``os.wait4`` for that child alone (and its JSON stdout, if any)."""
     start = time.monotonic()
-    done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    stdout = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    out = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-           "peak_rss_gb": round(after.ru_maxrss * 1024 / 1e9, 2)}
-    last = done.stdout.strip().splitlines()[-1:] if done.stdout else []
+    if proc.returncode not in (0, 3):  # diff exits 3 on drift
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    out = {"wall_s": round(wall, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+           "peak_rss_gb": round(usage.ru_maxrss * 1024 / 1e9, 2)}
+    last = stdout.strip().splitlines()[-1:] if stdout else []
     if last and last[0].startswith("{"):
         out.update(json.loads(last[0]))
     return out
@@ -88,6 +89,7 @@ def measured(cmd: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("artifacts")
+    p.add_argument("--other", help="the NEW side of diff (default: the same directory)")
     p.add_argument("--steps", nargs="*",
                    default=["report", "diff", "transform", "runtime", "generated"])
     args = p.parse_args(argv)
@@ -98,9 +100,9 @@ def main(argv: list[str] | None = None) -> None:
         if step == "report":
             cmd = [*cli, "report", args.artifacts, "--output", os.path.join(work, "r.html")]
         elif step == "diff":
-            cmd = [*cli, "diff", "--json", args.artifacts, args.artifacts]
+            cmd = [*cli, "diff", args.artifacts, args.other or args.artifacts]
         else:
-            cmd = [sys.executable, "-c", _STEP, step, args.artifacts, work]
+            cmd = [sys.executable, "-c", _STEP, step, args.artifacts, work, str(ROWS)]
         results[step] = measured(cmd)
         print(step, json.dumps(results[step]), file=sys.stderr, flush=True)
     print(json.dumps(results, indent=1))

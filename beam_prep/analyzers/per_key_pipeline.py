@@ -14,7 +14,7 @@ combined in parallel and hold disjoint keys; the file is sorted by key over all 
 so its bytes do not depend on the partition count. Memory: the combiner merges a
 partition's pending KeyStats as soon as they hold as many rows as the merged ones (and
 before its accumulator leaves the worker), so a partition is held about once, as columns
-(about 80 bytes per key plus the key text); the writer holds a batch of lines per run.
+(about 100 bytes per key with short keys); the writer holds a batch of lines per run.
 
 Example:
     >>> meta = per_key_outputs | PerKeyFiles(spec.to_dict(), "artifacts/")  # doctest: +SKIP
