@@ -30,7 +30,8 @@ def to_dict(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON-ready data (``format``/``format_version`` first-level keys)."""
     body = dataclasses.asdict(report)
     for feature in body["features"]:  # only features with impute / labels / target encoding
-        for key in ("imputed", "mutual_info", "target_encoding"):  # carry these keys
+        for key in ("imputed", "mutual_info", "target_encoding",  # carry these keys
+                    "per_key_buckets"):
             if feature.get(key) is None:
                 feature.pop(key, None)
     body["flags"] = [dataclasses.asdict(f) for f in report.flags]
@@ -123,6 +124,11 @@ def _vocab_section(features: list[FeatureDiff]) -> list[str]:
                          f"{_num(t.max_encoding_change)}"
                          + (f" ({_tok(t.most_changed_token)})"
                             if t.most_changed_token is not None else ""))
+            notes.append(f"  {f.name} target drift: global mean shift "
+                         f"{_num(t.global_mean_shift)} label std (est. {_num(t.label_std)}), "
+                         f"rows with added tokens {_pct(t.added_share)}, removed "
+                         f"{_pct(t.removed_share)}, frequent tokens' rows shifted "
+                         f"{_pct(t.shifted_share)} ({t.compared_tokens} compared)")
     header = ["feature", "kind", "size", "added", "dropped", "index moved", "top-K moved",
               "OOV share", "JSD", "flags"]
     return ["Vocabularies", *_grid(header, rows), *notes]
@@ -185,15 +191,35 @@ def _per_key_section(features: list[FeatureDiff]) -> list[str]:
     for f in features:
         d = f.per_key
         assert d is not None
+        k = d.drift
         rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
-                     str(d.changed), _num(d.max_mean_shift)])
+                     str(d.changed), _num(d.max_mean_shift),
+                     *([_pct(k.added_share), _pct(k.removed_share), _pct(k.shifted_share)]
+                       if k is not None else ["-"] * 3),
+                     ",".join(x.metric for x in f.flags if x.metric.startswith("key_")) or "-"])
         for label, items in (("shifted", d.top_shifted), ("added", d.top_added),
                              ("removed", d.top_removed)):
             if items:
                 notes.append(f"  {f.name} {label}: " + ", ".join(
                     f"{_tok(k)} ({_num(v) if isinstance(v, float) else v})" for k, v in items))
-    header = ["feature", "keys", "added", "removed", "changed", "max mean shift"]
+    header = ["feature", "keys", "added", "removed", "changed", "max mean shift",
+              "added values", "removed values", "shifted values", "flags"]
     return ["Per-key statistics (mean shift in the key's OLD std units)",
+            *_grid(header, rows), *notes]
+
+
+def _bucket_section(features: list[FeatureDiff]) -> list[str]:
+    rows, notes = [], []
+    for f in features:
+        d = f.per_key_buckets
+        assert d is not None
+        rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
+                     str(d.changed), _num(d.max_boundary_shift)])
+        if d.top_shifted:
+            notes.append(f"  {f.name} shifted: " + ", ".join(
+                f"{_tok(k)} ({_num(v)})" for k, v in d.top_shifted))
+    header = ["feature", "keys", "added", "removed", "changed", "max boundary shift"]
+    return ["Per-key bucket boundaries (shift in the key's OLD boundary range)",
             *_grid(header, rows), *notes]
 
 
@@ -212,6 +238,9 @@ def render_table(report: DiffReport) -> str:
     keyed = [f for f in numeric if f.per_key is not None]
     if keyed:
         lines += [*_per_key_section(keyed), ""]
+    bucketed = [f for f in numeric if f.per_key_buckets is not None]
+    if bucketed:
+        lines += [*_bucket_section(bucketed), ""]
     imputed = [f for f in compared if f.imputed is not None]
     if imputed:
         lines += [*_imputed_section(imputed), ""]
