@@ -193,6 +193,10 @@ def test_key_index_equals_index_in(monkeypatch):
             zero_copy_only=False)
         assert KeyIndex(keys)(arr).tolist() == want.tolist()
     assert KeyIndex(pa.array([], pa.string()))(pa.array(["a", None])).tolist() == [-1, -1]
+    monkeypatch.setattr("beam_prep.transform.key_index.token_hashes",  # a value's hash
+                        lambda a: pc.utf8_length(a).to_numpy().astype(np.uint64))  # = a key's
+    assert KeyIndex(pa.array(["a", "bb", "ccc"]))(pa.array(["x", "bb", "yyy", "zzzz"])
+                                                  ).tolist() == [-1, 1, -1, -1]
     monkeypatch.setattr("beam_prep.transform.key_index.token_hashes",
                         lambda a: np.zeros(len(a), np.uint64))  # every hash collides
     assert KeyIndex(keys)(pa.array(values)).tolist() == pc.fill_null(
