@@ -139,14 +139,16 @@ def _key_text(f: Any) -> str:
             else f"`{f.per_key.expr}`")
 
 
-def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, list]:
+def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, Any]:
     """The ``PerKeyScaling`` arguments (:class:`PerKeyState` parts) from the checked file.
 
     Row 0 is ``key.global_row``; the same values as the generated ``_per_key_state``.
+    Columns, not lists (millions of keys): ``keys`` a large_string Arrow array,
+    ``shifts`` and ``scales`` float64, ``sigmoid`` bool and ``counts`` int64 numpy arrays.
     """
-    from beam_prep.io.per_key_file import read_per_key
+    from beam_prep.io.per_key_columns import read_per_key_columns
 
-    table = read_per_key(art, name)
+    table = read_per_key_columns(art, name)
     if np.isnan(table.variance).any():
         raise ArtifactError(
             f"Feature {name!r}: a key's variance is beyond float64 (null in "
@@ -155,6 +157,7 @@ def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, list]:
     shifts, scales, sigmoid = scaling_rows(key.scaling, table)
     check_rows(name, shifts, scales)
     g = key.global_row
-    return {"keys": table.keys, "shifts": [g[0], *shifts.tolist()],
-            "scales": [g[1], *scales.tolist()], "sigmoid": [g[2], *sigmoid.tolist()],
-            "counts": table.count.tolist(), **bucket_state(art, name, key)}
+    return {"keys": table.keys, "shifts": np.concatenate([[float(g[0])], shifts]),
+            "scales": np.concatenate([[float(g[1])], scales]),
+            "sigmoid": np.concatenate([[bool(g[2])], sigmoid]), "counts": table.count,
+            **bucket_state(art, name, key)}

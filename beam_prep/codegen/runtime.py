@@ -97,6 +97,14 @@ def target_state(artifacts_dir: str, plan: TargetPlan) -> tuple[list[Any], list[
     return tokens, [table.numpy()]
 
 
+def _keyed_state(art: Artifacts, name: str, key: Any) -> dict[str, Any]:
+    """:func:`per_key_state` with the keys as a string tensor (built from Arrow buffers)."""
+    from beam_prep.codegen.per_key_layer import arrow_key_tensor
+
+    state = per_key_state(art, name, key)
+    return {**state, "keys": arrow_key_tensor(state["keys"])}
+
+
 class PreprocessingLayers:
     """Keras layers of one artifact directory (see the module docstring).
 
@@ -200,7 +208,7 @@ class PreprocessingLayers:
                          if fp.tf_idf else None)
                 # One FillMissing instance shared by the feature's outputs (unique name).
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
-                keyed = (per_key_state(self.artifacts, fp.name, fp.keyed)
+                keyed = (_keyed_state(self.artifacts, fp.name, fp.keyed)
                          if fp.keyed is not None else None)
                 target = target_state(self.path, fp.target) if fp.target else None
                 return {o.key: ([] if o.before_fill else fill)

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from beam_prep.transform.key_index import KeyIndex
 
 
 class PerKeyBuckets:
@@ -31,15 +32,14 @@ class PerKeyBuckets:
     """
 
     def __init__(self, state: dict[str, list]) -> None:
-        self.keys = pa.array(state["bucket_keys"], pa.string())
+        self.index = KeyIndex(pa.array(state["bucket_keys"], pa.string()))  # built once
         self.rows = np.asarray(state["boundaries"], np.float64).astype(np.float32)
         width = self.rows.shape[1]
         self.valid = np.arange(width)[None, :] < np.asarray(state["lengths"])[:, None]
 
     def __call__(self, value_and_key: tuple[np.ndarray, Any]) -> np.ndarray:
         x, keys = value_and_key
-        found = pc.fill_null(pc.index_in(keys, value_set=self.keys), -1)
-        row = np.asarray(found.to_numpy(zero_copy_only=False), np.int64) + 1
+        row = self.index(keys) + 1  # unknown or missing -> row 0
         x = np.asarray(x, np.float32).reshape(-1, 1)
         above = ~(x < self.rows[row]) & self.valid[row]
         return above.sum(axis=1).astype(np.int64)
