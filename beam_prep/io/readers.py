@@ -41,7 +41,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
-from beam_prep.io import byte_ranges, csv_reader, formats, tfrecord_reader, tfrecord_stream
+from beam_prep.io import (
+    byte_ranges,
+    compressed,
+    csv_reader,
+    formats,
+    tfrecord_reader,
+    tfrecord_stream,
+)
 from beam_prep.io import columns as colmod
 from beam_prep.io.formats import RejectedRow
 from beam_prep.io.patterns import (  # noqa: F401 (expand_patterns re-exported)
@@ -150,9 +157,9 @@ def list_splits(path: str, fmt: str, *,
 def _open(split: Split):
     if split.format == "tfrecord":  # gzip checked for truncation (Beam's reader is not)
         return tfrecord_stream.open_file(split.path)
-    compression = (CompressionTypes.UNCOMPRESSED if split.format == "parquet"
-                   else CompressionTypes.AUTO)
-    return FileSystems.open(split.path, compression_type=compression)
+    if split.format == "parquet":
+        return FileSystems.open(split.path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return compressed.open_input(split.path)  # a cut .gz/.bz2/.xz fails (Beam's does not)
 
 
 def _seekable(f: IO[bytes]) -> IO[bytes]:
@@ -314,8 +321,9 @@ def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
     keys: set[str] = set()
     with _open(split) as f:
         if fmt == "jsonl":
-            for i, line in enumerate(f):
-                if i >= sample_rows:
+            for _ in range(sample_rows):  # readline: Beam's CompressedFile is not iterable
+                line = f.readline()
+                if not line:
                     break
                 try:
                     obj = json.loads(line)
