@@ -299,8 +299,16 @@ def open_parquet(f: IO[bytes], source: str, **kwargs: object) -> pq.ParquetFile:
         InputError: Cannot open Parquet file x.parquet: ...
     """
     try:
-        return pq.ParquetFile(f, **kwargs)  # type: ignore[arg-type]
+        pf = pq.ParquetFile(f, **kwargs)  # type: ignore[arg-type]
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"Cannot open Parquet file {source}: {e}. The file is truncated, "
                          "corrupt or not Parquet; rewrite it or remove it from the "
                          "input.") from e
+    names = pf.schema_arrow.names
+    for i, name in enumerate(names):  # pyarrow writes such files; a lookup by name fails
+        if name in names[:i]:
+            raise InputError(
+                f"Parquet file {source} names the column {name!r} twice in its schema "
+                f"(columns {names.index(name) + 1} and {i + 1}). Rename one of them so that "
+                "every column has its own name.")
+    return pf
