@@ -187,13 +187,14 @@ def _range_bytes(split: Split) -> IO[bytes]:
 
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                  csv_delimiter: str, dictionary_columns: Sequence[str] = (),
-                 skip_corrupt_tail: bool = False) -> Iterator[formats.RawBatch]:
+                 skip_corrupt_tail: bool = False, strict: bool = False
+                 ) -> Iterator[formats.RawBatch]:
     if split.end is not None:
         f = _range_bytes(split)
         if split.format == "csv":
             yield from csv_reader.iter_csv(f, columns, batch_size=batch_size,
                                            source=split.path, delimiter=csv_delimiter,
-                                           first_row=split.first_row)
+                                           first_row=split.first_row, strict_columns=strict)
         else:
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size,
                                           source=split.path, first_row=split.first_row,
@@ -202,8 +203,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
     with _open(split) as f:
         if split.format == "csv":
             yield from csv_reader.iter_csv(_seekable(f), columns, batch_size=batch_size,
-                                        source=split.path,
-                                        delimiter=csv_delimiter)
+                                        source=split.path, delimiter=csv_delimiter,
+                                        strict_columns=strict)
         elif split.format == "jsonl":
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size, source=split.path,
                                           text_columns=dictionary_columns)
@@ -212,7 +213,7 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                                             row_groups=split.row_groups,
                                             first_row=split.first_row,
                                             dictionary_columns=dictionary_columns,
-                                            source=split.path)
+                                            source=split.path, strict_columns=strict)
         elif split.format == "tfrecord":
             yield from tfrecord_reader.iter_tfrecord(f, columns, batch_size=batch_size,
                                                      source=split.path,
@@ -224,7 +225,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
 def read_split(split: Split, columns: Mapping[str, str], *,
                batch_size: int = DEFAULT_BATCH_SIZE,
                csv_delimiter: str = ",",
-               skip_corrupt_tail: bool = False) -> Iterator[ReadResult]:
+               skip_corrupt_tail: bool = False,
+               strict_columns: bool = False) -> Iterator[ReadResult]:
     """Reads one split as typed batches; rows with any unconvertible cell are rejected.
 
     Args:
@@ -235,6 +237,9 @@ def read_split(split: Split, columns: Mapping[str, str], *,
         csv_delimiter: Field delimiter for CSV.
         skip_corrupt_tail: TFRecord: reject the unframeable rest of a file as one row
             (reason ``corrupt_tail``) instead of raising InputError.
+        strict_columns: CSV / Parquet: a column absent from the file's header or schema is
+            an InputError naming the file (the jobs; the start-up check sees one file only),
+            instead of all-missing values.
 
     Yields:
         :class:`ReadResult` per batch, in file order. String columns of Parquet files
@@ -243,7 +248,7 @@ def read_split(split: Split, columns: Mapping[str, str], *,
     names = list(columns)
     strings = [c for c, t in columns.items() if t == "string"]
     for raw in _raw_batches(split, names, batch_size, csv_delimiter, strings,
-                            skip_corrupt_tail):
+                            skip_corrupt_tail, strict_columns):
         _check_types(split.path, raw.batch.schema)
         n = raw.batch.num_rows
         bad_any = np.zeros(n, dtype=bool)
