@@ -124,6 +124,19 @@ def infer_format(path: str) -> str:
     )
 
 
+def infer_common_format(paths: Sequence[str]) -> str:
+    """The format every file has by its extension; two formats are an InputError (the first
+    file's format used to be applied to all: a Parquet file was parsed as CSV)."""
+    fmt = infer_format(paths[0])
+    other = next(((p, f) for p in paths[1:] if (f := infer_format(p)) != fmt), None)
+    if other is not None:
+        raise InputError(
+            f"--input matches files of two formats: {paths[0]!r} ({fmt}) and {other[0]!r} "
+            f"({other[1]}). Narrow the --input globs to one format (e.g. '*.{fmt}'), or "
+            "pass --input_format if every file really is of that format.")
+    return fmt
+
+
 def list_splits(path: str, fmt: str, *,
                 parquet_rows_per_split: int = DEFAULT_PARQUET_ROWS_PER_SPLIT,
                 split_bytes: int = byte_ranges.DEFAULT_SPLIT_BYTES) -> list[Split]:
