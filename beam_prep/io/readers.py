@@ -125,15 +125,14 @@ def infer_format(path: str) -> str:
 
 
 def infer_common_format(paths: Sequence[str]) -> str:
-    """The format every file has by its extension; two formats are an InputError (the first
-    file's format used to be applied to all: a Parquet file was parsed as CSV)."""
+    """The format all files have by their extension; two formats are an InputError."""
     fmt = infer_format(paths[0])
-    other = next(((p, f) for p in paths[1:] if (f := infer_format(p)) != fmt), None)
-    if other is not None:
-        raise InputError(
-            f"--input matches files of two formats: {paths[0]!r} ({fmt}) and {other[0]!r} "
-            f"({other[1]}). Narrow the --input globs to one format (e.g. '*.{fmt}'), or "
-            "pass --input_format if every file really is of that format.")
+    for path in paths[1:]:
+        if (other := infer_format(path)) != fmt:
+            raise InputError(
+                f"--input matches files of two formats: {paths[0]!r} ({fmt}) and {path!r} "
+                f"({other}). Narrow the --input globs to one format (e.g. '*.{fmt}'), or "
+                "pass --input_format if every file really is of that format.")
     return fmt
 
 
@@ -251,8 +250,7 @@ def read_split(split: Split, columns: Mapping[str, str], *,
         skip_corrupt_tail: TFRecord: reject the unframeable rest of a file as one row
             (reason ``corrupt_tail``) instead of raising InputError.
         strict_columns: CSV / Parquet: a column absent from the file's header or schema is
-            an InputError naming the file (the jobs; the start-up check sees one file only),
-            instead of all-missing values.
+            an InputError naming the file (the jobs), instead of all-missing values.
 
     Yields:
         :class:`ReadResult` per batch, in file order. String columns of Parquet files
@@ -406,7 +404,7 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
             if all(c in seen for c in required):
                 return []
         unseen = [c for c in required if c not in seen]
-        details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in unseen)
+        details = _listed(unseen, required)
         _LOG.warning("column(s) %s appear in none of the first rows of the first %d %s "
                      "file(s); absent keys are counted as missing values. If that is not "
                      "intended, fix the feature's `column` in the spec.", details,
@@ -420,7 +418,7 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
         return []  # every file is empty: nothing to check, the analysis sees 0 rows
     missing = [c for c in required if c not in present]
     if missing:
-        details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in missing)
+        details = _listed(missing, required)
         raise InputError(
             f"Column(s) {details} not found in {path}. Columns present: "
             f"{sorted(present)[:50]}. Fix the feature's `column` (or the column its `expr` "
@@ -431,6 +429,12 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
             schema = formats.open_parquet(f, path).schema_arrow
         _check_types(path, pa.schema([schema.field(c) for c in required]))
     return []
+
+
+def _listed(columns: list[str], required: Mapping[str, str], most: int = 20) -> str:
+    """``'c' (feature 'f')`` for the first ``most`` columns (a spec may name thousands)."""
+    return ", ".join(f"{c!r} (feature {required[c]!r})" for c in columns[:most]) + (
+        f" and {len(columns) - most:,} more" if len(columns) > most else "")
 
 
 def _columns_of(path: str, fmt: str, csv_delimiter: str) -> list[str]:

@@ -59,3 +59,14 @@ def test_the_reader_default_still_reads_absent_columns_as_missing(tmp_path):
                            {"a": "string", "b": "float64"})
     assert result.batch.column("a").cast(pa.string()).to_pylist() == ["z"]
     assert result.batch.column("b").to_pylist() == [None]
+
+
+def test_a_spec_naming_thousands_of_absent_columns_gets_a_short_error(tmp_path):
+    from beam_prep.io.readers import check_columns
+
+    (tmp_path / "d.csv").write_text("a\nx\n")
+    required = {f"c{i}": f"f{i}" for i in range(5000)}
+    with pytest.raises(InputError) as e:  # was one 300 KB line listing every column
+        check_columns([str(tmp_path / "d.csv")], "csv", required)
+    assert "'c0' (feature 'f0')" in str(e.value) and "4,980 more" in str(e.value)
+    assert len(str(e.value)) < 2000
