@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS, PADDING
+from beam_prep.codegen.per_key_bucket_plan import BUCKET_LAYER_CLASS
 from beam_prep.codegen.per_key_plan import (
     PER_KEY_COUNT_CLASS,
     PER_KEY_LAYER_CLASS,
@@ -165,6 +166,10 @@ class PreprocessingLayers:
                 assert per_key is not None
                 value = per_key[value.part]
             kwargs[key] = value
+        if lp.cls == BUCKET_LAYER_CLASS:
+            from beam_prep.codegen.per_key_bucket_layer import PerKeyBucketize
+
+            return PerKeyBucketize(**kwargs, name=lp.name)
         if lp.cls in (PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS):
             from beam_prep.codegen import per_key_layer
 

@@ -29,6 +29,8 @@ PiecewiseLinear    ``piecewise_linear``), in the same order
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
 PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknown -> row 0),
                    then ``(x - shift) / scale`` in float32 or the sigmoid above
+PerKeyBucketize    the same lookup into the keys' boundary rows; the count of ``not x < b``
+                   (float32), unknown -> the global row (transform.per_key_buckets)
 PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
 MissingIndicator   float32 1.0 where the value before FillMissing is missing, else 0.0
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
@@ -70,6 +72,7 @@ from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing, scaling
+from beam_prep.transform.per_key_buckets import PerKeyBuckets
 from beam_prep.transform.rows import bincount_rows, cross_hash, one_hot, pad_rows
 from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import (
@@ -344,6 +347,8 @@ class BatchEncoder:
             return lambda v: _list_encoding(v, args)
         if cls == "PerKeyScaling":
             return _PerKey(per_key_state(self._art, fp.name, fp.keyed))
+        if cls == "PerKeyBucketize":  # transform.per_key_buckets
+            return PerKeyBuckets(per_key_state(self._art, fp.name, fp.keyed))
         if cls == "PerKeyCount":
             state = per_key_state(self._art, fp.name, fp.keyed)
             keys, counts = pa.array(state["keys"], pa.string()), np.array(
