@@ -1,8 +1,8 @@
 """``model.feature_dropout``: whole features of a list dropped while training, identity after.
 
 Oracles: numpy (each list of a feature is all zeros or the input / (1 - rate); the dropped
-share follows a binomial bound), the layers without dropout, and the same checks in a JAX
-subprocess. The export of a model holding the layer is checked in test_quality_scorers
+share follows a binomial bound), the layers without dropout, the same checks in a JAX
+subprocess, and a JAX launcher run whose jax2tf SavedModel must serve the JAX model's scores. The export of a model holding the layer is checked in test_quality_scorers
 (``test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process``).
 """
 
@@ -107,3 +107,59 @@ print("RESULT " + json.dumps(check(x, 0.3, 0)))
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     got = json.loads(lines[-1][len("RESULT "):])
     assert got["identity"] and got["kept_ok"] and _binomial_ok(got["dropped"], 2000, 0.3), got
+
+
+JAX_TRAIN = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+from beam_prep.ranking.train.backend import make_launcher
+from beam_prep.ranking.train.scorers.feature_dropout import FeatureDropout
+from tests.ranking import test_launcher as tl
+tmp = sys.argv[1]
+paths = tl._write_data(os.path.join(tmp, "data"))
+hp = tl._hparams(paths, os.path.join(tmp, "model"), epochs=2, early_stopping_metric=None)
+hp = type(hp).from_dict({**hp.to_dict(), "distribution": {"backend": "jax"}}, overrides=[
+    "model.feature_dropout=0.5", "training.export_dir=" + os.path.join(tmp, "export")])
+lau = make_launcher(hp)
+res = lau.run()
+records = [r.numpy() for r in tf.data.TFRecordDataset(tf.io.gfile.glob(paths["valid"]))]
+feats, _ = lau.datasets.parse_fn(tf.constant(records))
+pre = lau.preprocessor(feats)
+scores = np.asarray(res.model(pre, training=False))
+trained = np.asarray(res.model(pre, training=True))
+np.save(os.path.join(tmp, "jax_scores.npy"), scores)
+print("RESULT " + json.dumps({
+    "valid": paths["valid"], "steps": res.steps, "export": res.export_path,
+    "dropout_layers": sum(isinstance(x, FeatureDropout) for x in res.model.layers),
+    "training_differs": bool(np.abs(trained - scores).max() > 1e-6)}))
+"""
+
+TF_SERVE = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+records = [r.numpy() for r in tf.data.TFRecordDataset(tf.io.gfile.glob(sys.argv[2]))]
+s = model.signatures["serving_default"](serialized=tf.constant(records))["scores"].numpy()
+print("RESULT " + json.dumps(s.tolist()))
+"""
+
+
+def _result(script: str, args: list[str], backend: str) -> object:
+    env = {**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": ROOT,
+           "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_jax_launcher_trains_with_feature_dropout_and_the_export_serves_its_scores(tmp_path):
+    """JAX training with the layer; the jax2tf SavedModel scores = the JAX model's (TF side)."""
+    pytest.importorskip("jax")
+    got = _result(JAX_TRAIN, [str(tmp_path)], "jax")
+    assert got["dropout_layers"] >= 1 and got["training_differs"] and got["steps"] > 0
+    served = np.asarray(_result(TF_SERVE, [got["export"], got["valid"]], "tensorflow"))
+    np.testing.assert_allclose(served, np.load(tmp_path / "jax_scores.npy"), atol=1e-5)
