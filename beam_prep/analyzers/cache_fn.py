@@ -31,7 +31,7 @@ import apache_beam as beam
 
 from beam_prep import progress
 from beam_prep.analyzers import cache_store as store
-from beam_prep.analyzers import label_counts, spill, split_fn
+from beam_prep.analyzers import cache_target, label_counts, spill, split_fn
 from beam_prep.analyzers.cache_key import (
     ReaderSettings,
     analysis_key,
@@ -45,6 +45,7 @@ from beam_prep.io.content_id import content_identity
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
+from beam_prep.spec.target_fields import has_target_encoding
 
 CACHE = "cache"
 #: Formats whose split plan reads the whole file (record-aligned byte ranges): cached too.
@@ -102,6 +103,8 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         self._analysis, self._per_feature = analysis_key(spec, self._reader)
         self._vocab_names = [f.name for f in spec.of_kind("string", "integer", "text")
                              if not has_labels(f)]
+        self._target_folds = {f.name: f.target_encoding.folds for f in spec.features
+                              if has_target_encoding(f)}
 
     def teardown(self) -> None:
         self._inner.teardown()
@@ -126,8 +129,9 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             _LOG.warning("analysis cache: entry %s describes another split, file version or "
                          "analysis than its key; the split is analysed again", key)
             index = None
-        if index is not None:
-            yield from self._replay(split, store.entry_dir(self._cache, key), index)
+        targets = None if index is None else self._load_targets(key, index)
+        if targets is not None:
+            yield from self._replay(split, store.entry_dir(self._cache, key), index, targets)
             yield beam.pvalue.TaggedOutput(CACHE, ("hit", key))
             return
         result, outputs = self._compute(split)
@@ -139,6 +143,26 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         yield from outputs
         yield beam.pvalue.TaggedOutput(CACHE, ("miss", key))
 
+    def _load_targets(self, key: str, index: dict) -> dict[str, dict] | None:
+        """The entry's target-encoding tables (one per such feature), or None: the entry
+        is not used (a warning says why) and the split is analysed again."""
+        stored = index.get("target", {})
+        if not isinstance(stored, dict) or set(stored) != set(self._target_folds) or any(
+                not isinstance(rel, str) or "/" in rel or rel not in index["files"]
+                for rel in stored.values()):  # only checksummed files of the entry itself
+            _LOG.warning("analysis cache: entry %s lists target tables %s, the spec has %s; "
+                         "the split is analysed again", key, sorted(stored)[:5],
+                         sorted(self._target_folds))
+            return None
+        folder = store.entry_dir(self._cache, key)
+        try:
+            return {name: store.load_target(folder, stored[name], folds)
+                    for name, folds in self._target_folds.items()}
+        except (cache_target.CacheFormatError, OSError, TypeError) as e:
+            _LOG.warning("analysis cache: entry %s is not used (%s); the split is analysed "
+                         "again and the entry rewritten", key, e)
+            return None
+
     def _compute(self, split: Split) -> tuple[store.SplitResult, list[Any]]:
         """Runs the wrapped DoFn; returns its outputs as a result and as the list to emit."""
         vocab: dict[str, list] = {name: [] for name in self._vocab_names}
@@ -147,6 +171,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         rejected: list[tuple[str, str]] = []
         labels: dict[str, Any] = {}
         keyed: dict[str, list] = {}
+        target: dict[str, dict] = {}
         outputs = list(self._inner.process(split))
         for out in outputs:
             tag = getattr(out, "tag", None)
@@ -164,14 +189,18 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 labels.setdefault(value[0][0], []).append(value[1])
             elif tag == split_fn.PER_KEY:
                 keyed.setdefault(value[0][0], []).append(value[1])
+            elif tag == split_fn.TARGET:  # one (token, fold) table per feature and split
+                target[value[0]] = value[1]
         from beam_prep.analyzers.per_key_stats import merge
 
         merged = {name: label_counts.merge_label_tables(tables)
                   for name, tables in labels.items()}
         per_key = {name: merge(parts) for name, parts in keyed.items()}
-        return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key), outputs
+        return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key,
+                                 target), outputs
 
-    def _replay(self, split: Split, folder: str, index: dict) -> Iterator[Any]:
+    def _replay(self, split: Split, folder: str, index: dict,
+                targets: dict[str, dict]) -> Iterator[Any]:
         stem = spill.stable_id(split.split_id)
         n = 0
         for name, relname in index["vocab"].items():
@@ -196,6 +225,8 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             stats = store.load_per_key(folder, relname)
             for part, rows in split_fn.key_partitions(stats, self._partitions):
                 yield beam.pvalue.TaggedOutput(split_fn.PER_KEY, ((name, part), rows))
+        for name, table in targets.items():
+            yield beam.pvalue.TaggedOutput(split_fn.TARGET, (name, table))
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

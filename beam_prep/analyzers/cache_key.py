@@ -19,7 +19,8 @@ Settings applied after the merge (:data:`POST_MERGE_FIELDS`: ``top_k``, ``min_co
 ``max_tokens``, ``num_buckets`` when the sketch's epsilon stays the same, output modes
 other than ``tf_idf``, scaling, OOV and mask settings, the mutual-information options of a
 label-aware vocabulary, ``impute`` and ``missing_indicator``, whose imputed value is read from
-the merged statistics or vocabulary) are not part of the key (``labels`` itself is: it changes
+the merged statistics or vocabulary, and ``target_encoding.smoothing``, applied to the merged
+sums) are not part of the key (``labels`` itself is: it changes
 what a split counts): changing them reuses every entry. The partition count is not either:
 entries hold unpartitioned tables.
 
@@ -79,6 +80,9 @@ POST_MERGE_FIELDS = frozenset({
     # label-aware vocabularies: applied when the summed label tables are scored
     "adjusted_mutual_info", "min_diff_from_avg", "min_mutual_info",
     "per_key_count"})
+#: Fields of ``target_encoding`` applied to the merged (token, fold) sums (not in the key;
+#: ``labels``, ``fold_column`` and ``folds`` are: they change what a split sums).
+TARGET_POST_MERGE_FIELDS = frozenset({"smoothing"})
 
 
 def feature_key(f: Feature) -> dict[str, Any]:
@@ -98,6 +102,9 @@ def feature_key(f: Feature) -> dict[str, Any]:
         0.01
     """
     out = {k: v for k, v in f.to_dict().items() if k not in POST_MERGE_FIELDS}
+    if isinstance(out.get("target_encoding"), dict):  # smoothing: applied to the merged sums
+        out["target_encoding"] = {k: v for k, v in out["target_encoding"].items()
+                                  if k not in TARGET_POST_MERGE_FIELDS}
     out["column"] = f.source_column if f.expr is None else None
     if f.kind == "text":
         out["document_frequency"] = f.output_mode == "tf_idf"

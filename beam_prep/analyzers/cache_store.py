@@ -11,6 +11,8 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
     DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
     DIR/entries/<key[:2]>/<key>/per_key-NNN.arrow one per_key feature's KeyStats (Arrow IPC)
+    DIR/entries/<key[:2]>/<key>/target-NNN.jsonl one target-encoded feature's (token, fold)
+                                                rows and exact label sums (cache_target)
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
     DIR/entries/<key[:2]>/<key>/rejected.jsonl  [sort key, json line] per rejected row
     DIR/plans/<key[:2]>/<key>.json              the byte-range splits of one CSV/JSONL file
@@ -50,7 +52,7 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_prep.analyzers import label_counts
+from beam_prep.analyzers import cache_target, label_counts
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
 from beam_prep.analyzers.spill import SpillRef, materialize
@@ -83,6 +85,7 @@ class SplitResult:
         rejected: ``(sort key, json line)`` per rejected row.
         labels: Label-aware feature → its label table (none without such features).
         per_key: Feature with ``per_key`` → its merged KeyStats (unpartitioned).
+        target: Target-encoded feature → its (token, fold) table (every such feature).
     """
 
     vocab: dict[str, list[pa.Table | SpillRef]]
@@ -91,6 +94,7 @@ class SplitResult:
     rejected: list[tuple[str, str]]
     labels: dict[str, pa.Table] = dataclasses.field(default_factory=dict)
     per_key: dict[str, Any] = dataclasses.field(default_factory=dict)
+    target: dict[str, dict] = dataclasses.field(default_factory=dict)
 
 
 def entry_dir(cache_dir: str, key: str) -> str:
@@ -238,6 +242,11 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
         per_key[name] = f"per_key-{i:03d}.arrow"
         files[per_key[name]] = _write_file(fs.join(folder, per_key[name]),
                                            key_stats_bytes(stats))
+    target: dict[str, str] = {}
+    for i, (name, table) in enumerate(result.target.items()):
+        target[name] = f"target-{i:03d}.jsonl"
+        files[target[name]] = _write_file(fs.join(folder, target[name]),
+                                          cache_target.table_bytes(table))
     files["meta.json"] = _write_file(fs.join(folder, "meta.json"), _json(result.meta))
     lines = "".join(json.dumps([k, line], ensure_ascii=False) + "\n"
                     for k, line in result.rejected)
@@ -246,7 +255,8 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
     index = {"format": FORMAT_NAME, "format_version": CACHE_FORMAT_VERSION, "key": key,
              **info, "vocab": vocab, "numeric": numeric is not None, "files": files,
              **({"labels": labels} if labels else {}),
-             **({"per_key": per_key} if per_key else {})}
+             **({"per_key": per_key} if per_key else {}),
+             **({"target": target} if target else {})}
     write_atomic(index_path, _json(index))
 
 
@@ -389,6 +399,13 @@ def load_per_key(folder: str, relname: str) -> Any:
     from beam_prep.analyzers.per_key_stats import from_table
 
     return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
+
+
+def load_target(folder: str, relname: str, folds: int) -> dict:
+    """One feature's stored (token, fold) table (:class:`cache_target.CacheFormatError`
+    when it does not parse)."""
+    return cache_target.load_table(fs.read_bytes(fs.join(folder, relname)), folds=folds,
+                                   name=relname)
 
 
 def load_meta(folder: str) -> dict:

@@ -46,7 +46,7 @@ from beam_prep.analyzers.manifest import build_manifest, merged_meta
 from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.summary import summarize  # noqa: F401  (re-exported)
-from beam_prep.analyzers.target_write import TargetStats, refuse_cache
+from beam_prep.analyzers.target_write import TargetStats
 from beam_prep.analyzers.vocab_partition import auto_partitions
 from beam_prep.analyzers.weighted_pipeline import WeightedVocabularies, is_band_element
 from beam_prep.errors import InputError
@@ -288,7 +288,6 @@ class AnalyzeToArtifacts(beam.PTransform):
                  input_split_bytes: int = DEFAULT_SPLIT_BYTES,
                  cache_dir: str | None = None, cache_run_id: str | None = None) -> None:
         super().__init__()
-        refuse_cache(spec, cache_dir)  # target encodings are not cached yet
         self._cache_dir = cache_dir
         self.cache_run_id = cache_run_id or cache_fn.new_run_id()
         self._split_bytes = input_split_bytes

@@ -38,13 +38,11 @@ from beam_prep.analyzers.target_stats import (
     Table,
     TargetStatsCombineFn,
 )
-from beam_prep.errors import SpecError
 from beam_prep.io import filesystem as fs
 from beam_prep.spec import Spec
 from beam_prep.spec.target_fields import has_target_encoding
 
-__all__ = ["TARGET_SUFFIX", "TargetStats", "WriteTargetStats", "encode", "refuse_cache",
-           "target_relpath"]
+__all__ = ["TARGET_SUFFIX", "TargetStats", "WriteTargetStats", "encode", "target_relpath"]
 
 TARGET_SUFFIX = ".target.jsonl"
 _UNIT = 1 << SUM_SHIFT
@@ -151,16 +149,6 @@ class WriteTargetStats(beam.DoFn):
             "file": {"path": rel, "sha256": hashlib.sha256(body).hexdigest(),
                      "bytes": len(body)},
             "stats": target_stats(result, feature)}}
-
-
-def refuse_cache(spec: Spec, cache_dir: str | None) -> None:
-    """SpecError when ``--cache_dir`` is used with a target encoding (not cached yet)."""
-    named = [f.name for f in spec.features if has_target_encoding(f)]
-    if cache_dir is not None and named:
-        raise SpecError(
-            f"--cache_dir cannot serve a spec with `target_encoding` yet (feature "
-            f"{named[0]!r}): the cache does not store its per-fold label sums. Run without "
-            "--cache_dir.")
 
 
 class TargetStats(beam.PTransform):

@@ -3,6 +3,10 @@
 * :mod:`~beam_prep.diff.sidecar_lines`: streams a count sidecar's ``(token, count)`` pairs;
 * :mod:`~beam_prep.diff.vocab`: size, added/dropped tokens, index stability, OOV share, JSD;
 * :mod:`~beam_prep.diff.numeric`: mean/std/boundary shifts in OLD std units, rate changes;
+* :mod:`~beam_prep.diff.per_key` (+ :mod:`~beam_prep.diff.per_key_drift`): per-key statistics,
+  keys added/removed by values, frequent keys' mean shifts;
+* :mod:`~beam_prep.diff.target`: target encodings: global mean and token shifts in OLD's
+  estimated label std, tokens added/removed by rows;
 * :mod:`~beam_prep.diff.thresholds`: :class:`DiffThresholds`, when a change is a flag;
 * :mod:`~beam_prep.diff.compare`: :func:`diff_artifacts`, the spec check and the flags;
 * :mod:`~beam_prep.diff.render`: the text table and the JSON document;

@@ -16,19 +16,27 @@ import dataclasses
 from collections.abc import Sequence
 
 from beam_prep.config.cli_flags import parse_suggesting
-from beam_prep.diff.thresholds import DiffThresholds
+from beam_prep.diff.thresholds import INT_FIELDS, DiffThresholds
 
 DRIFT_EXIT_CODE = 3
 
 _HELP = {
     "max_jsd": "Jensen-Shannon divergence (base 2) of a vocabulary's token distribution",
-    "max_oov_share": "share of NEW's values whose token is OOV under OLD's vocabulary",
-    "max_size_change": "relative vocabulary size change |new-old|/old",
+    "max_oov_share": "share of NEW's values whose token is OOV under OLD's vocabulary (also: "
+                     "per_key keys and target-encoding tokens added, or removed, by rows)",
+    "max_size_change": "relative vocabulary (or per_key key count) size change |new-old|/old",
     "max_top_k_index_changed": "share of OLD's top-K tokens whose index changed",
-    "max_mean_shift": "numeric mean shift, in OLD standard deviations",
+    "max_mean_shift": "numeric mean shift (also: a per_key key's mean), in OLD standard "
+                      "deviations",
     "max_std_shift": "numeric standard deviation shift, in OLD standard deviations",
     "max_boundary_shift": "largest quantile boundary shift, in OLD standard deviations",
     "max_rate_change": "absolute change of the missing, NaN or infinite rate",
+    "max_target_shift": "target encoding global mean shift, in OLD's estimated label std",
+    "max_token_shift": "a frequent token's target encoding shift, in OLD's estimated label "
+                       "std",
+    "max_shifted_share": "share of frequent per_key keys' / target-encoding tokens' OLD rows "
+                         "whose mean / encoding shifted",
+    "min_shift_rows": "rows a key or token needs on both sides to count as frequent",
     "top_k": "OLD's first tokens looked at by the top-K index stability",
     "top_n": "added / dropped tokens listed per feature",
 }
@@ -52,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="re-hash every file against its manifest before comparing")
     defaults = DiffThresholds()
     for f in dataclasses.fields(DiffThresholds):
-        kind = int if f.name in ("top_k", "top_n") else float
+        kind = int if f.name in INT_FIELDS else float
         p.add_argument(f"--{f.name}", type=kind, default=getattr(defaults, f.name),
                        metavar="N" if kind is int else "X",
                        help=f"{_HELP[f.name]} (default: %(default)s)")

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal
 
 from beam_prep.config import shown
@@ -22,6 +23,7 @@ from beam_prep.diff.imputed import ImputedDiff, compare_imputed
 from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
 from beam_prep.diff.per_key import PerKeyDiff, compare_per_key
+from beam_prep.diff.per_key_drift import KeyDriftTally
 from beam_prep.diff.sidecar_lines import iter_sidecar
 from beam_prep.diff.target import TargetDiff, compare_target
 from beam_prep.diff.thresholds import DiffThresholds
@@ -172,6 +174,63 @@ def numeric_flags(name: str, d: NumericDiff, t: DiffThresholds) -> tuple[Flag, .
     return tuple(flags)
 
 
+def per_key_flags(name: str, d: PerKeyDiff, t: DiffThresholds) -> tuple[Flag, ...]:
+    """Flags of a per-key comparison: keys added or removed (share of values), key count
+    change, share of frequent keys' values whose mean moved (OLD global std units)."""
+    flags: list[Flag] = []
+    k = d.drift
+    if k is None:
+        return ()
+    added = (f"top added key {shown(d.top_added[0][0], 40)}, {d.top_added[0][1]} values"
+             if d.top_added else "")
+    removed = (f"top removed key {shown(d.top_removed[0][0], 40)}, {d.top_removed[0][1]} "
+               "values" if d.top_removed else "")
+    _over(flags, name, "key_added_share", k.added_share, t.max_oov_share,
+          "share of NEW values whose per_key key is not in OLD", added)
+    _over(flags, name, "key_removed_share", k.removed_share, t.max_oov_share,
+          "share of OLD values whose per_key key is not in NEW", removed)
+    _over(flags, name, "key_count_change", k.key_count_change, t.max_size_change,
+          "relative per_key key count change", f"{d.old_keys} -> {d.new_keys} keys")
+    _over(flags, name, "key_mean_shifted_share", k.shifted_share, t.max_shifted_share,
+          f"share of frequent keys' OLD values whose mean moved > {t.max_mean_shift:g} OLD std",
+          f"{k.compared_keys} keys with >= {t.min_shift_rows} values compared, most: "
+          f"{shown(k.most_shifted[0], 40)} by {k.most_shifted[1]:.4g}"
+          if k.most_shifted else "")
+    return tuple(flags)
+
+
+def target_flags(name: str, d: TargetDiff, t: DiffThresholds) -> tuple[Flag, ...]:
+    """Flags of a target encoding: global mean shift (OLD label std units; any change when
+    that std is 0), tokens added or removed (share of labelled rows), share of frequent
+    tokens' rows whose encoding moved."""
+    flags: list[Flag] = []
+    _over(flags, name, "target_global_mean_shift", d.global_mean_shift, t.max_target_shift,
+          "target encoding global mean shift in OLD label std units",
+          f"mean {d.old_global_mean:.6g} -> {d.new_global_mean:.6g}, label std "
+          f"{d.label_std:.4g}" if d.global_mean_shift is not None else "")
+    if d.label_std is None and d.old_global_mean != d.new_global_mean:
+        flags.append(Flag(name, "target_unscaled_change", None, 0.0,
+                          f"{name}: the target encoding's global mean changed from "
+                          f"{d.old_global_mean!r} to {d.new_global_mean!r} while OLD's label "
+                          "std is 0 or unknown: no shift in label std units exists"))
+    _over(flags, name, "target_token_added_share", d.added_share, t.max_oov_share,
+          "share of NEW labelled rows whose token OLD's target encoding does not list")
+    _over(flags, name, "target_token_removed_share", d.removed_share, t.max_oov_share,
+          "share of OLD labelled rows whose token NEW's target encoding does not list")
+    _over(flags, name, "target_encoding_shifted_share", d.shifted_share, t.max_shifted_share,
+          f"share of frequent tokens' OLD rows whose encoding moved > {t.max_token_shift:g} "
+          "label std", f"{d.compared_tokens} tokens with >= {t.min_shift_rows} rows compared, "
+          f"most: {shown(d.most_shifted[0], 40)} by {d.most_shifted[1]:.4g}"
+          if d.most_shifted else "")
+    return tuple(flags)
+
+
+def _old_std(stats: dict) -> float | None:
+    variance = stats.get("variance")
+    ok = isinstance(variance, (int, float)) and not isinstance(variance, bool)
+    return math.sqrt(variance) if ok and variance > 0 and math.isfinite(variance) else None
+
+
 def imputed_flags(name: str, d: ImputedDiff, t: DiffThresholds) -> tuple[Flag, ...]:
     """Flags of an imputed value: a numeric shift above ``max_mean_shift``, or any change
     of a categorical one (missing cells now encode as another category)."""
@@ -224,8 +283,11 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
             _over(more, name, "label_share_change", mi.label_share_change, t.max_rate_change,
                   "label share change", f"label {mi.most_changed_label}")
             flags += tuple(more)
+        te = compare_target(old, new, name, min_rows=t.min_shift_rows,
+                            token_limit=t.max_token_shift)
+        flags += target_flags(name, te, t) if te is not None else ()
         return FeatureDiff(name, kind, "compared", changed, vocab=d, flags=flags,
-                           mutual_info=mi, target_encoding=compare_target(old, new, name))
+                           mutual_info=mi, target_encoding=te)
     if kind == "numeric":
         n = compare_numeric(old.stats(name), new.stats(name))
         keyed = None
@@ -235,9 +297,12 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                                     old_where=old.file_path(name, "per_key"),
                                     new_where=new.file_path(name, "per_key"),
                                     old_count=old.stats(name).get("key_count"),
-                                    new_count=new.stats(name).get("key_count"))
+                                    new_count=new.stats(name).get("key_count"),
+                                    tally=KeyDriftTally(_old_std(old.stats(name)),
+                                                        t.min_shift_rows, t.max_mean_shift))
+        flags = numeric_flags(name, n, t) + (per_key_flags(name, keyed, t) if keyed else ())
         return FeatureDiff(name, kind, "compared", changed, numeric=n,
-                           flags=numeric_flags(name, n, t), per_key=keyed)
+                           flags=flags, per_key=keyed)
     return FeatureDiff(name, kind, "nothing_to_compare", changed)
 
 

@@ -23,6 +23,7 @@ import heapq
 import math
 from collections.abc import Iterator
 
+from beam_prep.diff.per_key_drift import KeyDrift, KeyDriftTally
 from beam_prep.io.per_key_file import iter_rows
 
 TOP = 5
@@ -42,6 +43,7 @@ class PerKeyDiff:
         top_shifted: Up to five ``(key, shift)`` with the largest shifts, largest first.
         top_added: Up to five added keys with the most values, ``(key, count)``.
         top_removed: Up to five removed keys with the most values, ``(key, count)``.
+        drift: Coverage and mean drift (:mod:`~beam_prep.diff.per_key_drift`).
     """
 
     old_keys: int
@@ -53,6 +55,7 @@ class PerKeyDiff:
     top_shifted: tuple[tuple[str, float], ...]
     top_added: tuple[tuple[str, int], ...]
     top_removed: tuple[tuple[str, int], ...]
+    drift: KeyDrift | None = None
 
 
 def _rows(lines: Iterator[bytes], where: str, key_count: int | None) -> Iterator[tuple]:
@@ -67,9 +70,11 @@ def _same(a: tuple, b: tuple) -> bool:
 
 def compare_per_key(old_lines: Iterator[bytes], new_lines: Iterator[bytes], *,
                     old_where: str = "OLD", new_where: str = "NEW",
-                    old_count: int | None = None, new_count: int | None = None) -> PerKeyDiff:
+                    old_count: int | None = None, new_count: int | None = None,
+                    tally: KeyDriftTally | None = None) -> PerKeyDiff:
     """Compares two per-key files given as line iterators (bytes without ``\\n``), with
-    the manifests' ``key_count`` when known."""
+    the manifests' ``key_count`` when known (``tally``: the drift measures' settings)."""
+    tally = tally or KeyDriftTally()
     old, new = _rows(old_lines, old_where, old_count), _rows(new_lines, new_where, new_count)
     a, b = next(old, None), next(new, None)
     counts = {"old": 0, "new": 0, "added": 0, "removed": 0, "changed": 0}
@@ -86,15 +91,18 @@ def compare_per_key(old_lines: Iterator[bytes], new_lines: Iterator[bytes], *,
             counts["old"] += 1
             counts["removed"] += 1
             keep(removed, (a[1][1], a[1][0]))
+            tally.removed(a[1])
             a = next(old, None)
         elif a is None or b[0] < a[0]:
             counts["new"] += 1
             counts["added"] += 1
             keep(added, (b[1][1], b[1][0]))
+            tally.added(b[1])
             b = next(new, None)
         else:
             counts["old"] += 1
             counts["new"] += 1
+            tally.both(a[1], b[1])
             if not _same(a[1], b[1]):
                 counts["changed"] += 1
                 std = math.sqrt(a[1][3]) if a[1][3] == a[1][3] else 0.0
@@ -109,4 +117,5 @@ def compare_per_key(old_lines: Iterator[bytes], new_lines: Iterator[bytes], *,
         return tuple((k, v) for v, k in sorted(heap, key=lambda x: (-x[0], x[1])))
 
     return PerKeyDiff(counts["old"], counts["new"], counts["added"], counts["removed"],
-                      counts["changed"], best, top(shifted), top(added), top(removed))
+                      counts["changed"], best, top(shifted), top(added), top(removed),
+                      drift=tally.result(counts["old"], counts["new"]))

@@ -123,6 +123,11 @@ def _vocab_section(features: list[FeatureDiff]) -> list[str]:
                          f"{_num(t.max_encoding_change)}"
                          + (f" ({_tok(t.most_changed_token)})"
                             if t.most_changed_token is not None else ""))
+            notes.append(f"  {f.name} target drift: global mean shift "
+                         f"{_num(t.global_mean_shift)} label std (est. {_num(t.label_std)}), "
+                         f"rows with added tokens {_pct(t.added_share)}, removed "
+                         f"{_pct(t.removed_share)}, frequent tokens' rows shifted "
+                         f"{_pct(t.shifted_share)} ({t.compared_tokens} compared)")
     header = ["feature", "kind", "size", "added", "dropped", "index moved", "top-K moved",
               "OOV share", "JSD", "flags"]
     return ["Vocabularies", *_grid(header, rows), *notes]
@@ -185,14 +190,19 @@ def _per_key_section(features: list[FeatureDiff]) -> list[str]:
     for f in features:
         d = f.per_key
         assert d is not None
+        k = d.drift
         rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
-                     str(d.changed), _num(d.max_mean_shift)])
+                     str(d.changed), _num(d.max_mean_shift),
+                     *([_pct(k.added_share), _pct(k.removed_share), _pct(k.shifted_share)]
+                       if k is not None else ["-"] * 3),
+                     ",".join(x.metric for x in f.flags if x.metric.startswith("key_")) or "-"])
         for label, items in (("shifted", d.top_shifted), ("added", d.top_added),
                              ("removed", d.top_removed)):
             if items:
                 notes.append(f"  {f.name} {label}: " + ", ".join(
                     f"{_tok(k)} ({_num(v) if isinstance(v, float) else v})" for k, v in items))
-    header = ["feature", "keys", "added", "removed", "changed", "max mean shift"]
+    header = ["feature", "keys", "added", "removed", "changed", "max mean shift",
+              "added values", "removed values", "shifted values", "flags"]
     return ["Per-key statistics (mean shift in the key's OLD std units)",
             *_grid(header, rows), *notes]
 

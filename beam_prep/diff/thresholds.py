@@ -1,7 +1,7 @@
 """Thresholds of the drift flags raised by ``beam-prep diff``.
 
 A flag is raised when a measured value is strictly greater than its threshold. Every
-threshold is a non-negative finite number (``top_k`` and ``top_n`` positive integers).
+threshold is a non-negative finite number (:data:`INT_FIELDS` positive integers).
 
 Example:
     >>> DiffThresholds(max_jsd=0.2).max_jsd
@@ -19,6 +19,9 @@ import math
 
 from beam_prep.config import field_error
 
+#: The thresholds that are counts (positive integers), not measures.
+INT_FIELDS = ("top_k", "top_n", "min_shift_rows")
+
 
 @dataclasses.dataclass(frozen=True)
 class DiffThresholds:
@@ -35,6 +38,14 @@ class DiffThresholds:
         max_std_shift: ``|new std - old std| / old std``.
         max_boundary_shift: Largest ``|new - old|`` quantile boundary, in OLD std units.
         max_rate_change: Absolute change of the missing, NaN or infinite rate (per row).
+        max_target_shift: ``|new - old|`` global mean of a target encoding, in OLD's
+            estimated label std units.
+        max_token_shift: ``|new - old|`` encoding of one token, in OLD's estimated label std
+            units, above which the token counts as shifted.
+        max_shifted_share: Share of the frequent keys' (``per_key``) or tokens' (target
+            encoding) OLD rows whose mean or encoding shifted (keys: by more than
+            ``max_mean_shift`` OLD global std units; tokens: ``max_token_shift``).
+        min_shift_rows: Rows a key or token needs on both sides to count as frequent.
         top_k: How many of OLD's first tokens the top-K index stability looks at.
         top_n: How many added / dropped tokens are listed per feature.
     """
@@ -47,13 +58,17 @@ class DiffThresholds:
     max_std_shift: float = 0.5
     max_boundary_shift: float = 0.5
     max_rate_change: float = 0.05
+    max_target_shift: float = 0.1
+    max_token_shift: float = 0.25
+    max_shifted_share: float = 0.1
+    min_shift_rows: int = 100
     top_k: int = 100
     top_n: int = 5
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("top_k", "top_n"):
+            if f.name in INT_FIELDS:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     raise field_error("", f.name, value, "a positive integer")
             elif (isinstance(value, bool) or not isinstance(value, (int, float))

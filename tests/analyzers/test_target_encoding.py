@@ -250,9 +250,12 @@ def test_other_specs_keep_their_bytes_and_the_cache_key_changes():
     assert len(keys) == 4
 
 
-def test_cache_dir_is_refused_not_served(tmp_path):
-    with pytest.raises(SpecError, match="--cache_dir cannot serve a spec with `target_enc"):
-        _run(tmp_path, _spec(), _data(0, n=20), "out", "--cache_dir", str(tmp_path / "c"))
+def test_cache_dir_serves_target_encoding(tmp_path):  # more in test_target_encoding_cache
+    rows = _data(0, n=60)
+    plain = _run(tmp_path, _spec(), rows, "plain")
+    for name in ("cold", "warm"):
+        cached = _run(tmp_path, _spec(), rows, name, "--cache_dir", str(tmp_path / "c"))
+        assert _lines(cached) == _lines(plain)
 
 
 def test_fold_column_read_as_another_feature_reads_it(tmp_path):
