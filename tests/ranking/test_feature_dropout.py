@@ -2,7 +2,8 @@
 
 Oracles: numpy (each list of a feature is all zeros or the input / (1 - rate); the dropped
 share follows a binomial bound), the layers without dropout, the same checks in a JAX
-subprocess, and a JAX launcher run whose jax2tf SavedModel must serve the JAX model's scores. The export of a model holding the layer is checked in test_quality_scorers
+subprocess, and a JAX launcher run whose jax2tf SavedModel must serve the JAX model's scores.
+The TensorFlow export of a model holding the layer is checked in test_quality_scorers
 (``test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process``).
 """
 
