@@ -39,6 +39,7 @@ from beam_prep.analyzers.cache_key import (
     plan_key,
     split_identity,
 )
+from beam_prep.analyzers.per_key_buckets import hist_partitions
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
@@ -172,6 +173,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         labels: dict[str, Any] = {}
         keyed: dict[str, list] = {}
         target: dict[str, dict] = {}
+        hists: dict[str, list] = {}
         outputs = list(self._inner.process(split))
         for out in outputs:
             tag = getattr(out, "tag", None)
@@ -191,13 +193,18 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 keyed.setdefault(value[0][0], []).append(value[1])
             elif tag == split_fn.TARGET:  # one (token, fold) table per feature and split
                 target[value[0]] = value[1]
+            elif tag == split_fn.PER_KEY_BUCKETS:
+                hists.setdefault(value[0][0], []).append(value[1])
         from beam_prep.analyzers.per_key_stats import merge
 
         merged = {name: label_counts.merge_label_tables(tables)
                   for name, tables in labels.items()}
         per_key = {name: merge(parts) for name, parts in keyed.items()}
+        from beam_prep.analyzers import per_key_hist
+
+        buckets = {name: per_key_hist.merge(parts) for name, parts in hists.items()}
         return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key,
-                                 target), outputs
+                                 target, buckets), outputs
 
     def _replay(self, split: Split, folder: str, index: dict,
                 targets: dict[str, dict]) -> Iterator[Any]:
@@ -227,6 +234,10 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(split_fn.PER_KEY, ((name, part), rows))
         for name, table in targets.items():
             yield beam.pvalue.TaggedOutput(split_fn.TARGET, (name, table))
+        for name, relname in index.get("per_key_buckets", {}).items():
+            hist = store.load_key_hist(folder, relname)
+            for part, rows in hist_partitions(hist, self._partitions):
+                yield beam.pvalue.TaggedOutput(split_fn.PER_KEY_BUCKETS, ((name, part), rows))
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

@@ -110,6 +110,8 @@ def feature_key(f: Feature) -> dict[str, Any]:
         out["document_frequency"] = f.output_mode == "tf_idf"
     elif f.kind == "numeric":
         out["epsilon"] = f.resolved_epsilon()
+        if f.per_key is not None and f.num_buckets is not None:  # only then: keys kept
+            out["per_key_buckets"] = True  # the split also builds per-key histograms
     return out
 
 

@@ -13,6 +13,7 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
     DIR/entries/<key[:2]>/<key>/per_key-NNN.arrow one per_key feature's KeyStats (Arrow IPC)
     DIR/entries/<key[:2]>/<key>/target-NNN.jsonl one target-encoded feature's (token, fold)
                                                 rows and exact label sums (cache_target)
+    DIR/entries/<key[:2]>/<key>/per_key_buckets-NNN.arrow  a per_key + num_buckets KeyHist
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
     DIR/entries/<key[:2]>/<key>/rejected.jsonl  [sort key, json line] per rejected row
     DIR/plans/<key[:2]>/<key>.json              the byte-range splits of one CSV/JSONL file
@@ -86,6 +87,7 @@ class SplitResult:
         labels: Label-aware feature → its label table (none without such features).
         per_key: Feature with ``per_key`` → its merged KeyStats (unpartitioned).
         target: Target-encoded feature → its (token, fold) table (every such feature).
+        per_key_buckets: Feature with ``per_key`` and ``num_buckets`` → its merged KeyHist.
     """
 
     vocab: dict[str, list[pa.Table | SpillRef]]
@@ -95,6 +97,7 @@ class SplitResult:
     labels: dict[str, pa.Table] = dataclasses.field(default_factory=dict)
     per_key: dict[str, Any] = dataclasses.field(default_factory=dict)
     target: dict[str, dict] = dataclasses.field(default_factory=dict)
+    per_key_buckets: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def entry_dir(cache_dir: str, key: str) -> str:
@@ -247,6 +250,10 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
         target[name] = f"target-{i:03d}.jsonl"
         files[target[name]] = _write_file(fs.join(folder, target[name]),
                                           cache_target.table_bytes(table))
+    hists: dict[str, str] = {}
+    for i, (name, hist) in enumerate(result.per_key_buckets.items()):
+        hists[name] = f"per_key_buckets-{i:03d}.arrow"
+        files[hists[name]] = _write_file(fs.join(folder, hists[name]), key_hist_bytes(hist))
     files["meta.json"] = _write_file(fs.join(folder, "meta.json"), _json(result.meta))
     lines = "".join(json.dumps([k, line], ensure_ascii=False) + "\n"
                     for k, line in result.rejected)
@@ -256,7 +263,8 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
              **info, "vocab": vocab, "numeric": numeric is not None, "files": files,
              **({"labels": labels} if labels else {}),
              **({"per_key": per_key} if per_key else {}),
-             **({"target": target} if target else {})}
+             **({"target": target} if target else {}),
+             **({"per_key_buckets": hists} if hists else {})}
     write_atomic(index_path, _json(index))
 
 
@@ -406,6 +414,22 @@ def load_target(folder: str, relname: str, folds: int) -> dict:
     when it does not parse)."""
     return cache_target.load_table(fs.read_bytes(fs.join(folder, relname)), folds=folds,
                                    name=relname)
+def key_hist_bytes(hist: Any) -> bytes:
+    """One feature's per-key histograms as an Arrow IPC stream (no pickle)."""
+    from beam_prep.analyzers.per_key_hist import to_table
+
+    table = to_table(hist)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def load_key_hist(folder: str, relname: str) -> Any:
+    """One feature's stored per-key histograms (``per_key_hist.KeyHist``)."""
+    from beam_prep.analyzers.per_key_hist import from_table
+
+    return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
 
 
 def load_meta(folder: str) -> dict:

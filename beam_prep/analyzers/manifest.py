@@ -233,6 +233,8 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                 keyed = (per_key or {})[f.name]
                 features[f.name]["files"] = keyed["files"]
                 features[f.name]["stats"]["key_count"] = keyed["key_count"]
+                if "bucket_key_count" in keyed:  # per_key + num_buckets only
+                    features[f.name]["stats"]["bucket_key_count"] = keyed["bucket_key_count"]
         else:
             features[f.name] = {"kind": f.kind, "files": {}, "stats": {}}
         if is_weighted(f):  # additive keys, only for weighted features

@@ -4,15 +4,17 @@ Graph (labels as in the pipeline)::
 
     AnalyzeSplits ─ per_key ((feature, partition), KeyStats)
         ─ CombineKeyStats (CombinePerKey: exact merge, any order)
-        ─ KeyLines (each partition's keys sorted, one JSON line per key)
+        ─ KeyLines (each partition's keys sorted, one JSON line per key: a sorted run,
+          spilled under ``_tmp/`` when large; :mod:`~beam_prep.analyzers.per_key_runs`)
         ─ WithEmptyPerKey (Flatten with one seed per feature) ─ GroupPerKeyByFeature
-        ─ WritePerKeyFiles (per feature: sort all lines by key, stream into the file)
+        ─ WritePerKeyFiles (per feature: block-wise merge of the runs into the file)
 
 A key lives in one hash partition (``token_hashes(key) % partitions``), so partitions are
 combined in parallel and hold disjoint keys; the file is sorted by key over all of them,
-so its bytes do not depend on the partition count. Memory: a partition's KeyStats while it
-is combined; the writer holds one feature's lines as Arrow arrays (about 60 bytes per key
-plus the key text), never a Python object per key.
+so its bytes do not depend on the partition count. Memory: the combiner merges a
+partition's pending KeyStats as soon as they hold as many rows as the merged ones (and
+before its accumulator leaves the worker), so a partition is held about once, as columns
+(about 100 bytes per key with short keys); the writer holds a batch of lines per run.
 
 Example:
     >>> meta = per_key_outputs | PerKeyFiles(spec.to_dict(), "artifacts/")  # doctest: +SKIP
@@ -33,6 +35,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.analyzers import per_key_stats as pks
+from beam_prep.analyzers.per_key_runs import make_run, merged_bytes, text_bytes
+from beam_prep.analyzers.spill import stable_id, tmp_dir
 from beam_prep.io import filesystem as fs
 from beam_prep.io.per_key_file import per_key_relpath
 
@@ -44,7 +48,11 @@ _EDITOR_BREAKS = "\x85\u2028\u2029"
 class KeyStatsCombineFn(beam.CombineFn):
     """Merges :class:`~beam_prep.analyzers.per_key_stats.KeyStats` exactly (order-free).
 
-    The empty input gives :func:`~beam_prep.analyzers.per_key_stats.empty`.
+    The accumulator is ``[merged, pending...]``: pending inputs are merged in once they
+    hold as many rows as the merged stats (or 16 of them wait), so a partition of many
+    splits is held about once (amortised: each row is re-merged O(log splits) times), and
+    :meth:`compact` merges before an accumulator is shuffled. The empty input gives
+    :func:`~beam_prep.analyzers.per_key_stats.empty`.
     """
 
     def create_accumulator(self) -> list[pks.KeyStats]:
@@ -52,10 +60,14 @@ class KeyStatsCombineFn(beam.CombineFn):
 
     def add_input(self, acc: list[pks.KeyStats], element: pks.KeyStats) -> list[pks.KeyStats]:
         acc.append(element)
-        return [pks.merge(acc)] if len(acc) >= 16 else acc
+        pending = sum(len(s) for s in acc[1:])
+        return [pks.merge(acc)] if len(acc) >= 16 or pending >= len(acc[0]) else acc
 
     def merge_accumulators(self, accs: Iterable[list[pks.KeyStats]]) -> list[pks.KeyStats]:
         return [pks.merge([s for a in accs for s in a])]
+
+    def compact(self, acc: list[pks.KeyStats]) -> list[pks.KeyStats]:
+        return [pks.merge(acc)] if len(acc) > 1 else acc
 
     def extract_output(self, acc: list[pks.KeyStats]) -> pks.KeyStats:
         return pks.merge(acc)
@@ -84,9 +96,11 @@ def key_lines(stats: pks.KeyStats) -> pa.Array:
                      f"{_number(hi)}]\n" for k, c, m, v, lo, hi in rows], pa.large_string())
 
 
-def _finalize(kv: tuple[tuple[str, int], pks.KeyStats]) -> tuple[str, Any]:
+def _finalize(kv: tuple[tuple[str, int], pks.KeyStats], temp_dir: str) -> tuple[str, Any]:
+    """``(feature, (partition, run))``: the partition's lines as a sorted run."""
     (name, part), stats = kv
-    return name, (part, stats.keys, key_lines(stats))
+    path = f"{temp_dir}/per_key/{stable_id(name)}/p{part:05d}.arrow"
+    return name, (part, make_run(stats.keys, key_lines(stats), path))
 
 
 def write_lines(parts: list[tuple[pa.Array, pa.Array]], path: str) -> dict[str, Any]:
@@ -99,16 +113,29 @@ def write_lines(parts: list[tuple[pa.Array, pa.Array]], path: str) -> dict[str, 
                             [pa.array([], pa.large_string())])
     lines = pa.concat_arrays([v for _, v in parts] or [pa.array([], pa.large_string())])
     order = pc.sort_indices(keys)
+    return _write_chunks((text_bytes(lines.take(order.slice(start, WRITE_ROWS)))
+                          for start in range(0, len(order), WRITE_ROWS)), path, len(keys))
+
+
+def _write_chunks(chunks: Iterable[bytes], path: str, keys: int) -> dict[str, Any]:
     sha, size = hashlib.sha256(), 0
     fs.makedirs(FileSystems.split(path)[0])
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        for start in range(0, len(order), WRITE_ROWS):
-            chunk = lines.take(order.slice(start, WRITE_ROWS))
-            body = "".join(chunk.to_pylist()).encode("utf-8")
+        for body in chunks:
             f.write(body)
             sha.update(body)
             size += len(body)
-    return {"sha256": sha.hexdigest(), "bytes": size, "keys": len(keys)}
+    return {"sha256": sha.hexdigest(), "bytes": size, "keys": keys}
+
+
+def write_runs(runs: list[Any], path: str) -> dict[str, Any]:
+    """Merges sorted runs (:mod:`~beam_prep.analyzers.per_key_runs`) into the file.
+
+    Returns:
+        ``{"sha256": ..., "bytes": ..., "keys": ...}``.
+    """
+    return _write_chunks(merged_bytes(runs), path, sum(r.num_rows if isinstance(
+        r, pa.Table) else r.rows for r in runs))
 
 
 class _WritePerKey(beam.DoFn):
@@ -117,9 +144,10 @@ class _WritePerKey(beam.DoFn):
 
     def process(self, kv: tuple[str, Iterable[Any]]) -> Iterator[tuple[str, dict]]:
         name, items = kv
-        parts = sorted((p for p in items if p is not None), key=lambda p: p[0])
+        runs = [run for _, run in sorted((p for p in items if p is not None),
+                                         key=lambda p: p[0])]
         rel = per_key_relpath(name)
-        written = write_lines([(k, v) for _, k, v in parts], fs.join(self._out, rel))
+        written = write_runs(runs, fs.join(self._out, rel))
         yield name, {"files": {"per_key": {"path": rel, "sha256": written["sha256"],
                                            "bytes": written["bytes"]}},
                      "key_count": written["keys"]}
@@ -131,19 +159,23 @@ class PerKeyFiles(beam.PTransform):
     Args:
         names: The features with ``per_key`` (each gets a file, empty without keys).
         output_dir: Artifact directory.
+        temp_dir: Scratch directory for spilled runs (default: the artifacts' ``_tmp``,
+            removed before the manifest is written).
     """
 
-    def __init__(self, names: list[str], output_dir: str) -> None:
+    def __init__(self, names: list[str], output_dir: str, temp_dir: str | None = None
+                 ) -> None:
         super().__init__()
         self._names = list(names)
         self._out = output_dir
+        self._temp = temp_dir if temp_dir is not None else tmp_dir(output_dir)
 
     def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
         seeds = pcoll.pipeline | "EveryPerKeyFeature" >> beam.Create(
             [(n, None) for n in self._names], reshuffle=False)
         lines = (pcoll
                  | "CombineKeyStats" >> beam.CombinePerKey(KeyStatsCombineFn())
-                 | "KeyLines" >> beam.Map(_finalize))
+                 | "KeyLines" >> beam.Map(_finalize, self._temp))
         return ((lines, seeds)
                 | "WithEmptyPerKey" >> beam.Flatten()
                 | "GroupPerKeyByFeature" >> beam.GroupByKey()

@@ -43,6 +43,11 @@ from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers.cache_key import ReaderSettings
 from beam_prep.analyzers.label_vocab import LabeledVocabularies
 from beam_prep.analyzers.manifest import build_manifest, merged_meta
+from beam_prep.analyzers.per_key_buckets import (
+    PerKeyBucketFiles,
+    bucketed_features,
+    merge_keyed_meta,
+)
 from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.summary import summarize  # noqa: F401  (re-exported)
@@ -174,7 +179,7 @@ class _WriteManifest(beam.DoFn):
             return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
                                   merged_meta(vocab_meta), numeric_partials, meta,
-                                  rejected, dict(per_key))
+                                  rejected, merge_keyed_meta(per_key))
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -339,7 +344,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
             threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
         tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS,
-                split_fn.TARGET, split_fn.PER_KEY]
+                split_fn.TARGET, split_fn.PER_KEY, split_fn.PER_KEY_BUCKETS]
         if self._cache_dir is not None:
             reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
                                     self._skip_corrupt_tail)
@@ -387,6 +392,12 @@ class AnalyzeToArtifacts(beam.PTransform):
         keyed = [f.name for f in self._spec.of_kind("numeric") if f.per_key is not None]
         extra = {"per_key": beam.pvalue.AsList(
             outputs[split_fn.PER_KEY] | "PerKey" >> PerKeyFiles(keyed, self._out))} if keyed else {}
+        if bucketed_features(self._spec):  # per_key + num_buckets: per_key_buckets
+            extra["per_key"] = beam.pvalue.AsList(
+                (extra["per_key"].pvalue, outputs[split_fn.PER_KEY_BUCKETS]
+                 | "PerKeyBuckets" >> PerKeyBucketFiles(bucketed_features(self._spec),
+                                                        self._out))
+                | "AllPerKeyFiles" >> beam.Flatten())
         rejected = outputs.rejected | "WriteRejected" >> WriteRejected(self._out, temp)
         input_info = {"patterns": self._patterns, "format": self._fmt,
                       "files": len(self._files)}

@@ -1,13 +1,12 @@
 """The per-split DoFn: read one split in Arrow batches and emit packed partial results.
 
 One element in, a handful out: reading, type conversion, tokenisation and counting happen
-here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outputs
-(tagged):
+here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outputs:
 
 * main        ``((feature, partition), vocabulary table)`` for every vocabulary feature
 * ``numeric`` ``(group, (split_id, {feature: NumericPartial}))`` for all numeric features
-* ``per_key`` ``((feature, partition), KeyStats)`` per features with ``per_key`` (keys
-  hash-partitioned like vocabularies; :mod:`beam_prep.analyzers.per_key_stats`)
+* ``per_key`` ``((feature, partition), KeyStats)`` per features with ``per_key``, and
+  ``per_key_buckets`` KeyHists with ``num_buckets`` too (keys hash-partitioned as vocabularies)
 * ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents,
   terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
@@ -40,6 +39,7 @@ from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import per_key_stats as pks
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers import weighted_split as wsplit
+from beam_prep.analyzers.per_key_buckets import PER_KEY_BUCKETS, HistAccumulators  # noqa: F401
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
 from beam_prep.analyzers.vocab_partition import token_hashes
@@ -323,6 +323,7 @@ class AnalyzeSplitFn(beam.DoFn):
         weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
         keyed: dict[str, list[pks.KeyStats]] = {f.name: [] for f in spec.of_kind("numeric")
                                                  if f.per_key is not None}
+        hists = HistAccumulators(spec)  # per_key + num_buckets (analyzers.per_key_buckets)
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
@@ -349,9 +350,9 @@ class AnalyzeSplitFn(beam.DoFn):
                 numeric[f.name].add(values, n_missing)
                 if f.name in keyed:
                     parts = keyed[f.name]
-                    rows = pc.fill_null(filled.cast(pa.float64()), math.nan)  # row-aligned
-                    parts.append(pks.batch_stats(key_values(f, batch),
-                                                 rows.to_numpy(zero_copy_only=False)))
+                    rows = pc.fill_null(filled.cast(pa.float64()), math.nan).to_numpy(False)
+                    parts.append(pks.batch_stats(row_keys := key_values(f, batch), rows))
+                    hists.add(f.name, row_keys, rows)
                     if len(parts) >= 16:
                         parts[:] = [pks.merge(parts)]
             elif labels is not None:
@@ -411,6 +412,7 @@ class AnalyzeSplitFn(beam.DoFn):
         for name, parts in keyed.items():
             for part, stats in key_partitions(pks.merge(parts), self._num_partitions):
                 yield beam.pvalue.TaggedOutput(PER_KEY, ((name, part), stats))
+        yield from hists.tagged(self._num_partitions)
         partials = {name: acc.result() for name, acc in numeric.items()}
         partials.update(wsplit.numeric_results(weighted))
         if partials:

@@ -36,11 +36,12 @@ CONSTANTS = frozenset({
     "EMPTY_VOCABULARY_TOKEN", "EMPTY_VOCABULARY_INTEGER", "MISSING_INTEGER", "DEFAULT_VALUES",
     "IMPUTED", "MISSING_INDICATORS", "TARGET_OOV_TOKEN", "BUILDERS"})
 CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "DerivedFeature",
-                     "PerKeyScaling", "PerKeyCount", "SignedLog1p", "RobustScaling",
-                     "PiecewiseLinear", "MissingIndicator"})
+                     "PerKeyScaling", "PerKeyCount", "PerKeyBucketize", "SignedLog1p",
+                     "RobustScaling", "PiecewiseLinear", "MissingIndicator"})
 FUNCTIONS = frozenset({
     "feature_values", "_artifact_path", "_read_bytes", "check_artifacts", "_tf_idf_state",
-    "_target_state", "_per_key_state",
+    "_target_state", "_per_key_state", "_per_key_columns", "_key_tensor",
+    "_per_key_bucket_state",
     "build_layers", "raw_inputs", "input_signature", "_apply", "build_preprocessor",
     "encoded_inputs", "raw_columns", "make_dataset_fn", "build_inference_model",
     "_padded_list", "_layers_fn", "_apply_on_tf", "_on_tf", "_cast", "_call", "_numeric_ops"})

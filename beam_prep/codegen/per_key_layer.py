@@ -17,10 +17,19 @@ import keras
 import tensorflow as tf
 
 
+def _key_tensor(keys: Any) -> Any:
+    """The keys' UTF-8 bytes as a 1-D string tensor (from strings, or already a tensor)."""
+    if isinstance(keys, tf.Tensor):
+        return keys
+    # Exact UTF-8 bytes (an object array: numpy's text dtypes drop trailing NULs).
+    return tf.constant([k.encode("utf-8") for k in keys], tf.string, shape=[len(keys)])
+
+
 class PerKeyScaling(keras.layers.Layer):
     """Scales a value by the statistics of its row's key: ``(x - shift) / scale`` or sigmoid.
 
-    ``keys`` are the per-key file's keys; row 0 of ``shifts``, ``scales`` and ``sigmoid``
+    ``keys`` are the per-key file's keys (strings, or a string tensor of their UTF-8
+    bytes); row 0 of ``shifts``, ``scales`` and ``sigmoid``
     serves an unknown or missing key (the global statistics), row ``i + 1`` the key ``i``.
     Inputs: the tuple ``(value, key)`` of ``(batch, 1)`` float and string tensors; output
     float32 ``(batch, 1)``. The sigmoid is computed in float64 and rounded to float32.
@@ -32,20 +41,19 @@ class PerKeyScaling(keras.layers.Layer):
     """
 
     def __init__(
-        self, keys: list[str], shifts: list[float], scales: list[float], sigmoid: list[bool],
-        **kwargs: Any
+        self, keys: Any, shifts: Any, scales: Any, sigmoid: Any, **kwargs: Any
     ) -> None:
         kwargs.setdefault("trainable", False)
         super().__init__(autocast=False, **kwargs)
-        self.key_count = len(keys)
-        # Exact UTF-8 bytes (an object array: numpy's text dtypes drop trailing NULs).
-        encoded = tf.constant(
-            [k.encode("utf-8") for k in keys] or [b""], tf.string, shape=[max(len(keys), 1)]
-        )
-        positions = tf.range(1, len(keys) + 1, dtype=tf.int64) if keys else tf.zeros([1], "int64")
+        encoded = _key_tensor(keys)
+        self.key_count = int(encoded.shape[0])
+        positions = tf.range(1, self.key_count + 1, dtype=tf.int64)
+        if not self.key_count:  # a table needs one entry: b"" -> the default
+            encoded, positions = tf.constant([b""]), tf.zeros([1], "int64")
         self.table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(encoded, positions), default_value=0
         )
+        # float64 rows rounded once to float32 (lists or arrays: millions of keys)
         self.shifts = tf.constant(shifts, tf.float32)
         self.scales = tf.constant(scales, tf.float32)
         self.sigmoid = tf.constant(sigmoid, tf.bool)
@@ -77,13 +85,13 @@ class PerKeyCount(keras.layers.Layer):
         [[3], [0]]
     """
 
-    def __init__(self, keys: list[str], counts: list[int], **kwargs: Any) -> None:
+    def __init__(self, keys: Any, counts: Any, **kwargs: Any) -> None:
         kwargs.setdefault("trainable", False)
         super().__init__(autocast=False, **kwargs)
-        encoded = tf.constant(
-            [k.encode("utf-8") for k in keys] or [b""], tf.string, shape=[max(len(keys), 1)]
-        )
-        values = tf.constant(list(counts) or [0], tf.int64, shape=[max(len(keys), 1)])
+        encoded = _key_tensor(keys)
+        values = tf.constant(counts, tf.int64, shape=[int(encoded.shape[0])])
+        if not int(encoded.shape[0]):  # a table needs one entry: b"" -> the default
+            encoded, values = tf.constant([b""]), tf.zeros([1], "int64")
         self.table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(encoded, values), default_value=0
         )
@@ -96,3 +104,18 @@ class PerKeyCount(keras.layers.Layer):
 
     def compute_output_spec(self, inputs: Any) -> Any:
         return keras.KerasTensor(inputs[1].shape, dtype="int64")
+
+
+def arrow_key_tensor(keys: Any) -> Any:
+    """A string Arrow array as a 1-D string tensor, cut from its buffers by
+    ``tf.strings.substr`` (no Python string per key: millions of keys)."""
+    import numpy as np
+    import pyarrow as pa
+
+    keys = keys.cast(pa.large_string())
+    n = len(keys)
+    if n == 0 or keys.buffers()[2] is None:
+        return _key_tensor([""] * n)
+    offsets = np.frombuffer(keys.buffers()[1], np.int64)[keys.offset:keys.offset + n + 1]
+    blob = tf.constant(keys.buffers()[2][int(offsets[0]):int(offsets[-1])].to_pybytes())
+    return tf.strings.substr(blob, offsets[:-1] - offsets[0], np.diff(offsets))

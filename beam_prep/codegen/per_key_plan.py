@@ -36,6 +36,12 @@ from typing import Any
 import numpy as np
 
 from beam_prep.codegen.derived_plan import DerivedPlan
+from beam_prep.codegen.per_key_bucket_plan import (
+    bucket_fields,
+    bucket_outputs,
+    bucket_state,
+    bucket_summary,
+)
 from beam_prep.codegen.plan_types import (
     FeaturePlan,
     KeyPlan,
@@ -107,11 +113,12 @@ def keyed_plan(art: Any, f: Any, fp: FeaturePlan) -> FeaturePlan:
         derived = DerivedPlan(f.per_key.expr, tree, f"derive_{f.name}_key",
                               tuple(input_types(tree)), "string", f.name + KEY_SUFFIX)
     key = KeyPlan(f.per_key if derived is None else "", derived, art.relpath(f.name, ROLE),
-                  f.scaling, row)
+                  f.scaling, row, **bucket_fields(art, f))
     layer = LayerPlan(PER_KEY_LAYER_CLASS, f"{f.name}_per_key",
                       tuple((part, PerKeyState(part))
                             for part in ("keys", "shifts", "scales", "sigmoid")))
     outputs = [OutputPlan(f.name, (layer,), stage="data", dtype="float32")]
+    outputs += bucket_outputs(f, fp)  # num_buckets: per_key_bucket_plan
     if f.per_key_count:  # count_per_key looked up per row (per_key_layer.PerKeyCount)
         counter = LayerPlan(PER_KEY_COUNT_CLASS, f"{f.name}_count_lookup",
                             (("keys", PerKeyState("keys")), ("counts", PerKeyState("counts"))))
@@ -123,6 +130,7 @@ def keyed_plan(art: Any, f: Any, fp: FeaturePlan) -> FeaturePlan:
                "statistics)")
     if f.per_key_count:
         summary += f"; {f.name + COUNT_SUFFIX!r}: the key's count (0 when unknown)"
+    summary += bucket_summary(f)
     return FeaturePlan(fp.name, fp.kind, fp.dtype, tuple(outputs), summary + ".", keyed=key)
 
 
@@ -131,14 +139,16 @@ def _key_text(f: Any) -> str:
             else f"`{f.per_key.expr}`")
 
 
-def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, list]:
+def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, Any]:
     """The ``PerKeyScaling`` arguments (:class:`PerKeyState` parts) from the checked file.
 
     Row 0 is ``key.global_row``; the same values as the generated ``_per_key_state``.
+    Columns, not lists (millions of keys): ``keys`` a large_string Arrow array,
+    ``shifts`` and ``scales`` float64, ``sigmoid`` bool and ``counts`` int64 numpy arrays.
     """
-    from beam_prep.io.per_key_file import read_per_key
+    from beam_prep.io.per_key_columns import read_per_key_columns
 
-    table = read_per_key(art, name)
+    table = read_per_key_columns(art, name)
     if np.isnan(table.variance).any():
         raise ArtifactError(
             f"Feature {name!r}: a key's variance is beyond float64 (null in "
@@ -147,6 +157,7 @@ def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, list]:
     shifts, scales, sigmoid = scaling_rows(key.scaling, table)
     check_rows(name, shifts, scales)
     g = key.global_row
-    return {"keys": table.keys, "shifts": [g[0], *shifts.tolist()],
-            "scales": [g[1], *scales.tolist()], "sigmoid": [g[2], *sigmoid.tolist()],
-            "counts": table.count.tolist()}
+    return {"keys": table.keys, "shifts": np.concatenate([[float(g[0])], shifts]),
+            "scales": np.concatenate([[float(g[1])], scales]),
+            "sigmoid": np.concatenate([[bool(g[2])], sigmoid]), "counts": table.count,
+            **bucket_state(art, name, key)}

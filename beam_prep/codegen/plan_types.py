@@ -98,10 +98,12 @@ class PerKeyState:
     """Marks a ``PerKeyScaling`` argument loaded from the per-key file at build time.
 
     Attributes:
-        part: ``keys``, ``shifts``, ``scales``, ``sigmoid`` or ``counts``.
+        part: ``keys``, ``shifts``, ``scales``, ``sigmoid`` or ``counts``; with per-key
+            buckets ``bucket_keys``, ``boundaries`` or ``lengths`` (``PerKeyBucketize``).
     """
 
-    part: Literal["keys", "shifts", "scales", "sigmoid", "counts"]
+    part: Literal["keys", "shifts", "scales", "sigmoid", "counts", "bucket_keys",
+                  "boundaries", "lengths"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +116,10 @@ class KeyPlan:
         relpath: The per-key file (``per_key/<feature>.jsonl``).
         scaling: ``z_score`` or ``min_max``.
         global_row: ``(shift, scale, sigmoid)`` of an unknown or missing key.
+        buckets: The per-key bucket file (``per_key/<feature>.buckets.jsonl``) with
+            ``num_buckets``, else None.
+        num_buckets: ``num_buckets`` of the feature (0 without per-key buckets).
+        global_boundaries: The global boundaries (an unknown or missing key's).
     """
 
     column: str
@@ -121,6 +127,9 @@ class KeyPlan:
     relpath: str
     scaling: str
     global_row: tuple[float, float, bool]
+    buckets: str | None = None
+    num_buckets: int = 0
+    global_boundaries: tuple[float, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +260,10 @@ class ModulePlan:
     def has_per_key(self) -> bool:
         """Whether any numeric feature is scaled per key (``PerKeyScaling``)."""
         return any(f.keyed is not None for f in self.features)
+
+    def has_per_key_buckets(self) -> bool:
+        """Whether any numeric feature is bucketized per key (``PerKeyBucketize``)."""
+        return any(f.keyed is not None and f.keyed.buckets is not None for f in self.features)
 
     def has_computed(self) -> bool:
         """Whether any feature's value is not simply the raw input of its name and dtype.

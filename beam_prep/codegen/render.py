@@ -29,6 +29,7 @@ from beam_prep.codegen import escape, module_check
 from beam_prep.codegen.escape import Code
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
 from beam_prep.codegen.numeric_source import numeric_layers_source
+from beam_prep.codegen.per_key_bucket_plan import BUCKET_LAYER_CLASS
 from beam_prep.codegen.per_key_plan import PER_KEY_COUNT_CLASS, PER_KEY_LAYER_CLASS
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
@@ -133,8 +134,8 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
 def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
     cls = escape.identifier(layer.cls)
-    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS, INDICATOR_CLASS,
-           *NUMERIC_LAYER_CLASSES)
+    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS, BUCKET_LAYER_CLASS,
+           INDICATOR_CLASS, *NUMERIC_LAYER_CLASSES)
     return cls if cls in own else Code(f"keras.layers.{cls}")
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS, PADDING
+from beam_prep.codegen.per_key_bucket_plan import BUCKET_LAYER_CLASS
 from beam_prep.codegen.per_key_plan import (
     PER_KEY_COUNT_CLASS,
     PER_KEY_LAYER_CLASS,
@@ -96,6 +97,14 @@ def target_state(artifacts_dir: str, plan: TargetPlan) -> tuple[list[Any], list[
     return tokens, [table.numpy()]
 
 
+def _keyed_state(art: Artifacts, name: str, key: Any) -> dict[str, Any]:
+    """:func:`per_key_state` with the keys as a string tensor (built from Arrow buffers)."""
+    from beam_prep.codegen.per_key_layer import arrow_key_tensor
+
+    state = per_key_state(art, name, key)
+    return {**state, "keys": arrow_key_tensor(state["keys"])}
+
+
 class PreprocessingLayers:
     """Keras layers of one artifact directory (see the module docstring).
 
@@ -165,6 +174,10 @@ class PreprocessingLayers:
                 assert per_key is not None
                 value = per_key[value.part]
             kwargs[key] = value
+        if lp.cls == BUCKET_LAYER_CLASS:
+            from beam_prep.codegen.per_key_bucket_layer import PerKeyBucketize
+
+            return PerKeyBucketize(**kwargs, name=lp.name)
         if lp.cls in (PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS):
             from beam_prep.codegen import per_key_layer
 
@@ -195,7 +208,7 @@ class PreprocessingLayers:
                          if fp.tf_idf else None)
                 # One FillMissing instance shared by the feature's outputs (unique name).
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
-                keyed = (per_key_state(self.artifacts, fp.name, fp.keyed)
+                keyed = (_keyed_state(self.artifacts, fp.name, fp.keyed)
                          if fp.keyed is not None else None)
                 target = target_state(self.path, fp.target) if fp.target else None
                 return {o.key: ([] if o.before_fill else fill)

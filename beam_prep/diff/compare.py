@@ -23,6 +23,8 @@ from beam_prep.diff.imputed import ImputedDiff, compare_imputed
 from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
 from beam_prep.diff.per_key import PerKeyDiff, compare_per_key
+from beam_prep.diff.per_key_buckets import BucketDiff
+from beam_prep.diff.per_key_buckets import compare_artifacts as compare_bucket_files
 from beam_prep.diff.per_key_drift import KeyDriftTally
 from beam_prep.diff.sidecar_lines import iter_sidecar
 from beam_prep.diff.target import TargetDiff, compare_target
@@ -67,6 +69,8 @@ class FeatureDiff:
         vocab: Vocabulary drift (string, integer, text).
         numeric: Statistics drift (numeric).
         per_key: Per-key statistics drift (numeric features with ``per_key`` on both sides).
+        per_key_buckets: Per-key boundary drift (``per_key`` and ``num_buckets`` on both
+            sides), else None (left out of the JSON).
         flags: Thresholds exceeded.
         imputed: Drift of the ``impute`` value (None when neither side imputes).
         mutual_info: Ranking and label drift of a label-aware vocabulary (both sides
@@ -85,6 +89,7 @@ class FeatureDiff:
     imputed: ImputedDiff | None = None
     mutual_info: MutualInfoDiff | None = None
     per_key: PerKeyDiff | None = None
+    per_key_buckets: BucketDiff | None = None
     target_encoding: TargetDiff | None = None
 
 
@@ -302,7 +307,8 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                                                         t.min_shift_rows, t.max_mean_shift))
         flags = numeric_flags(name, n, t) + (per_key_flags(name, keyed, t) if keyed else ())
         return FeatureDiff(name, kind, "compared", changed, numeric=n,
-                           flags=flags, per_key=keyed)
+                           flags=flags, per_key=keyed,
+                           per_key_buckets=compare_bucket_files(old, new, name))
     return FeatureDiff(name, kind, "nothing_to_compare", changed)
 
 

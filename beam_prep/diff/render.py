@@ -30,7 +30,8 @@ def to_dict(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON-ready data (``format``/``format_version`` first-level keys)."""
     body = dataclasses.asdict(report)
     for feature in body["features"]:  # only features with impute / labels / target encoding
-        for key in ("imputed", "mutual_info", "target_encoding"):  # carry these keys
+        for key in ("imputed", "mutual_info", "target_encoding",  # carry these keys
+                    "per_key_buckets"):
             if feature.get(key) is None:
                 feature.pop(key, None)
     body["flags"] = [dataclasses.asdict(f) for f in report.flags]
@@ -207,6 +208,21 @@ def _per_key_section(features: list[FeatureDiff]) -> list[str]:
             *_grid(header, rows), *notes]
 
 
+def _bucket_section(features: list[FeatureDiff]) -> list[str]:
+    rows, notes = [], []
+    for f in features:
+        d = f.per_key_buckets
+        assert d is not None
+        rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
+                     str(d.changed), _num(d.max_boundary_shift)])
+        if d.top_shifted:
+            notes.append(f"  {f.name} shifted: " + ", ".join(
+                f"{_tok(k)} ({_num(v)})" for k, v in d.top_shifted))
+    header = ["feature", "keys", "added", "removed", "changed", "max boundary shift"]
+    return ["Per-key bucket boundaries (shift in the key's OLD boundary range)",
+            *_grid(header, rows), *notes]
+
+
 def render_table(report: DiffReport) -> str:
     """The readable report: vocabularies, numeric features, other features, flags."""
     lines = [f"OLD: {report.old} (fingerprint {report.old_fingerprint[:12]})",
@@ -222,6 +238,9 @@ def render_table(report: DiffReport) -> str:
     keyed = [f for f in numeric if f.per_key is not None]
     if keyed:
         lines += [*_per_key_section(keyed), ""]
+    bucketed = [f for f in numeric if f.per_key_buckets is not None]
+    if bucketed:
+        lines += [*_bucket_section(bucketed), ""]
     imputed = [f for f in compared if f.imputed is not None]
     if imputed:
         lines += [*_imputed_section(imputed), ""]

@@ -405,8 +405,10 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
         targeted = (spec is not None
                     and getattr(spec.feature(name), "target_encoding", None) is not None)
         keyed = spec is not None and getattr(spec.feature(name), "per_key", None) is not None
+        bucketed = keyed and getattr(spec.feature(name), "num_buckets", None) is not None
         for role in (("vocabulary", "counts") if kind in VOCAB_KINDS else ()) + (
                 ("mutual_info",) if labelled else ()) + (("per_key",) if keyed else ()) + (
+                ("per_key_buckets",) if bucketed else ()) + (
                 ("target_encoding",) if targeted else ()):
             c.need(files, role, key + ".files.")
         for role, meta in files.items():
@@ -423,6 +425,9 @@ def validate_manifest(manifest: Any, path: str, spec: Any = None) -> None:
                              key + ".stats.target_encoding")
         if keyed:  # the per-key file is read line by line against this count
             c.count(c.need(st, "key_count", key + ".stats."), key + ".stats.key_count")
+        if bucketed:  # the per-key bucket file is read against this count
+            c.count(c.need(st, "bucket_key_count", key + ".stats."),
+                    key + ".stats.bucket_key_count")
     if spec is not None:
         extra = sorted(set(features) - set(names))
         c.check(not extra, "features", extra, f"entries of the spec's features only "

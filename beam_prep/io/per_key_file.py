@@ -137,13 +137,15 @@ def parse_lines(lines: Any, path: str, key_count: int | None = None) -> PerKeyTa
         ArtifactError: As :func:`iter_rows`.
     """
     keys: list[str] = []
+    counts: list[int] = []
     numbers: list[tuple] = []
     for row in iter_rows(lines, path, key_count):
         keys.append(row[0])
-        numbers.append(row[1:])
-    cols = np.array(numbers, np.float64).reshape(-1, 5)
-    return PerKeyTable(keys, cols[:, 0].astype(np.int64), cols[:, 1], cols[:, 2],
-                       cols[:, 3], cols[:, 4])
+        counts.append(row[1])  # exact beyond 2**53
+        numbers.append(row[2:])
+    cols = np.array(numbers, np.float64).reshape(-1, 4)
+    return PerKeyTable(keys, np.array(counts, np.int64).reshape(-1), cols[:, 0], cols[:, 1],
+                       cols[:, 2], cols[:, 3])
 
 
 def rows_of(art: Any, name: str) -> Iterator[tuple]:

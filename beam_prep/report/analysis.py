@@ -348,6 +348,10 @@ def render_analysis(art: Artifacts) -> str:
                 from beam_prep.report.per_key import per_key_html
 
                 body += per_key_html(art, name)
+            if "per_key_buckets" in art.manifest["features"][name].get("files", {}):
+                from beam_prep.report.per_key_buckets import per_key_buckets_html
+
+                body += per_key_buckets_html(art, name)
         else:
             body = note("Hashed feature: no analysis, settings only.")
         title = f'{text(name)}<span class="kind">{text(kind)}</span>'

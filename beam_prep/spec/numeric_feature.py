@@ -47,7 +47,9 @@ class NumericFeature(FeatureBase):
             (``per_key: store_id``, read as text) or ``{expr: "..."}`` (an expression over
             columns giving a string, e.g. ``{expr: "str(store_id)"}``); the scaling then
             uses the row's key's statistics, the global ones for an unknown or missing key
-            (see :mod:`beam_prep.spec.per_key`). Null = global statistics only.
+            (see :mod:`beam_prep.spec.per_key`). Null = global statistics only. With
+            ``num_buckets``, ``<name>_bucket`` uses the key's own quantile boundaries too
+            (TF Transform's ``bucketize_per_key``; the global ones for an unknown key).
         per_key_count: With ``per_key``, a second output ``<name>_key_count``: the number of
             finite values the analysis saw for the row's key (int64; 0 for an unknown or
             missing key), TF Transform's ``count_per_key`` looked up per row.

@@ -12,10 +12,11 @@ counts in the global statistics only, and the layers scale it with the global on
 
 Per-key statistics apply to the ``z_score`` and ``min_max`` scalings (TF Transform's
 ``scale_to_z_score_per_key`` and ``scale_by_min_max_per_key``); ``per_key_count: true`` adds
-the key's count as an output (``count_per_key``). Refused combinations
-(one-line SpecError naming the fix): ``scaling: none`` (nothing would use them),
-``num_buckets`` (per-key buckets are not implemented: use a second feature on the same
-column for global buckets), ``default_value`` and list features.
+the key's count as an output (``count_per_key``), and ``num_buckets`` makes the
+``<name>_bucket`` output per key too (TF Transform's ``bucketize_per_key``: the key's own
+quantile boundaries; the global ones for an unknown or missing key, where TF Transform
+gives -1). Refused combinations (one-line SpecError naming the fix): ``scaling: none``
+(nothing would use them), ``default_value`` and list features.
 
 Example:
     >>> from beam_prep.spec import NumericFeature
@@ -104,12 +105,10 @@ def check_per_key(feature: Any) -> None:
         raise _error(feature, per_key, "a column name, {expr: \"...\"} or null")
     keys = key_columns(feature)
     if feature.scaling not in ("z_score", "min_max"):
+        also = (" and per-key buckets come with one of them; for global buckets only, "
+                "drop per_key" if feature.num_buckets is not None else "; drop per_key")
         raise _error(feature, per_key, f"null with scaling={feature.scaling!r} (per-key "
-                     "statistics are used by scaling: z_score or min_max; drop per_key)")
-    if feature.num_buckets is not None:
-        raise _error(feature, per_key, "null with num_buckets (bucketize per key is not "
-                     "supported; add a second numeric feature on the same column for "
-                     "global buckets)")
+                     f"statistics are used by scaling: z_score or min_max{also})")
     if feature.default_value is not None:
         raise _error(feature, per_key, "null with default_value (not supported together; "
                      "fill the value with `expr: coalesce(x, 0.0)` instead)")

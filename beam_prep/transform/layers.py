@@ -27,8 +27,11 @@ SignedLog1p,       :mod:`beam_prep.transform.scaling`: the float32 operations of
 RobustScaling,     ``beam_prep.codegen.numeric_layers`` (``scaling: log1p``, ``robust``,
 PiecewiseLinear    ``piecewise_linear``), in the same order
 Discretization     ``searchsorted(float32 boundaries, x, 'right')`` (NaN -> last bucket)
-PerKeyScaling      ``pc.index_in`` of the key in the per-key file's keys (unknown -> row 0),
+PerKeyScaling      the key's position in the per-key file's keys (unknown -> row 0; a hashed
+                   index built once, :mod:`beam_prep.transform.key_index`),
                    then ``(x - shift) / scale`` in float32 or the sigmoid above
+PerKeyBucketize    the same lookup into the keys' boundary rows; the count of ``not x < b``
+                   (float32), unknown -> the global row (transform.per_key_buckets)
 PerKeyCount        the same lookup into the keys' counts (unknown -> 0)
 MissingIndicator   float32 1.0 where the value before FillMissing is missing, else 0.0
 ListEncoding       pad / ragged / multi_hot / count of a list's indices (0 = padding)
@@ -70,6 +73,8 @@ from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing, scaling
+from beam_prep.transform.key_index import KeyIndex
+from beam_prep.transform.per_key_buckets import PerKeyBuckets
 from beam_prep.transform.rows import bincount_rows, cross_hash, one_hot, pad_rows
 from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import (
@@ -344,11 +349,13 @@ class BatchEncoder:
             return lambda v: _list_encoding(v, args)
         if cls == "PerKeyScaling":
             return _PerKey(per_key_state(self._art, fp.name, fp.keyed))
+        if cls == "PerKeyBucketize":  # transform.per_key_buckets
+            return PerKeyBuckets(per_key_state(self._art, fp.name, fp.keyed))
         if cls == "PerKeyCount":
             state = per_key_state(self._art, fp.name, fp.keyed)
-            keys, counts = pa.array(state["keys"], pa.string()), np.array(
-                [0, *state["counts"]], np.int64)
-            return lambda v: counts[_index_in(v[1], keys) + 1]
+            index = KeyIndex(state["keys"])
+            counts = np.concatenate([[0], state["counts"]]).astype(np.int64)
+            return lambda v: counts[index(v[1]) + 1]
         if cls == "MissingIndicator":
             return missing_mask
         raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
@@ -395,15 +402,15 @@ class BatchEncoder:
 class _PerKey:
     """``PerKeyScaling`` on ``(float32 values, string keys)``."""
 
-    def __init__(self, state: dict[str, list]) -> None:
-        self.keys = pa.array(state["keys"], pa.string())
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.index = KeyIndex(state["keys"])  # built once: millions of keys
         self.shifts = np.asarray(state["shifts"], np.float64).astype(np.float32)
         self.scales = np.asarray(state["scales"], np.float64).astype(np.float32)
         self.sigmoid = np.asarray(state["sigmoid"], bool)
 
     def __call__(self, value_and_key: tuple[np.ndarray, pa.Array]) -> np.ndarray:
         x, keys = value_and_key
-        row = _index_in(keys, self.keys) + 1  # unknown (-1) -> row 0
+        row = self.index(keys) + 1  # unknown (-1) -> row 0
         scaled = (x - self.shifts[row]) / self.scales[row]
         return np.where(self.sigmoid[row], _sigmoid(x), scaled).astype(np.float32)
 

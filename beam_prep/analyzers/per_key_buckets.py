@@ -1,0 +1,181 @@
+"""Per-key bucket boundaries in the analysis (``per_key`` + ``num_buckets``): combine, write.
+
+Graph (labels as in the pipeline)::
+
+    AnalyzeSplits ─ per_key_buckets ((feature, partition), KeyHist)
+        ─ CombineKeyHists (CombinePerKey: exact merge, any order)
+        ─ BucketLines (each partition's keys, one JSON line per key)
+        ─ WithEmptyBuckets (one seed per feature) ─ GroupBucketsByFeature
+        ─ WriteBucketFiles (per feature: all lines sorted by key, streamed into the file)
+
+The histograms (:mod:`~beam_prep.analyzers.per_key_hist`) merge exactly, so the file's
+bytes depend only on the data, never on batches, splits, partitions or merge order.
+``per_key/<feature>.buckets.jsonl`` holds one line per key
+(:mod:`beam_prep.io.per_key_buckets_file`).
+
+Example:
+    >>> meta = hists | PerKeyBucketFiles({"price": 4}, "artifacts/")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from beam_prep.analyzers import per_key_hist as pkh
+from beam_prep.analyzers.per_key_pipeline import write_lines
+from beam_prep.analyzers.vocab_partition import token_hashes
+from beam_prep.io import filesystem as fs
+from beam_prep.io.per_key_buckets_file import ROLE, buckets_relpath
+
+_EDITOR_BREAKS = "\x85\u2028\u2029"
+PER_KEY_BUCKETS = "per_key_buckets"
+"""The split analysis' output tag of per-key histograms."""
+
+
+class KeyHistCombineFn(beam.CombineFn):
+    """Merges :class:`~beam_prep.analyzers.per_key_hist.KeyHist` exactly (order-free)."""
+
+    def create_accumulator(self) -> list[pkh.KeyHist]:
+        return []
+
+    def add_input(self, acc: list[pkh.KeyHist], element: pkh.KeyHist) -> list[pkh.KeyHist]:
+        acc.append(element)
+        return [pkh.merge(acc)] if len(acc) >= 16 else acc
+
+    def merge_accumulators(self, accs: Iterable[list[pkh.KeyHist]]) -> list[pkh.KeyHist]:
+        return [pkh.merge([h for a in accs for h in a])]
+
+    def extract_output(self, acc: list[pkh.KeyHist]) -> pkh.KeyHist:
+        return pkh.merge(acc)
+
+
+def json_key(key: str) -> str:
+    """A key as a JSON string (UTF-8 as is; U+0085/U+2028/U+2029 escaped for editors).
+
+    Example:
+        >>> json_key('a"\\nb')
+        '"a\\\\"\\\\nb"'
+    """
+    text = json.dumps(key, ensure_ascii=False)
+    for c in _EDITOR_BREAKS:
+        text = text.replace(c, f"\\u{ord(c):04x}")
+    return text
+
+
+def bucket_lines(hist: pkh.KeyHist, num_buckets: int) -> pa.Array:
+    """One line ``[key, count, level, [boundaries]]\\n`` per key of a merged histogram."""
+    bounds = pkh.boundaries(hist, num_buckets)
+    counts = hist.key_counts().tolist()
+    levels = hist.level.tolist()
+    rows = zip(hist.keys.to_pylist(), counts, levels, bounds.tolist())
+    return pa.array([f"[{json_key(k)},{c},{lv},[{','.join(map(repr, b))}]]\n"
+                     for k, c, lv, b in rows], pa.large_string())
+
+
+def _finalize(kv: tuple[tuple[str, int], pkh.KeyHist], buckets: dict[str, int]
+              ) -> tuple[str, Any]:
+    (name, part), hist = kv
+    return name, (part, hist.keys, bucket_lines(hist, buckets[name]))
+
+
+class _WriteBuckets(beam.DoFn):
+    def __init__(self, output_dir: str) -> None:
+        self._out = output_dir
+
+    def process(self, kv: tuple[str, Iterable[Any]]) -> Iterator[tuple[str, dict]]:
+        name, items = kv
+        parts = sorted((p for p in items if p is not None), key=lambda p: p[0])
+        rel = buckets_relpath(name)
+        written = write_lines([(k, v) for _, k, v in parts], fs.join(self._out, rel))
+        yield name, {"files": {ROLE: {"path": rel, "sha256": written["sha256"],
+                                      "bytes": written["bytes"]}},
+                     "bucket_key_count": written["keys"]}
+
+
+class PerKeyBucketFiles(beam.PTransform):
+    """``((feature, partition), KeyHist)`` in, ``(feature, {files, bucket_key_count})`` out.
+
+    Args:
+        buckets: Feature with ``per_key`` and ``num_buckets`` -> its ``num_buckets``.
+        output_dir: Artifact directory.
+    """
+
+    def __init__(self, buckets: dict[str, int], output_dir: str) -> None:
+        super().__init__()
+        self._buckets = dict(buckets)
+        self._out = output_dir
+
+    def expand(self, pcoll: beam.PCollection) -> beam.PCollection:
+        seeds = pcoll.pipeline | "EveryBucketFeature" >> beam.Create(
+            [(n, None) for n in sorted(self._buckets)], reshuffle=False)
+        lines = (pcoll
+                 | "CombineKeyHists" >> beam.CombinePerKey(KeyHistCombineFn())
+                 | "BucketLines" >> beam.Map(_finalize, self._buckets))
+        return ((lines, seeds)
+                | "WithEmptyBuckets" >> beam.Flatten()
+                | "GroupBucketsByFeature" >> beam.GroupByKey()
+                | "WriteBucketFiles" >> beam.ParDo(_WriteBuckets(self._out)))
+
+
+def merge_keyed_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
+    """The per-key entries of every feature, the file entries of several sources merged.
+
+    Example:
+        >>> merge_keyed_meta([("a", {"files": {"x": 1}, "key_count": 2}),
+        ...                   ("a", {"files": {"y": 3}, "bucket_key_count": 2})])
+        {'a': {'files': {'x': 1, 'y': 3}, 'key_count': 2, 'bucket_key_count': 2}}
+    """
+    out: dict[str, dict] = {}
+    for name, entry in items:
+        acc = out.setdefault(name, {"files": {}})
+        acc["files"].update(entry.get("files", {}))
+        acc.update({k: v for k, v in entry.items() if k != "files"})
+    return out
+
+
+def bucketed_features(spec: Any) -> dict[str, int]:
+    """Feature -> ``num_buckets`` for every numeric feature with ``per_key`` and
+    ``num_buckets``."""
+    return {f.name: int(f.num_buckets) for f in spec.of_kind("numeric")
+            if f.per_key is not None and f.num_buckets is not None}
+
+
+def hist_partitions(hist: pkh.KeyHist, num_partitions: int) -> list[tuple[int, Any]]:
+    """Per-key histograms split by the keys' hash partition (as per-key stats are)."""
+    if not len(hist):
+        return []
+    return pkh.split_by_partition(hist, token_hashes(hist.keys), num_partitions)
+
+
+class HistAccumulators:
+    """The per-key histograms of one split, per feature with ``per_key`` and
+    ``num_buckets`` (batches merged 16 at a time).
+
+    Args:
+        spec: The spec.
+    """
+
+    def __init__(self, spec: Any) -> None:
+        self.parts: dict[str, list[pkh.KeyHist]] = {n: [] for n in bucketed_features(spec)}
+
+    def add(self, name: str, keys: pa.Array, values: np.ndarray) -> None:
+        """Adds one batch of a feature (nothing for a feature without per-key buckets)."""
+        parts = self.parts.get(name)
+        if parts is None:
+            return
+        parts.append(pkh.batch_hist(keys, values))
+        if len(parts) >= 16:
+            parts[:] = [pkh.merge(parts)]
+
+    def tagged(self, num_partitions: int) -> Iterator[Any]:
+        """The split's outputs: ``((feature, partition), KeyHist)`` tagged
+        :data:`PER_KEY_BUCKETS`."""
+        for name, parts in self.parts.items():
+            for part, hist in hist_partitions(pkh.merge(parts), num_partitions):
+                yield beam.pvalue.TaggedOutput(PER_KEY_BUCKETS, ((name, part), hist))

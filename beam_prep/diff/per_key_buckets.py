@@ -1,0 +1,115 @@
+"""Drift of a numeric feature's per-key bucket boundaries (``per_key`` + ``num_buckets``).
+
+Both bucket files are sorted by key (UTF-8 bytes) and compared by one streaming
+merge-join: memory is one line per side plus the few examples kept, whatever the number
+of keys. Every line is checked as the reader checks it
+(:func:`beam_prep.io.per_key_buckets_file.iter_rows`).
+
+A key is *changed* when its boundaries differ. A key's boundary shift is the largest
+``|new b_i - old b_i|`` over its boundaries divided by its OLD boundary range
+``b_last - b_first`` (keys whose OLD range is 0, or whose number of boundaries changed,
+count as changed without a shift); :attr:`BucketDiff.top_shifted` lists the keys with the
+largest shifts.
+
+Example:
+    >>> d = compare_buckets(iter([b'["a",4,0,[1.0,3.0]]']),
+    ...                     iter([b'["a",4,0,[2.0,3.0]]', b'["b",1,0,[5.0,5.0]]']), 3, 3)
+    >>> d.old_keys, d.new_keys, d.added, d.changed, d.max_boundary_shift
+    (1, 2, 1, 1, 0.5)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from collections.abc import Iterator
+from typing import Any
+
+from beam_prep.io.per_key_buckets_file import iter_rows
+
+TOP = 5
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketDiff:
+    """How one feature's per-key boundaries changed.
+
+    Attributes:
+        old_keys: Keys in OLD.
+        new_keys: Keys in NEW.
+        added: Keys only in NEW.
+        removed: Keys only in OLD.
+        changed: Keys in both whose boundaries differ.
+        max_boundary_shift: Largest boundary shift of a key in its OLD boundary range
+            (None if none).
+        top_shifted: Up to five ``(key, shift)`` with the largest shifts, largest first.
+    """
+
+    old_keys: int
+    new_keys: int
+    added: int
+    removed: int
+    changed: int
+    max_boundary_shift: float | None
+    top_shifted: tuple[tuple[str, float], ...]
+
+
+def _shift(old: list[float], new: list[float]) -> float | None:
+    span = old[-1] - old[0]
+    if len(old) != len(new) or not span > 0:
+        return None
+    return max(abs(b - a) for a, b in zip(old, new)) / span
+
+
+def compare_buckets(old_lines: Iterator[bytes], new_lines: Iterator[bytes],
+                    old_buckets: int, new_buckets: int, *, old_where: str = "OLD",
+                    new_where: str = "NEW", old_count: int | None = None,
+                    new_count: int | None = None) -> BucketDiff:
+    """Compares two bucket files given as line iterators (bytes without ``\\n``), with
+    each side's ``num_buckets`` and, when known, its manifest's ``bucket_key_count``."""
+    old = ((r[0].encode("utf-8"), r) for r in iter_rows(old_lines, old_where, old_buckets,
+                                                        old_count))
+    new = ((r[0].encode("utf-8"), r) for r in iter_rows(new_lines, new_where, new_buckets,
+                                                        new_count))
+    a, b = next(old, None), next(new, None)
+    counts = {"old": 0, "new": 0, "added": 0, "removed": 0, "changed": 0}
+    shifted: list[tuple[float, str]] = []
+    best = None
+    while a is not None or b is not None:
+        if b is None or (a is not None and a[0] < b[0]):
+            counts["old"] += 1
+            counts["removed"] += 1
+            a = next(old, None)
+        elif a is None or b[0] < a[0]:
+            counts["new"] += 1
+            counts["added"] += 1
+            b = next(new, None)
+        else:
+            counts["old"] += 1
+            counts["new"] += 1
+            if a[1][3] != b[1][3]:
+                counts["changed"] += 1
+                shift = _shift(a[1][3], b[1][3])
+                if shift is not None:
+                    best = shift if best is None else max(best, shift)
+                    item = (shift, a[1][0])
+                    (heapq.heappush if len(shifted) < TOP else heapq.heappushpop)(shifted,
+                                                                                  item)
+            a, b = next(old, None), next(new, None)
+    top = tuple((k, v) for v, k in sorted(shifted, key=lambda x: (-x[0], x[1])))
+    return BucketDiff(counts["old"], counts["new"], counts["added"], counts["removed"],
+                      counts["changed"], best, top)
+
+
+def compare_artifacts(old: Any, new: Any, name: str) -> BucketDiff | None:
+    """The boundary drift of feature ``name`` when both artifact folders (opened
+    :class:`~beam_prep.io.artifacts.Artifacts`) have per-key buckets for it, else None."""
+    role = "per_key_buckets"
+    if not all(role in a.manifest["features"][name].get("files", {}) for a in (old, new)):
+        return None
+    return compare_buckets(
+        old.iter_lines(name, role), new.iter_lines(name, role),
+        int(old.spec.feature(name).num_buckets), int(new.spec.feature(name).num_buckets),
+        old_where=old.file_path(name, role), new_where=new.file_path(name, role),
+        old_count=old.stats(name).get("bucket_key_count"),
+        new_count=new.stats(name).get("bucket_key_count"))
