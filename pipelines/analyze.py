@@ -49,7 +49,7 @@ from beam_prep.io.output_finalize import FinalizeOutput
 from beam_prep.io.readers import (
     check_columns,
     expand_patterns,
-    infer_format,
+    infer_common_format,
     list_splits,
 )
 from beam_prep.progress import ProgressMonitor
@@ -94,7 +94,7 @@ def run(argv: Sequence[str] | None = None, *,
     _validate_args(args)
     spec = Spec.load(args.spec)
     files = expand_patterns(args.input)
-    fmt = args.input_format or infer_format(files[0])
+    fmt = args.input_format or infer_common_format(files)
     columns = required_columns(spec)
     owners = column_owners(spec)  # a derived feature reads its expression's columns
     check_columns(files, fmt, {c: owners[c] for c in columns}, csv_delimiter=args.csv_delimiter)
@@ -142,7 +142,7 @@ def _print_cache_use(cache_dir: str, run_id: str) -> None:
 def _count_splits(files: Sequence[str], args: argparse.Namespace) -> int | None:
     """Splits the job will analyse (the progress total); None when they cannot be listed."""
     try:
-        fmt = args.input_format or infer_format(files[0])
+        fmt = args.input_format or infer_common_format(files)
         return sum(len(list_splits(f, fmt, parquet_rows_per_split=args.parquet_rows_per_split))
                    for f in files)
     except Exception:  # noqa: BLE001 - the total is cosmetic; run() reports real problems

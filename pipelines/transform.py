@@ -32,7 +32,12 @@ from beam_prep.errors import BeamPrepError, InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.output import OutputRun
 from beam_prep.io.output_finalize import FinalizeOutput
-from beam_prep.io.readers import check_columns, expand_patterns, infer_format, list_splits
+from beam_prep.io.readers import (
+    check_columns,
+    expand_patterns,
+    infer_common_format,
+    list_splits,
+)
 from beam_prep.progress import ProgressMonitor
 from beam_prep.run_summary import SummaryRecorder
 from beam_prep.transform.job import (
@@ -68,7 +73,7 @@ def _count_splits(args: argparse.Namespace) -> int | None:
     """The progress total; None when the splits cannot be listed (run() reports why)."""
     try:
         files = expand_patterns(args.input)
-        return len(_splits(files, args.input_format or infer_format(files[0]), args))
+        return len(_splits(files, args.input_format or infer_common_format(files), args))
     except Exception:  # noqa: BLE001 - cosmetic
         return None
 
@@ -90,7 +95,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
                          f"{args.artifacts} has none. Received: --out_of_fold. Fix: drop "
                          "--out_of_fold, or add `target_encoding:` to a feature of the spec.")
     files = expand_patterns(args.input)
-    fmt = args.input_format or infer_format(files[0])
+    fmt = args.input_format or infer_common_format(files)
     check_columns(files, fmt, {c: c for c in encoder.columns}, csv_delimiter=args.csv_delimiter)
     splits = _splits(files, fmt, args)
     options = PipelineOptions(beam_args)

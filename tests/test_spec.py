@@ -45,8 +45,8 @@ def test_issue_example_spec_loads_with_defaults():
      "'min_mutual_info', 'target_encoding'] (did you mean `top_k`?). Received: topk=3"),
     ("{name: c, kind: strin}", "`kind` must be one of 'string'"),
     ("{name: t, kind: text, output_mode: tfidf}",
-     "Feature 't': `output_mode` must be one of 'int', 'multi_hot', 'count', 'tf_idf'. "
-     "Received: output_mode='tfidf'"),
+     "Feature 't': `output_mode` must be one of 'int', 'multi_hot', 'count', 'tf_idf' "
+     "(did you mean 'tf_idf'?). Received: output_mode='tfidf'"),
     ("{name: t, kind: text, max_tokens: 2}", "`max_tokens` must be an integer >= 3"),
     ("{name: t, kind: text, split: none, ngrams: 2}", "n-grams need split tokens"),
     ("{name: p, kind: numeric, num_buckets: 1}", "`num_buckets` must be an integer >= 2"),

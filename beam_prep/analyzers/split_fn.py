@@ -368,7 +368,7 @@ class AnalyzeSplitFn(beam.DoFn):
 
         results = read_split(split, self._columns, batch_size=self._batch_size,
                              csv_delimiter=self._csv_delimiter,
-                             skip_corrupt_tail=self._skip_corrupt_tail)
+                             skip_corrupt_tail=self._skip_corrupt_tail, strict_columns=True)
         for result in (_prefetched(results) if self._pool is not None else results):
             meta["rows_read"] += result.rows_seen
             meta["rows_rejected"] += len(result.rejected)

@@ -4,10 +4,11 @@ A second line of defence behind ``beam_prep.codegen.escape``: whatever a templat
 value does, ``beam-prep generate`` refuses to write a module whose import would run
 anything but imports, constant data assignments and definitions.
 
-* Top level (:func:`check_module`): the docstring, the known imports, assignments of
-  literal data (constants, tuples, lists, dicts, names) to known constants, the known
-  classes (methods only) and functions (``build_<feature>_layers``, ``derive_<feature>``
-  and the fixed helpers), without decorators and with literal defaults; no raw line
+* Top level (:func:`check_module`): the docstring, the known (absolute) imports,
+  assignments of literal data (constants, tuples, lists, dicts, names) to known constants,
+  the known classes (dotted-name bases, methods only) and functions
+  (``build_<feature>_layers``, ``derive_<feature>`` and the fixed helpers), without
+  decorators and with literal defaults; no raw line
   terminator but ``\\n`` anywhere in the text (no non-printable character at all: no
   ``\\r``, ``\\x85``, ``\\u2028``, NUL, bidi control...).
 * A derived feature's function (:func:`check_derived_function`): ``def derive_x(inputs):``,
@@ -72,6 +73,13 @@ def _is_data(node: ast.AST | None) -> bool:
     return node is None or all(isinstance(n, _DATA) for n in ast.walk(node))
 
 
+def _is_dotted_name(node: ast.AST) -> bool:
+    """``Name`` or ``a.b.Name``: what a base class may be (nothing that calls or indexes)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
 def _check_function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     if node.decorator_list or isinstance(node, ast.AsyncFunctionDef):
         raise _refuse(f"function {node.name} has a decorator or is async", node)
@@ -85,6 +93,8 @@ def _check_statement(node: ast.stmt, first: bool) -> None:
         if not (first and isinstance(node.value, ast.Constant)):
             raise _refuse("an expression statement at module level", node)
     elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        if isinstance(node, ast.ImportFrom) and node.level:  # `from . import os`: a sibling
+            raise _refuse("a relative import", node)
         module = node.module if isinstance(node, ast.ImportFrom) else None
         names = [(module, a.name) if module else (a.name, None) for a in node.names]
         if not all(n in IMPORTS for n in names):
@@ -98,6 +108,8 @@ def _check_statement(node: ast.stmt, first: bool) -> None:
     elif isinstance(node, ast.ClassDef):
         if node.name not in CLASSES or node.decorator_list or node.keywords:
             raise _refuse(f"an unexpected class {node.name}", node)
+        if not all(_is_dotted_name(b) for b in node.bases):  # bases run on import
+            raise _refuse(f"class {node.name} has a base that is not a dotted name", node)
         for item in node.body:
             if isinstance(item, ast.FunctionDef):
                 _check_function(item)

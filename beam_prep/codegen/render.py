@@ -50,6 +50,7 @@ from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.output_target import check_not_owned
 
 LINE_LENGTH = 99
 TEMPLATE_PACKAGE = "beam_prep.templates"
@@ -249,6 +250,9 @@ def generate(artifacts_dir: str, output: str, *, default_artifacts_dir: str | No
     """
     fs.check_reachable(output)
     art = Artifacts(artifacts_dir, verify=True)
+    check_not_owned(output, artifacts_dir, command="generate", extra=frozenset(
+        meta["path"] for entry in art.manifest["features"].values()
+        for meta in entry.get("files", {}).values()))
     if not overwrite and fs.exists(output):
         raise ArtifactError(
             f"{output} already exists. Received: overwrite=False. Fix: pass --overwrite or "

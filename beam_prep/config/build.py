@@ -316,7 +316,29 @@ def coerce_field(tp: Any, value: Any, where: str, field: str) -> Any:
                         "an integer, or 1.0e+23 with a dot for a float)")
         elif isinstance(value, float) and "integer" in allowed and "number" not in allowed:
             allowed += " (a float such as 1e23 or 2.0 is not an integer: write digits)"
+        elif isinstance(value, str):
+            allowed += did_you_mean(value, _literal_options(tp))
         raise field_error(where, field, value, allowed) from None
+
+
+def _literal_options(tp: Any) -> list[str]:
+    """The string options of a ``Literal`` (or of the Literal arms of a union)."""
+    if get_origin(tp) is Literal:
+        return [a for a in get_args(tp) if isinstance(a, str)]
+    if get_origin(tp) in (Union, types.UnionType):
+        return [o for arm in get_args(tp) for o in _literal_options(arm)]
+    return []
+
+
+def did_you_mean(value: str, options: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the option closest to a misspelt ``value``, else ``""``.
+
+    Example:
+        >>> did_you_mean("strin", ["string", "integer"])
+        " (did you mean 'string'?)"
+    """
+    close = difflib.get_close_matches(value[:MAX_SHOWN], list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _looks_numeric(text: str) -> bool:

@@ -25,8 +25,8 @@ from beam_prep.errors import SpecError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
-#: Most nodes a document may hold once its aliases (``*name``) are expanded. A real spec or
-#: training config has hundreds; a "billion laughs" document (each level aliasing the one
+#: Most nodes a document's aliases (``*name``) may add once expanded. A real spec or
+#: training config has none to hundreds; a "billion laughs" document (each level aliasing the one
 #: before ten times) reaches 10**9 nodes in a few lines and would exhaust memory the moment
 #: anything walks it (a ``repr`` in an error message, the JSON of the manifest).
 MAX_EXPANDED_NODES = 100_000
@@ -72,6 +72,22 @@ def _expanded_size(root: yaml.Node, limit: int) -> int:
     return sizes[id(root)]
 
 
+def _distinct_nodes(root: yaml.Node) -> int:
+    """Nodes of ``root`` as written (an alias counts once: it is the node it names)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in node.value for n in pair)
+    return len(seen)
+
+
 class DuplicateKeyError(yaml.constructor.ConstructorError):
     """Two equal keys in one YAML mapping.
 
@@ -102,8 +118,10 @@ class UniqueKeyLoader(yaml.SafeLoader):
     """
 
     def construct_document(self, node: yaml.Node) -> Any:
-        """Refuses a document whose aliases expand beyond :data:`MAX_EXPANDED_NODES`."""
-        if _expanded_size(node, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES:
+        """Refuses a document whose aliases add more than :data:`MAX_EXPANDED_NODES` nodes
+        (a large document without aliases is not a bomb: its size is its text's)."""
+        limit = _distinct_nodes(node) + MAX_EXPANDED_NODES
+        if _expanded_size(node, limit) > limit:
             raise AliasBombError(MAX_EXPANDED_NODES, node.start_mark.line + 1)
         return super().construct_document(node)
 
@@ -157,3 +175,8 @@ def load_yaml(text: str, *, what: str) -> Any:
     except yaml.YAMLError as e:
         detail = str(e) if len(str(e)) <= 600 else str(e)[:597] + "..."
         raise SpecError(f"{what} is not valid YAML: {detail}") from None
+    except RecursionError:  # PyYAML composes and constructs nested nodes recursively
+        raise SpecError(
+            f"{what}: its lists or mappings nest too deeply to be read (hundreds of levels, "
+            f"e.g. '[[[[...'). Received: a document of {len(text):,} characters. Write a "
+            "flat document (a spec or config needs a few levels).") from None

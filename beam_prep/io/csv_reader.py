@@ -25,7 +25,14 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from beam_prep.errors import InputError
-from beam_prep.io.formats import REASON_COLUMNS, RawBatch, RejectedRow, select, truncate
+from beam_prep.io.formats import (
+    REASON_COLUMNS,
+    RawBatch,
+    RejectedRow,
+    require_columns,
+    select,
+    truncate,
+)
 
 CSV_FIRST_BLOCK = 1 << 23
 CSV_MAX_BLOCK = 1 << 30
@@ -173,11 +180,13 @@ def csv_header(f: IO[bytes], *, source: str, delimiter: str = ","
 
 
 def iter_csv(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
-             delimiter: str = ",", first_row: int = 1) -> Iterator[RawBatch]:
+             delimiter: str = ",", first_row: int = 1,
+             strict_columns: bool = False) -> Iterator[RawBatch]:
     """Streams a CSV file with a header row; every requested column is read as binary.
 
     ``first_row`` numbers the first data row of ``f`` (a byte range of a larger file, with
-    the file's header line put in front).
+    the file's header line put in front). ``strict_columns``: a column absent from the
+    header is an :class:`InputError`, not all-null.
 
     ``f`` must be seekable. A row longer than pyarrow's parse block (8 MiB at first) makes
     the file be read again with blocks 4 times larger, from where the batches stopped, up to
@@ -186,6 +195,8 @@ def iter_csv(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: s
     header, f = csv_header(f, source=source, delimiter=delimiter)
     if not header:
         return
+    if strict_columns:
+        require_columns(header, columns, source, "header")
     emitted_good, next_row = 0, first_row
     reported: set[int | None] = set()
     block = CSV_FIRST_BLOCK

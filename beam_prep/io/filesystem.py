@@ -233,13 +233,20 @@ def match(pattern: str) -> list[str]:
     A bare local glob (``day*.csv``, no folder) is matched as ``./day*.csv``: Beam's local
     filesystem lists the glob's folder, and a bare one has none (it matched nothing).
     """
+    return sorted(match_sizes(pattern))
+
+
+def match_sizes(pattern: str) -> dict[str, int]:
+    """Path -> size in bytes of every file matching a glob, paths spelled as :func:`match`
+    spells them (a bare local glob included)."""
     bare = _is_local(pattern) and not os.path.dirname(pattern) and any(
         c in pattern for c in "*?[")
     result = _beam().match([f".{os.sep}{pattern}" if bare else pattern])[0]
-    paths = (m.path for m in result.metadata_list)
-    if bare:
-        paths = (p[2:] if p.startswith(f".{os.sep}") else p for p in paths)
-    return sorted(paths)
+    out = {}
+    for m in result.metadata_list:
+        path = m.path[2:] if bare and m.path.startswith(f".{os.sep}") else m.path
+        out[path] = m.size_in_bytes
+    return out
 
 
 def is_local_file(path: str) -> bool:

@@ -81,6 +81,24 @@ def select(table: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> pa.Recor
     return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
+def require_columns(present: Sequence[str], columns: Sequence[str], source: str,
+                    what: str) -> None:
+    """Refuses a CSV / Parquet file whose header or schema lacks a column the spec reads.
+
+    The column check before the job looks at the first non-empty file only; a later file
+    without the column would otherwise read as all-missing values, without a word.
+
+    Raises:
+        InputError: Naming the file, the absent column(s) and the fix.
+    """
+    absent = [c for c in columns if c not in present]
+    if absent:
+        raise InputError(
+            f"Column(s) {absent} not found in the {what} of {source} (other input files have "
+            f"them). Columns present: {sorted(present)[:50]}. Fix: add the column to that "
+            "file (empty cells are missing values), or leave the file out of --input.")
+
+
 def truncate(text: str, limit: int = 2000) -> str:
     """``text`` cut to ``limit`` characters (with an ellipsis), for rejected-row records."""
     return text if len(text) <= limit else text[:limit] + "…"
@@ -249,13 +267,14 @@ def parquet_batch_rows(meta: pq.FileMetaData, group: int, batch_size: int) -> in
 
 def iter_parquet(f: IO[bytes], columns: Sequence[str], *, batch_size: int,
                  row_groups: Sequence[int] | None, first_row: int,
-                 dictionary_columns: Sequence[str] = (), source: str = "<parquet>"
-                 ) -> Iterator[RawBatch]:
+                 dictionary_columns: Sequence[str] = (), source: str = "<parquet>",
+                 strict_columns: bool = False) -> Iterator[RawBatch]:
     """Streams the given row groups of a Parquet file, one row group at a time, in batches
     of :func:`parquet_batch_rows` rows.
 
     ``dictionary_columns`` are read dictionary-encoded (no string materialisation: the
-    vocabulary count then runs on integer indices).
+    vocabulary count then runs on integer indices). ``strict_columns``: a column absent from
+    the schema is an :class:`InputError` (:func:`require_columns`), not all-null.
     """
     import numpy as np
 
@@ -266,6 +285,8 @@ def iter_parquet(f: IO[bytes], columns: Sequence[str], *, batch_size: int,
         or pa.types.is_binary(schema.field(c).type))]
     if flat_text:  # only flat text columns can be read dictionary-encoded (by leaf name)
         pf = open_parquet(f, source, metadata=pf.metadata, read_dictionary=flat_text)
+    if strict_columns:
+        require_columns(pf.schema_arrow.names, columns, source, "schema")
     present = [c for c in columns if c in pf.schema_arrow.names]
     groups = list(row_groups) if row_groups is not None else list(range(pf.num_row_groups))
     row = first_row
@@ -299,8 +320,16 @@ def open_parquet(f: IO[bytes], source: str, **kwargs: object) -> pq.ParquetFile:
         InputError: Cannot open Parquet file x.parquet: ...
     """
     try:
-        return pq.ParquetFile(f, **kwargs)  # type: ignore[arg-type]
+        pf = pq.ParquetFile(f, **kwargs)  # type: ignore[arg-type]
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"Cannot open Parquet file {source}: {e}. The file is truncated, "
                          "corrupt or not Parquet; rewrite it or remove it from the "
                          "input.") from e
+    names = pf.schema_arrow.names
+    for i, name in enumerate(names):  # pyarrow writes such files; a lookup by name fails
+        if name in names[:i]:
+            raise InputError(
+                f"Parquet file {source} names the column {name!r} twice in its schema "
+                f"(columns {names.index(name) + 1} and {i + 1}). Rename one of them so that "
+                "every column has its own name.")
+    return pf

@@ -8,13 +8,13 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 
-__all__ = ["expand_patterns", "one_line", "storage_errors"]
+__all__ = ["distinct_files", "expand_patterns", "one_line", "storage_errors"]
 
 
 def one_line(error: BaseException, limit: int = 300) -> str:
@@ -36,7 +36,8 @@ def one_line(error: BaseException, limit: int = 300) -> str:
 
 
 def expand_patterns(patterns: Sequence[str]) -> list[str]:
-    """Sorted distinct files matching the globs.
+    """Sorted distinct files matching the globs (a local file matched under two spellings
+    is listed once).
 
     Raises:
         InputError: A pattern matches nothing, or it cannot be listed (unknown scheme,
@@ -68,7 +69,27 @@ def expand_patterns(patterns: Sequence[str]) -> list[str]:
         if not found:
             raise InputError(f"No input file matches {pattern!r}. Check the --input glob.")
         paths.update(found)
-    return sorted(paths)
+    return distinct_files(paths)
+
+
+def distinct_files(paths: Iterable[str]) -> list[str]:
+    """Sorted paths, one per file: two spellings of one local file (``d.csv`` matched by
+    ``d*.csv`` and ``./d.csv``, an absolute path, a symlink or hard link) would read its rows
+    twice; the first spelling in sorted order is kept."""
+    seen: set[object] = set()
+    out = []
+    for path in sorted(paths):
+        key: object = path
+        if FileSystems.get_scheme(path) is None:
+            try:
+                st = os.stat(path)
+                key = (st.st_dev, st.st_ino)
+            except OSError:  # vanished since the listing: the reader names it
+                pass
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+    return out
 
 
 def storage_errors() -> tuple[type[BaseException], ...]:

@@ -41,7 +41,14 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
-from beam_prep.io import byte_ranges, csv_reader, formats, tfrecord_reader, tfrecord_stream
+from beam_prep.io import (
+    byte_ranges,
+    compressed,
+    csv_reader,
+    formats,
+    tfrecord_reader,
+    tfrecord_stream,
+)
 from beam_prep.io import columns as colmod
 from beam_prep.io.formats import RejectedRow
 from beam_prep.io.patterns import (  # noqa: F401 (expand_patterns re-exported)
@@ -117,6 +124,18 @@ def infer_format(path: str) -> str:
     )
 
 
+def infer_common_format(paths: Sequence[str]) -> str:
+    """The format all files have by their extension; two formats are an InputError."""
+    fmt = infer_format(paths[0])
+    for path in paths[1:]:
+        if (other := infer_format(path)) != fmt:
+            raise InputError(
+                f"--input matches files of two formats: {paths[0]!r} ({fmt}) and {path!r} "
+                f"({other}). Narrow the --input globs to one format (e.g. '*.{fmt}'), or "
+                "pass --input_format if every file really is of that format.")
+    return fmt
+
+
 def list_splits(path: str, fmt: str, *,
                 parquet_rows_per_split: int = DEFAULT_PARQUET_ROWS_PER_SPLIT,
                 split_bytes: int = byte_ranges.DEFAULT_SPLIT_BYTES) -> list[Split]:
@@ -150,9 +169,9 @@ def list_splits(path: str, fmt: str, *,
 def _open(split: Split):
     if split.format == "tfrecord":  # gzip checked for truncation (Beam's reader is not)
         return tfrecord_stream.open_file(split.path)
-    compression = (CompressionTypes.UNCOMPRESSED if split.format == "parquet"
-                   else CompressionTypes.AUTO)
-    return FileSystems.open(split.path, compression_type=compression)
+    if split.format == "parquet":
+        return FileSystems.open(split.path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return compressed.open_input(split.path)  # a cut .gz/.bz2/.xz fails (Beam's does not)
 
 
 def _seekable(f: IO[bytes]) -> IO[bytes]:
@@ -180,13 +199,14 @@ def _range_bytes(split: Split) -> IO[bytes]:
 
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                  csv_delimiter: str, dictionary_columns: Sequence[str] = (),
-                 skip_corrupt_tail: bool = False) -> Iterator[formats.RawBatch]:
+                 skip_corrupt_tail: bool = False, strict: bool = False
+                 ) -> Iterator[formats.RawBatch]:
     if split.end is not None:
         f = _range_bytes(split)
         if split.format == "csv":
             yield from csv_reader.iter_csv(f, columns, batch_size=batch_size,
                                            source=split.path, delimiter=csv_delimiter,
-                                           first_row=split.first_row)
+                                           first_row=split.first_row, strict_columns=strict)
         else:
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size,
                                           source=split.path, first_row=split.first_row,
@@ -195,8 +215,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
     with _open(split) as f:
         if split.format == "csv":
             yield from csv_reader.iter_csv(_seekable(f), columns, batch_size=batch_size,
-                                        source=split.path,
-                                        delimiter=csv_delimiter)
+                                        source=split.path, delimiter=csv_delimiter,
+                                        strict_columns=strict)
         elif split.format == "jsonl":
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size, source=split.path,
                                           text_columns=dictionary_columns)
@@ -205,7 +225,7 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                                             row_groups=split.row_groups,
                                             first_row=split.first_row,
                                             dictionary_columns=dictionary_columns,
-                                            source=split.path)
+                                            source=split.path, strict_columns=strict)
         elif split.format == "tfrecord":
             yield from tfrecord_reader.iter_tfrecord(f, columns, batch_size=batch_size,
                                                      source=split.path,
@@ -217,7 +237,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
 def read_split(split: Split, columns: Mapping[str, str], *,
                batch_size: int = DEFAULT_BATCH_SIZE,
                csv_delimiter: str = ",",
-               skip_corrupt_tail: bool = False) -> Iterator[ReadResult]:
+               skip_corrupt_tail: bool = False,
+               strict_columns: bool = False) -> Iterator[ReadResult]:
     """Reads one split as typed batches; rows with any unconvertible cell are rejected.
 
     Args:
@@ -228,6 +249,8 @@ def read_split(split: Split, columns: Mapping[str, str], *,
         csv_delimiter: Field delimiter for CSV.
         skip_corrupt_tail: TFRecord: reject the unframeable rest of a file as one row
             (reason ``corrupt_tail``) instead of raising InputError.
+        strict_columns: CSV / Parquet: a column absent from the file's header or schema is
+            an InputError naming the file (the jobs), instead of all-missing values.
 
     Yields:
         :class:`ReadResult` per batch, in file order. String columns of Parquet files
@@ -236,7 +259,7 @@ def read_split(split: Split, columns: Mapping[str, str], *,
     names = list(columns)
     strings = [c for c, t in columns.items() if t == "string"]
     for raw in _raw_batches(split, names, batch_size, csv_delimiter, strings,
-                            skip_corrupt_tail):
+                            skip_corrupt_tail, strict_columns):
         _check_types(split.path, raw.batch.schema)
         n = raw.batch.num_rows
         bad_any = np.zeros(n, dtype=bool)
@@ -314,8 +337,9 @@ def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,
     keys: set[str] = set()
     with _open(split) as f:
         if fmt == "jsonl":
-            for i, line in enumerate(f):
-                if i >= sample_rows:
+            for _ in range(sample_rows):  # readline: Beam's CompressedFile is not iterable
+                line = f.readline()
+                if not line:
                     break
                 try:
                     obj = json.loads(line)
@@ -380,7 +404,7 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
             if all(c in seen for c in required):
                 return []
         unseen = [c for c in required if c not in seen]
-        details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in unseen)
+        details = _listed(unseen, required)
         _LOG.warning("column(s) %s appear in none of the first rows of the first %d %s "
                      "file(s); absent keys are counted as missing values. If that is not "
                      "intended, fix the feature's `column` in the spec.", details,
@@ -394,7 +418,7 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
         return []  # every file is empty: nothing to check, the analysis sees 0 rows
     missing = [c for c in required if c not in present]
     if missing:
-        details = ", ".join(f"{c!r} (feature {required[c]!r})" for c in missing)
+        details = _listed(missing, required)
         raise InputError(
             f"Column(s) {details} not found in {path}. Columns present: "
             f"{sorted(present)[:50]}. Fix the feature's `column` (or the column its `expr` "
@@ -405,6 +429,12 @@ def check_columns(paths: Sequence[str], fmt: str, required: Mapping[str, str], *
             schema = formats.open_parquet(f, path).schema_arrow
         _check_types(path, pa.schema([schema.field(c) for c in required]))
     return []
+
+
+def _listed(columns: list[str], required: Mapping[str, str], most: int = 20) -> str:
+    """``'c' (feature 'f')`` for the first ``most`` columns (a spec may name thousands)."""
+    return ", ".join(f"{c!r} (feature {required[c]!r})" for c in columns[:most]) + (
+        f" and {len(columns) - most:,} more" if len(columns) > most else "")
 
 
 def _columns_of(path: str, fmt: str, csv_delimiter: str) -> list[str]:

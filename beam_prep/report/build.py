@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
+from beam_prep.io.output_target import check_not_owned
 
 REPORT_FILE = "report.html"
 
@@ -73,6 +74,7 @@ def write_report(path: str, output: str | None = None) -> str:
             symlink (or another non-regular file).
     """
     if output is not None:
+        check_not_owned(output, path, command="report")
         page = render_report(path).encode("utf-8")
         try:
             fs.write_bytes(output, page)

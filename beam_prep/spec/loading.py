@@ -27,6 +27,7 @@ from typing import Any, Literal
 from beam_prep.config import (
     check_keys,
     coerce_field,
+    did_you_mean,
     field_error,
     from_mapping,
     json_schema,
@@ -78,7 +79,8 @@ def feature_from_dict(raw: Mapping[str, Any], position: int = 0) -> Feature:
     where = f"Feature {shown(name, 80)}"
     kind = raw.get("kind")
     if kind not in KIND_CLASSES:
-        raise field_error(where, "kind", kind, "one of " + ", ".join(repr(k) for k in KINDS))
+        raise field_error(where, "kind", kind, "one of " + ", ".join(repr(k) for k in KINDS)
+                          + (did_you_mean(kind, KINDS) if isinstance(kind, str) else ""))
     cls = KIND_CLASSES[kind]
     check_keys(raw, known_keys(cls), where)
     if "name" not in raw:

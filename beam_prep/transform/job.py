@@ -47,6 +47,7 @@ from beam_prep.io.readers import Split, read_split
 from beam_prep.transform import hashing
 from beam_prep.transform.examples import serialize_examples
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary
+from beam_prep.transform.values import flatten_scalar_columns, list_columns
 
 OutputFormat = Literal["tfrecord", "parquet"]
 OUTPUT_FORMATS: tuple[str, ...] = ("tfrecord", "parquet")
@@ -154,6 +155,32 @@ def _reject_oov(batch: pa.RecordBatch, error: OutOfVocabulary, split: Split
     return batch.filter(pa.array(keep)), bad
 
 
+REASON_MULTIPLE_VALUES = "multiple_values"
+
+
+def _reject_multiple_values(batch: pa.RecordBatch, flat: pa.RecordBatch,
+                            multi: list[tuple[str, np.ndarray]], split: Split
+                            ) -> tuple[pa.RecordBatch, list[RejectedRow]]:
+    """``flat`` without the rows whose scalar column holds several values, and those rows
+    (as read, from ``batch``) with a reason naming the column and the fix."""
+    import json
+
+    bad = np.zeros(batch.num_rows, bool)
+    column = np.full(batch.num_rows, "", object)
+    for name, rows in reversed(multi):  # the first column named wins
+        bad |= rows
+        column[rows] = name
+    idx = np.nonzero(bad)[0]
+    rows = batch.take(pa.array(idx)).to_pylist()
+    out = [RejectedRow(split.path, None, REASON_MULTIPLE_VALUES,
+                       f"column {column[i]!r} holds {len(r[column[i]])} values in this row but "
+                       "a scalar feature reads it (one value per row, as the generated layers "
+                       "take it). Fix: declare the feature `shape: list` in the spec, or write "
+                       "one value per row", json.dumps(r, default=str)[:2000])
+           for i, r in zip(idx, rows)]
+    return flat.filter(pa.array(~bad)), out
+
+
 class TransformSplitFn(beam.DoFn):
     """Encodes one ``(index, split)`` into its shard; yields its counts, tags rejected rows."""
 
@@ -173,6 +200,7 @@ class TransformSplitFn(beam.DoFn):
     def setup(self) -> None:
         self._encoder = BatchEncoder(self._artifacts, verify=False,
                                      out_of_fold=self._out_of_fold)
+        self._lists = list_columns(self._encoder.plan.features)
 
     def process(self, item: tuple[int, Split]) -> Iterator[Any]:
         index, split = item
@@ -183,9 +211,12 @@ class TransformSplitFn(beam.DoFn):
                 "rejected_by_reason": {}}
         for result in read_split(split, self._encoder.columns, batch_size=self._batch_size,
                                  csv_delimiter=self._delimiter,
-                                 skip_corrupt_tail=self._skip_tail):
+                                 skip_corrupt_tail=self._skip_tail, strict_columns=True):
             rejected = list(result.rejected)
-            batch = result.batch
+            batch, multi = flatten_scalar_columns(result.batch, self._lists)
+            if multi:
+                batch, bad = _reject_multiple_values(result.batch, batch, multi, split)
+                rejected.extend(bad)
             while True:
                 try:
                     encoded = self._encoder.encode(batch)

@@ -223,6 +223,11 @@ def test_templates_cannot_print_unescaped_text() -> None:
     "@staticmethod\ndef build_x_layers():\n    pass\n", "def f(a=print()):\n    pass\n",
     "class FillMissing:\n    print()\n", "INPUT_DTYPES = dict()\n", "x = 1\r",
     "# a\u2028b\n", "# a\u202eb\n",
+    # A base class expression runs on import (found by the hostile review: was accepted).
+    "class FillMissing(__import__('os').system('x') or object):\n    \"\"\"D.\"\"\"\n",
+    "class FillMissing(os.environ['X'] or object):\n    def f(self):\n        pass\n",
+    # A relative import reads a sibling file of the module (was accepted: names only).
+    "from . import os\n", "from .. import json\n",
 ])
 def test_module_check_refuses_code_beyond_definitions(planted: str) -> None:
     from beam_prep.codegen.module_check import check_module

@@ -37,7 +37,8 @@ def test_which_features_are_lists(entry, is_list):
     ("{name: t, kind: string, shape: list, max_values: true}",
      "`max_values` must be"),
     ("{name: t, kind: string, shape: lists}",
-     "`shape` must be one of 'scalar', 'list' or null. Received: shape='lists'"),
+     "`shape` must be one of 'scalar', 'list' or null (did you mean 'list'?). "
+     "Received: shape='lists'"),
     ("{name: t, kind: string, shape: scalar, expr: \"split(x, '|')\"}",
      "`shape` must be 'list' or null: `expr` \"split(x, '|')\" gives a list per row"),
     ("{name: t, kind: string, shape: list, expr: \"lower(x)\"}",

@@ -92,8 +92,8 @@ def test_elwc_options_from_dict_round_trip_and_errors():
 @pytest.mark.parametrize("kwargs, message", [
     ({"input_format": "xml"}, "`input_format` must be one of 'letor', 'lightgbm', 'csv', "
                               "'jsonl', 'parquet'. Received: input_format='xml'"),
-    ({"compression": "zip"}, "`compression` must be one of 'none', 'gzip'. "
-                             "Received: compression='zip'"),
+    ({"compression": "zip"}, "`compression` must be one of 'none', 'gzip' (did you mean "
+                             "'gzip'?). Received: compression='zip'"),
     ({"num_shards": "3"}, "`num_shards` must be an integer or null. Received: num_shards='3'"),
     ({"max_list_size": 0}, "`max_list_size` must be a positive integer or None. "
                            "Received: max_list_size=0"),

@@ -29,7 +29,8 @@ from tests.sample_data import TFRANKING
     ("model.colour=1", r"`model`: `colour` must be one of the known keys \['hidden_sizes', "),
     ("training", r"Overrides look like `section.key=value`"),
     ("training.softmax_targets=gain", r"`training`: `softmax_targets` must be one of 'labels', "
-                                      r"'gains'. Received: softmax_targets='gain'"),
+                                      r"'gains' \(did you mean 'gains'\?\). "
+                                      r"Received: softmax_targets='gain'"),
 ])
 def test_hparams_errors_name_field_and_value(tmp_path, override, match):
     text = config_yaml({"spec": "s.json", "train": "t"}, str(tmp_path))

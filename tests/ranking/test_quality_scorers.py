@@ -138,13 +138,15 @@ np.save(sys.argv[3], s)
 """
 
 
-# the feature embedding (after piecewise-linear encoding) is exported with the model too
+# the feature embedding (after piecewise-linear encoding) is exported with the model too, and
+# so is the feature dropout (identity at inference)
 FEATURE_EMBEDDING = ("model.input_transform=piecewise_linear", "model.piecewise_bins=4",
                      "model.feature_embedding_dim=3")
 
 
 @pytest.mark.parametrize("scorer,extra", [
     ("dnn", ()), ("dnn", FEATURE_EMBEDDING),
+    ("dnn", (*FEATURE_EMBEDDING, "model.feature_dropout=0.5")),
     pytest.param("dasalc", (), marks=pytest.mark.slow)])
 def test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process(tmp_path, scorer, extra):
     paths = copy_sample(tmp_path)

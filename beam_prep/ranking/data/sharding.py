@@ -20,9 +20,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from apache_beam.io.filesystems import FileSystems
-
 from beam_prep.errors import InputError
+from beam_prep.io import filesystem
 from beam_prep.ranking.data.options import ElwcOptions
 
 BYTES_PER_SHARD = 128 << 20
@@ -76,8 +75,8 @@ def estimated_input_bytes(patterns: Sequence[str], paths: Sequence[str]) -> int:
         InputError: a file is no longer matched by the patterns (deleted since it was listed).
     """
     sizes: dict[str, int] = {}
-    for result in FileSystems.match(list(patterns)):
-        sizes.update((m.path, m.size_in_bytes) for m in result.metadata_list)
+    for pattern in patterns:  # spelled as list_input_files spells them (bare globs too)
+        sizes.update(filesystem.match_sizes(pattern))
     total = 0
     for path in paths:
         if path not in sizes:

@@ -49,6 +49,7 @@ from beam_prep import progress
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
 from beam_prep.io.output import OutputPolicy
+from beam_prep.io.patterns import distinct_files
 from beam_prep.ranking.data.build import ListBuilder, feature_spec_from_layout
 from beam_prep.ranking.data.list_stats import LIST_STATS_FIELDS
 from beam_prep.ranking.data.lists import CountsCombineFn
@@ -100,7 +101,7 @@ def list_input_files(patterns: Sequence[str], opts: ElwcOptions) -> list[tuple[i
         paths.update(matched)
     if opts.is_letor:
         paths = {p for p in paths if not p.endswith(".query")}
-    ordered = sorted(paths)
+    ordered = distinct_files(paths)  # one file matched under two spellings is read once
     if not ordered:
         raise InputError(f"no data file among {list(patterns)} (only .query files?). "
                          "Check --input.")

@@ -162,6 +162,9 @@ class ModelHparams:
         feature_embedding_dim: ``N > 0``: every float value, after ``input_transform``,
             goes through its own Dense(N) + ReLU before the scorer (Gorishniy et al. 2022;
             :mod:`beam_prep.ranking.train.scorers.feature_embedding`). 0 = off.
+        feature_dropout: Probability of zeroing a whole float feature for a whole list while
+            training (after its input transform and embedding;
+            :mod:`beam_prep.ranking.train.scorers.feature_dropout`). 0 = off.
         attention_layers: Self-attention layers of ``dasalc``.
         attention_heads: Heads per self-attention layer.
         attention_dim: Width of the self-attention layers (and of the latent cross).
@@ -184,6 +187,7 @@ class ModelHparams:
     input_transform: InputTransform = "auto"
     piecewise_bins: int = 8
     feature_embedding_dim: int = 0
+    feature_dropout: float = 0.0
     attention_layers: int = 2
     attention_heads: int = 2
     attention_dim: int = 32
@@ -205,6 +209,7 @@ class ModelHparams:
         _float("model", "dropout", self.dropout, low=0.0, high=1.0)
         _int("model", "piecewise_bins", self.piecewise_bins)
         _int("model", "feature_embedding_dim", self.feature_embedding_dim, minimum=0)
+        _float("model", "feature_dropout", self.feature_dropout, low=0.0, high=1.0)
         _int("model", "embedding_dim", self.embedding_dim)
         _int("model", "distributed_embedding_min_rows", self.distributed_embedding_min_rows,
              minimum=0)

@@ -5,7 +5,8 @@
 * ``model.ensemble: N``: :mod:`.ensemble` (N seeds, one averaged model).
 * ``model.input_transform``: :func:`input_transforms` (layers of
   :mod:`beam_prep.codegen.numeric_layers`, statistics from :mod:`.input_stats`), followed by
-  :class:`.feature_embedding.FeatureEmbedding` when ``model.feature_embedding_dim > 0``.
+  :class:`.feature_embedding.FeatureEmbedding` when ``model.feature_embedding_dim > 0``, then
+  :class:`.feature_dropout.FeatureDropout` when ``model.feature_dropout > 0``.
 
 Example:
     >>> scorer_class("dasalc").__name__
@@ -48,11 +49,12 @@ def input_transforms(hp: ModelHparams, names: Sequence[str],
     """The input transform of every float feature in ``names`` (none: no entry).
 
     The transform is the ``input_transform`` layer, then (``feature_embedding_dim > 0``) a
-    :class:`.feature_embedding.FeatureEmbedding` of the values, one per feature.
+    :class:`.feature_embedding.FeatureEmbedding` of the values, one per feature, then
+    (``feature_dropout > 0``) a :class:`.feature_dropout.FeatureDropout` of the feature.
 
     Args:
         hp: ``ModelHparams`` (``input_transform``, ``piecewise_bins``,
-            ``feature_embedding_dim``).
+            ``feature_embedding_dim``, ``feature_dropout``).
         names: Float features (after preprocessing) the scorer takes.
         stats: Feature -> ``{"median", "iqr", "edges"}`` per value of its last axis
             (:func:`.input_stats.feature_stats`), needed by ``piecewise_linear``/``robust``.
@@ -61,17 +63,22 @@ def input_transforms(hp: ModelHparams, names: Sequence[str],
         SpecError: A feature has no statistics but the transform needs them.
     """
     kind = hp.resolved_input_transform
-    base = _value_transforms(kind, names, stats)
-    if not hp.feature_embedding_dim:
-        return base
-    from beam_prep.ranking.train.scorers.feature_embedding import FeatureEmbedding
+    out: dict[str, Callable[[Any], Any]] = dict(_value_transforms(kind, names, stats))
+    if hp.feature_embedding_dim:
+        from beam_prep.ranking.train.scorers.feature_embedding import FeatureEmbedding
 
-    out: dict[str, Callable[[Any], Any]] = {}
-    for name in names:
-        embed = FeatureEmbedding(hp.feature_embedding_dim, expand=kind != "piecewise_linear",
-                                 name=f"{name.strip('_')}_feature_embedding")
-        first = base.get(name)
-        out[name] = embed if first is None else _chain(first, embed)
+        for name in names:
+            embed = FeatureEmbedding(hp.feature_embedding_dim,
+                                     expand=kind != "piecewise_linear",
+                                     name=f"{name.strip('_')}_feature_embedding")
+            out[name] = _chain(out[name], embed) if name in out else embed
+    if hp.feature_dropout:
+        from beam_prep.ranking.train.scorers.feature_dropout import FeatureDropout
+
+        for name in names:  # seeds from keras.utils.set_random_seed (training.seed)
+            drop = FeatureDropout(hp.feature_dropout,
+                                  name=f"{name.strip('_')}_feature_dropout")
+            out[name] = _chain(out[name], drop) if name in out else drop
     return out
 
 
