@@ -10,7 +10,10 @@ One line per fact, in spec order:
 * NaN values of a numeric feature (left out of the moments and the boundaries);
 * ±inf values of a numeric feature (left out of the moments, kept in the boundaries);
 * rows set aside for an invalid instance weight, and tokens a weighted ``min_count`` of 1
-  dropped (:mod:`beam_prep.spec.weights`).
+  dropped (:mod:`beam_prep.spec.weights`);
+* tokens left out of a vocabulary ``.txt`` because they hold a line break (or are empty): a
+  line file cannot hold them, so the lookup maps them to OOV (``excluded_unwritable``; the
+  ``.target.jsonl`` of a target-encoded feature keeps them, as JSON).
 
 Example:
     >>> manifest = {"input": {"rows_read": 4, "rows_rejected": 0},
@@ -67,6 +70,28 @@ def _weight_warnings(feature: dict[str, Any], stats: dict[str, Any]) -> list[str
     return lines
 
 
+def unwritable_warning(feature: dict[str, Any], stats: dict[str, Any]) -> list[str]:
+    """The line about tokens left out of the vocabulary file (``excluded_unwritable``).
+
+    Example:
+        >>> unwritable_warning({"name": "c"}, {"excluded_unwritable": {"tokens": 2,
+        ...                                                           "count": 5}})[0][:75]
+        'warning: c: 2 tokens (5 values) left out of its vocabulary file vocab/c.txt'
+    """
+    drop = stats.get("excluded_unwritable") or {}
+    tokens = int(drop.get("tokens") or 0)
+    if not tokens:
+        return []
+    name, count = feature["name"], drop.get("count") or 0
+    values = f"{count:,}" if isinstance(count, int) else f"{count:.6g} weighted"
+    kept = ("; its target encoding file keeps them" if feature.get("target_encoding")
+            else "")
+    return [f"warning: {name}: {tokens:,} tokens ({values} values) left out of its vocabulary "
+            f"file vocab/{name}.txt: they contain a line break (\\n, \\r, U+2028, ...) or are "
+            "empty, and a vocabulary file holds one token per line, so the lookup maps them to "
+            f"OOV (excluded_unwritable){kept}"]
+
+
 def data_warnings(manifest: dict[str, Any]) -> list[str]:
     """The warning lines about the data of one analysis (empty when there is none).
 
@@ -88,4 +113,5 @@ def data_warnings(manifest: dict[str, Any]) -> list[str]:
         if entry.get("kind") == "numeric":
             lines.extend(_numeric_warnings(feature["name"], entry.get("stats") or {}))
         lines.extend(_weight_warnings(feature, entry.get("stats") or {}))
+        lines.extend(unwritable_warning(feature, entry.get("stats") or {}))
     return lines

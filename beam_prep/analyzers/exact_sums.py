@@ -251,3 +251,29 @@ def ratio_to_float(numerator: int, denominator: int) -> float:
         return numerator / denominator
     except OverflowError:
         return math.inf if numerator > 0 else -math.inf
+
+
+def exact_mean(total: int, count: int) -> float:
+    """The mean ``total / count`` of a :func:`exact_sums` total (``count`` values, or a weight
+    total in the same units as ``Σw`` is kept) correctly rounded; 0 when ``count`` is 0.
+
+    Example:
+        >>> exact_mean(exact_sums(np.array([0.1, 0.2]))[0], 2) == (0.1 + 0.2) / 2
+        True
+    """
+    return ratio_to_float(total, count << SUM_SHIFT) if count else 0.0
+
+
+def exact_variance(count: int, total: int, total_sq: int) -> float:
+    """Population variance ``(nΣx² - (Σx)²) / n²`` of :func:`exact_sums` totals, correctly
+    rounded (0 when ``count`` is 0; ``inf`` when beyond float64). ``count`` may be a weight
+    total ``Σw`` with ``Σwx``, ``Σwx²`` (the weighted moments).
+
+    Example:
+        >>> exact_variance(3, *exact_sums(np.array([1.0, 2.0, 3.0])))
+        0.6666666666666666
+    """
+    if not count:
+        return 0.0
+    spread = count * total_sq - total * total  # >= 0 (exact; clamped for safety)
+    return ratio_to_float(max(spread, 0), (count * count) << SQUARE_SHIFT)

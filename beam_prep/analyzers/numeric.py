@@ -28,7 +28,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
-from beam_prep.analyzers.exact_sums import SQUARE_SHIFT, SUM_SHIFT, exact_sums, ratio_to_float
+from beam_prep.analyzers.exact_sums import exact_mean, exact_sums, exact_variance
 
 MAX_NUM_VALUES = 1 << 32  # the sketch's error bound holds up to this many values (as TFT)
 
@@ -79,18 +79,13 @@ class Moments:
     @property
     def mean(self) -> float:
         """``Σx / n`` correctly rounded (0 when empty); always within ``[minimum, maximum]``."""
-        if not self.count:
-            return 0.0
-        return ratio_to_float(self.total, self.count << SUM_SHIFT)
+        return exact_mean(self.total, self.count)
 
     @property
     def variance(self) -> float:
         """Population variance ``(nΣx² - (Σx)²) / n²`` correctly rounded (0 when empty;
         ``inf`` when beyond float64)."""
-        if not self.count:
-            return 0.0
-        spread = self.count * self.total_sq - self.total * self.total  # >= 0, exact
-        return ratio_to_float(spread, (self.count * self.count) << SQUARE_SHIFT)
+        return exact_variance(self.count, self.total, self.total_sq)
 
 
 @dataclasses.dataclass

@@ -40,6 +40,9 @@ def summarize(manifest: dict, *, counts: bool = True) -> str:
             extra = f", documents {s['document_count']:,}" if kind == "text" else ""
             lines.append(f"  {name:<20} {kind:<8} vocabulary {s['vocabulary_size']:,} of "
                          f"{s['distinct_values']:,} distinct{extra}")
+            unwritable = int((s.get("excluded_unwritable") or {}).get("tokens") or 0)
+            if unwritable:  # one token per line: see data_warnings.unwritable_warning
+                lines[-1] += f", {unwritable:,} left out (line breaks)"
         elif kind == "numeric":
             lines.append(numeric_summary(name, s))
         else:

@@ -205,8 +205,8 @@ def merge_runs(runs: Sequence[pa.Table | SpillRef], *, fan_in: int = FAN_IN,
     yield from _Merger(top, batch_rows).chunks()
 
 
-class _HashingWriter:
-    """A file written chunk by chunk, with its sha256 and size."""
+class HashingWriter:
+    """A file written chunk by chunk, with its sha256 and size (``close()`` returns both)."""
 
     def __init__(self, path: str) -> None:
         fs.makedirs(FileSystems.split(path)[0])
@@ -220,9 +220,9 @@ class _HashingWriter:
             self._hash.update(body)
             self.size += len(body)
 
-    def close(self) -> str:
+    def close(self) -> tuple[str, int]:
         self._f.close()
-        return self._hash.hexdigest()
+        return self._hash.hexdigest(), self.size
 
 
 def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
@@ -257,7 +257,7 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
     top = _merge_levels(runs, fan_in=max(2, fan_in), batch_rows=batch_rows,
                         temp_dir=temp_dir)
     merger = _Merger(top, batch_rows)
-    vocab, counts = _HashingWriter(vocab_path), _HashingWriter(counts_path)
+    vocab, counts = HashingWriter(vocab_path), HashingWriter(counts_path)
     kept = {"tokens": 0, "count": 0}
     rest = {"tokens": 0, "count": 0}
     first = None
@@ -278,5 +278,5 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
             more = merger.rest()
             rest = {k: rest[k] + more[k] for k in rest}
             break
-    return {"vocabulary": (vocab.close(), vocab.size), "counts": (counts.close(), counts.size),
+    return {"vocabulary": vocab.close(), "counts": counts.close(),
             "kept": kept, "dropped_top_k": rest, "first": first}

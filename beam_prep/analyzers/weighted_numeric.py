@@ -35,7 +35,13 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
-from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
+from beam_prep.analyzers.exact_sums import (
+    SUM_SHIFT,
+    exact_mean,
+    exact_sum,
+    exact_variance,
+    ratio_to_float,
+)
 from beam_prep.analyzers.numeric import NumericPartial, new_sketch
 
 __all__ = ["WeightedMoments", "WeightedNumericAccumulator"]
@@ -148,17 +154,12 @@ class WeightedMoments:
     @property
     def mean(self) -> float:
         """``Σwx / Σw`` correctly rounded (0 when ``Σw = 0``)."""
-        if not self.weight:
-            return 0.0
-        return ratio_to_float(self.total, self.weight << SUM_SHIFT)
+        return exact_mean(self.total, self.weight)
 
     @property
     def variance(self) -> float:
         """``(Σw·Σwx² - (Σwx)²) / (Σw)²`` correctly rounded (0 when ``Σw = 0``)."""
-        if not self.weight:
-            return 0.0
-        spread = self.weight * self.total_sq - self.total * self.total
-        return ratio_to_float(max(spread, 0), (self.weight * self.weight) << WX_SHIFT)
+        return exact_variance(self.weight, self.total, self.total_sq)
 
 
 class WeightedNumericAccumulator:

@@ -24,23 +24,19 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
 from beam_prep.analyzers.split_vocab import SplitVocabulary
-from beam_prep.analyzers.vocab_merge import merge_runs
+from beam_prep.analyzers.vocab_merge import HashingWriter, merge_runs
 from beam_prep.analyzers.vocab_topk import select_top_k, sort_vocabulary
 from beam_prep.analyzers.vocab_write import counts_jsonl, unwritable_mask, vocabulary_text
 from beam_prep.analyzers.weighted_counts import band_key, band_tables
-from beam_prep.io import filesystem as fs
 
 __all__ = ["WeightedSplitVocabulary", "exact_total", "prune_weighted", "to_float",
            "write_weighted_files"]
@@ -124,24 +120,6 @@ def prune_weighted(table: pa.Table, *, min_count: float, top_k: int | None,
         "dropped_min_count": _summary(below), "dropped_top_k": top, "pruned": kept}
 
 
-class _Hashing:
-    def __init__(self, path: str) -> None:
-        fs.makedirs(FileSystems.split(path)[0])
-        self._f = FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
-        self._hash = hashlib.sha256()
-        self.size = 0
-
-    def write(self, body: bytes) -> None:
-        if body:
-            self._f.write(body)
-            self._hash.update(body)
-            self.size += len(body)
-
-    def close(self) -> tuple[str, int]:
-        self._f.close()
-        return self._hash.hexdigest(), self.size
-
-
 def write_weighted_files(runs: Sequence[Any], vocab_path: str, counts_path: str, *,
                          top_k: int | None, temp_dir: str | None = None) -> dict:
     """Merges sorted weighted runs (disjoint tokens) into the ``.txt`` and its sidecar.
@@ -151,7 +129,7 @@ def write_weighted_files(runs: Sequence[Any], vocab_path: str, counts_path: str,
         count}, "dropped_top_k": {tokens, count}, "first": the first line's token or None}``
         (counts as exact totals).
     """
-    vocab, counts = _Hashing(vocab_path), _Hashing(counts_path)
+    vocab, counts = HashingWriter(vocab_path), HashingWriter(counts_path)
     kept = {"tokens": 0, "count": 0}
     written: list[pa.Table] = []
     first = None

@@ -33,8 +33,15 @@ import dataclasses
 from typing import Any
 
 from beam_prep.errors import SpecError
-from beam_prep.input_names import input_name, input_names
+from beam_prep.input_names import input_names
 from beam_prep.spec.derived import input_types
+from beam_prep.spec.layer_names import (
+    OwnedName,
+    check_unique,
+    input_owned,
+    spec_names,
+    warn_unpredicted,
+)
 
 #: Raw input dtype of an expression input column, by its expression type (the Arrow type
 #: the analysis reads it as: ``beam_prep.spec.derived.ARROW_TYPES``).
@@ -149,36 +156,35 @@ def feature_raw_inputs(fp: Any) -> list[RawInput]:
     return [RawInput(c, RAW_DTYPES[types[c]], c) for c in fp.derived.columns] + key
 
 
-def check_names(features: Any) -> None:
+def check_names(features: Any, spec_features: Any = ()) -> None:
     """Refuses two planned features (``FeaturePlan`` s) whose input or layer names collide.
 
-    Two namespaces: the raw inputs (data columns, shared by the features reading them) and
-    the layers of the ``all``/``data`` model; the encoded outputs (the inputs of the
-    ``model`` stage) and the layers.
+    The same check (:func:`beam_prep.spec.layer_names.check_unique`) as at spec load, on the
+    names the plan really has: the raw inputs (data columns, shared by the features reading
+    them) and the layers of the ``all``/``data`` model; the encoded outputs (the inputs of the
+    ``model`` stage) and the layers. A planned name that ``spec_names`` of the spec feature
+    (``spec_features``, in the same order) did not predict gets an
+    :class:`~beam_prep.spec.layer_names.UnpredictedNameWarning` (an error in the tests): spec
+    load could not have refused its collisions.
 
     Raises:
         SpecError: Naming both owners and the fix.
     """
-    def layers(fp: Any) -> list[tuple[str, str]]:
-        names = [("layer", fp.derived.layer)] if fp.derived is not None else []
-        keyed = getattr(fp, "keyed", None)
-        if keyed is not None and keyed.derived is not None:
-            names.append(("layer", keyed.derived.layer))
-        names += [("layer", layer.name) for o in fp.outputs for layer in o.layers]
-        return names + ([("layer", fp.fill.name)] if fp.fill is not None else [])
-
-    _unique(features, lambda fp: [("input", input_name(r.name)) for r in feature_raw_inputs(fp)]
-            + layers(fp))
-    _unique(features, lambda fp: [("output", o.key) for o in fp.outputs] + layers(fp))
+    owned = [(fp.name, planned_names(fp)) for fp in features]
+    for (name, names), f in zip(owned, spec_features):
+        warn_unpredicted(name, names, spec_names(f))
+    check_unique(owned)
 
 
-def _unique(features: Any, names_of: Any) -> None:
-    owner: dict[str, tuple[str, str]] = {}
-    for fp in features:
-        for what, n in names_of(fp):
-            if n in owner and not (what == "input" and owner[n][0] == "input"):
-                raise SpecError(
-                    f"Feature {fp.name!r}: its {what} name {n!r} collides with {owner[n][1]}. "
-                    "Keras needs unique input and layer names. Fix: rename one of the features."
-                )
-            owner.setdefault(n, (what, f"the {what} of feature {fp.name!r}"))
+def planned_names(fp: Any) -> list[OwnedName]:
+    """The inputs, outputs and layers of one planned feature (see ``spec_names``)."""
+    names = [input_owned(r.name) for r in feature_raw_inputs(fp)]
+    names += [OwnedName(o.key, "output", "output", primary=o.key == fp.name)
+              for o in fp.outputs]
+    layers = [fp.derived.layer] if fp.derived is not None else []
+    keyed = getattr(fp, "keyed", None)
+    if keyed is not None and keyed.derived is not None:
+        layers.append(keyed.derived.layer)
+    layers += [layer.name for o in fp.outputs for layer in o.layers]
+    layers += [fp.fill.name] if fp.fill is not None else []
+    return names + [OwnedName(n, "layer", "layer") for n in dict.fromkeys(layers)]

@@ -15,9 +15,10 @@ float32        ``NaN`` (a real NaN is indistinguishable, so it is replaced too)
 int64          :data:`MISSING_INTEGER`, the smallest int64
 =============  =========================================================================
 
-The generated module renders the same classes from ``templates/fill_missing.py.j2`` and
-``templates/missing_indicator.py.j2``; a test checks the definitions are identical.
-Imports Keras and TensorFlow (import lazily).
+``beam-prep generate`` copies these definitions (and ``_missing_mask``, their one missing
+test) into the generated module from this file's source text
+(:func:`beam_prep.codegen.numeric_source.missing_layers_source`): one definition for the
+generated module and the runtime twin. Imports Keras and TensorFlow (import lazily).
 
 Example:
     >>> fill = FillMissing(0.0, name="price_fill_missing")            # doctest: +SKIP
@@ -35,6 +36,15 @@ import tensorflow as tf
 from beam_prep.codegen.plan import MISSING_INTEGER
 
 MISSING_VALUES: dict[str, Any] = {"string": "", "float32": float("nan"), "int64": MISSING_INTEGER}
+
+
+def _missing_mask(x: Any) -> Any:
+    """True where ``x`` is missing: ``""`` (string), NaN (float), ``MISSING_INTEGER`` (int)."""
+    if x.dtype == tf.string:
+        return tf.equal(x, "")
+    if x.dtype.is_floating:
+        return tf.math.is_nan(x)
+    return tf.equal(x, tf.constant(MISSING_INTEGER, x.dtype))
 
 
 class FillMissing(keras.layers.Layer):
@@ -64,13 +74,7 @@ class FillMissing(keras.layers.Layer):
 
     def call(self, inputs: Any) -> Any:
         x = tf.convert_to_tensor(inputs)
-        if x.dtype == tf.string:
-            missing = tf.equal(x, "")
-        elif x.dtype.is_floating:
-            missing = tf.math.is_nan(x)
-        else:
-            missing = tf.equal(x, tf.constant(MISSING_INTEGER, x.dtype))
-        return tf.where(missing, tf.constant(self.default_value, x.dtype), x)
+        return tf.where(_missing_mask(x), tf.constant(self.default_value, x.dtype), x)
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
@@ -106,14 +110,7 @@ class MissingIndicator(keras.layers.Layer):
         return super().__call__(inputs, **kwargs)
 
     def call(self, inputs: Any) -> Any:
-        x = tf.convert_to_tensor(inputs)
-        if x.dtype == tf.string:
-            missing = tf.equal(x, "")
-        elif x.dtype.is_floating:
-            missing = tf.math.is_nan(x)
-        else:
-            missing = tf.equal(x, tf.constant(MISSING_INTEGER, x.dtype))
-        return tf.cast(missing, "float32")
+        return tf.cast(_missing_mask(tf.convert_to_tensor(inputs)), "float32")
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape

@@ -30,7 +30,7 @@ IMPORTS = frozenset({("__future__", "annotations"), ("hashlib", None), ("json", 
                      ("math", None), ("os", None), ("collections.abc", "Callable"),
                      ("typing", "Any"),
                      ("keras", None), ("tensorflow", None), ("sys", None), ("types", None),
-                     ("collections.abc", "Sequence")})
+                     ("collections.abc", "Sequence"), ("warnings", None)})
 CONSTANTS = frozenset({
     "FINGERPRINT", "ARTIFACTS_DIR", "INPUT_DTYPES", "INPUT_COLUMNS", "INPUT_NAMES", "LIST_INPUTS",
     "LIST_PADDING", "RAGGED_OUTPUTS", "OUTPUTS", "OUTPUT_SPECS", "STAGES", "_FILES",
@@ -45,7 +45,8 @@ FUNCTIONS = frozenset({
     "_per_key_bucket_state",
     "build_layers", "raw_inputs", "input_signature", "_apply", "build_preprocessor",
     "encoded_inputs", "raw_columns", "make_dataset_fn", "build_inference_model",
-    "_padded_list", "_layers_fn", "_apply_on_tf", "_on_tf", "_cast", "_call", "_numeric_ops"})
+    "_padded_list", "_layers_fn", "_apply_on_tf", "_on_tf", "_cast", "_call", "_numeric_ops",
+    "keras_model", "_missing_mask"})
 _PER_FEATURE = re.compile(r"build_[A-Za-z_][A-Za-z0-9_]*_layers|derive_[A-Za-z_][A-Za-z0-9_]*")
 _DATA = (ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.Name, ast.UnaryOp, ast.USub,
          ast.Load)

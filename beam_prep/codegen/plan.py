@@ -364,7 +364,7 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
     planned = tuple(as_list(_with_fill(fp, f, art.stats(f.name)), f) if f.is_list()
                     else _with_fill(fp, f, art.stats(f.name))
                     for fp, f in zip(features, art.spec.features))
-    check_names(planned)
+    check_names(planned, art.spec.features)
     files = []
     for name in art.feature_names:
         for role in sorted(art.manifest["features"][name].get("files", {})):

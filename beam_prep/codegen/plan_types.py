@@ -278,6 +278,10 @@ class ModulePlan:
         """Data column -> its ``keras.Input`` / signature argument name (``input_name``)."""
         return input_names(r.name for r in self.raw_inputs)
 
+    def has_renamed_inputs(self) -> bool:
+        """Whether a column's ``keras.Input`` name is not the column (``input_name``)."""
+        return any(column != name for column, name in self.input_names().items())
+
     def input_dtype(self, column: str) -> str:
         """The dtype of the raw input of a data column (``""`` if no raw input reads it)."""
         return next((r.dtype for r in self.raw_inputs if r.name == column), "")

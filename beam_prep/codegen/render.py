@@ -28,7 +28,11 @@ import jinja2
 from beam_prep.codegen import escape, module_check
 from beam_prep.codegen.escape import Code
 from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
-from beam_prep.codegen.numeric_source import numeric_layers_source
+from beam_prep.codegen.numeric_source import (
+    keras_model_source,
+    missing_layers_source,
+    numeric_layers_source,
+)
 from beam_prep.codegen.per_key_bucket_plan import BUCKET_LAYER_CLASS
 from beam_prep.codegen.per_key_plan import PER_KEY_COUNT_CLASS, PER_KEY_LAYER_CLASS
 from beam_prep.codegen.plan import (
@@ -208,6 +212,10 @@ def render_plan(plan: ModulePlan, *, default_artifacts_dir: str, source: str = "
         derived_code=derived_code,
         key_code=key_code,
         numeric_code=numeric_layers_source(plan.numeric_layer_classes()),
+        keras_model_code=keras_model_source() if plan.has_renamed_inputs() else "",
+        missing_code=missing_layers_source(
+            (("FillMissing",) if plan.has_defaults() else ())
+            + (("MissingIndicator",) if plan.has_indicators() else ())),
         artifacts_dir=default_artifacts_dir,
     )
     module_check.check_module(text)

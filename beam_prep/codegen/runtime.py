@@ -242,8 +242,6 @@ class PreprocessingLayers:
 
     def build_preprocessor(self, *, stage: str = "all") -> Any:
         """Dict-to-dict Keras model; ``stage`` as in the generated module (all/data/model)."""
-        import keras
-
         if stage not in STAGES:
             raise SpecError(f"`stage` must be one of {STAGES}. Received: stage={stage!r}")
         layers = self.build_layers()
@@ -263,7 +261,9 @@ class PreprocessingLayers:
             outputs = {key: values[name] if stage == "data" and where == "model"
                        else apply(layers[key], values[name])
                        for key, (name, where) in self.outputs.items()}
-        return keras.Model(inputs, outputs, name=f"beam_prep_preprocessor_{stage}")
+        from beam_prep.codegen.keras_model import keras_model
+
+        return keras_model(inputs, outputs, f"beam_prep_preprocessor_{stage}")
 
     def feature_values(self, inputs: dict[str, Any], *, on_tf: bool = False) -> dict[str, Any]:
         """Each feature's value before its layers: its raw input, or its computed value.
@@ -393,11 +393,11 @@ class PreprocessingLayers:
 
     def build_inference_model(self, trainer: Any) -> Any:
         """Raw inputs -> preprocessing -> ``trainer``: the model to export."""
-        import keras
-
         inputs = self.raw_inputs()
         encoded = self.build_preprocessor(stage="all")(inputs)
-        return keras.Model(inputs, trainer(encoded), name="beam_prep_inference")
+        from beam_prep.codegen.keras_model import keras_model
+
+        return keras_model(inputs, trainer(encoded), "beam_prep_inference")
 
     def __repr__(self) -> str:
         return f"PreprocessingLayers({self.path!r}, outputs={list(self.outputs)})"

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow_spec_change", action="store_true",
                    help="compare even when the specs differ (shared features only)")
     p.add_argument("--verify", action="store_true",
-                   help="re-hash every file against its manifest before comparing")
+                   help="re-hash every file against its manifest before comparing (the files "
+                        "the diff reads are checked while read in any case)")
     defaults = DiffThresholds()
     for f in dataclasses.fields(DiffThresholds):
         kind = int if f.name in INT_FIELDS else float

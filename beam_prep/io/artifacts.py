@@ -42,6 +42,7 @@ import numpy as np
 
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io import filesystem as fs
+from beam_prep.io.checked_stream import CheckedStream
 from beam_prep.io.manifest_check import (
     MAX_MANIFEST_BYTES,
     check_relpath_text,
@@ -154,33 +155,6 @@ def long_line_error(path: str, limit: int) -> ArtifactError:
     return ArtifactError(
         f"{path} has a line longer than {limit:,} bytes (no token is that long; the file is "
         "not one the analysis wrote). Fix: re-run `beam-prep analyze` into a fresh directory.")
-
-
-class _SizeBound:
-    """A binary stream that raises once more bytes are read than the manifest records."""
-
-    def __init__(self, stream: Any, path: str, expected: int, key: str) -> None:
-        self._stream, self._path, self._expected, self._key = stream, path, expected, key
-        self._seen = 0
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._stream.read(n if n is not None and n >= 0 else self._expected + 1)
-        self._seen += len(data)
-        if self._seen > self._expected:
-            raise ArtifactError(
-                f"{self._path} holds more than the {self._expected:,} bytes {MANIFEST} records "
-                f"({self._key}): the directory was modified after the analysis. Fix: re-run "
-                "`beam-prep analyze` into a fresh directory.")
-        return data
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def __enter__(self) -> _SizeBound:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 class _LineScan:
@@ -338,16 +312,18 @@ class Artifacts:
 
         Local files must be regular files (a FIFO would block ``open``, a device never end)
         of exactly the size the manifest records; both are checked before the file is opened.
-        On object stores the size is checked while reading (:meth:`iter_lines`).
+        On object stores the size is checked while reading; everywhere the sha256 of the
+        bytes read is checked when the end of the file is read
+        (:class:`beam_prep.io.checked_stream.CheckedStream`: hashed as read, no second pass).
 
         Raises:
-            ArtifactError: The file is missing, not a regular file, or of another size.
+            ArtifactError: The file is missing, not a regular file, or of another size (and,
+                from ``read``, of another size or sha256).
         """
         full = self.file_path(name, role)
         meta = self._entry(name)["files"][role]
         self._check_on_disk(name, role)  # again: the file may have changed since __init__
-        return _SizeBound(fs.open_read(full), full, meta["bytes"],
-                          f"features.{name}.files.{role}.bytes")
+        return CheckedStream(fs.open_read(full), full, meta, f"features.{name}.files.{role}")
 
     def iter_lines(self, name: str, role: str) -> Any:
         """Yields a feature file's lines (bytes, without ``\\n``), read in bounded blocks.
@@ -423,23 +399,14 @@ class Artifacts:
                 or holds a line longer than :data:`MAX_LINE_BYTES`.
         """
         for name, entry in self.manifest["features"].items():
-            for role, meta in entry.get("files", {}).items():
+            for role in entry.get("files", {}):
                 full = fs.join(self.path, self.relpath(name, role))
                 if not fs.exists(full):
                     raise ArtifactError(f"{full} ({name} {role}) is missing.")
-                h, size, longest = hashlib.sha256(), 0, _LineScan(full)
-                with self.open_file(name, role) as f:
-                    while size <= meta["bytes"]:
-                        chunk = f.read(_BLOCK)
-                        if not chunk:
-                            break
-                        h.update(chunk)
-                        size += len(chunk)
+                longest = _LineScan(full)
+                with self.open_file(name, role) as f:  # checks size and sha256 at the end
+                    while chunk := f.read(_BLOCK):
                         longest.add(chunk)
-                if h.hexdigest() != meta["sha256"] or size != meta["bytes"]:
-                    raise ArtifactError(
-                        f"{full} ({name} {role}) does not match the manifest checksum: the "
-                        "artifact directory was modified after the analysis.")
 
     def __repr__(self) -> str:
         return f"Artifacts({self.path!r}, features={list(self.feature_names)})"

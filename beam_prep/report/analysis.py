@@ -52,6 +52,12 @@ _MAX_LISTED = 20
 _FLOAT_MAX = 1.7976931348623157e308
 _LAST_TERMS_BUCKET = 32
 
+#: Drop records of a vocabulary, with why (when the key does not say it).
+_DROP_ROWS = (("dropped_top_k", ""), ("dropped_min_count", ""),
+              ("excluded_unwritable", " (a line break or empty: a vocabulary file holds one "
+                                      "token per line; the lookup maps them to OOV)"),
+              ("excluded_reserved", " ([UNK], reserved by TextVectorization)"))
+
 
 def _share(part: float, whole: float) -> float | None:
     return part / whole if whole else None
@@ -123,12 +129,11 @@ def _vocab_card(art: Artifacts, name: str, spec: dict[str, Any], rows_used: int)
                          f"({fmt_pct(_share(int(st.get('missing_count', 0)), rows_used))})"),
         ("cut", text(cut)),
     ]
-    for key in ("dropped_top_k", "dropped_min_count", "excluded_unwritable",
-                "excluded_reserved"):
+    for key, why in _DROP_ROWS:
         d = st.get(key) or {}
         if d.get("tokens"):
             rows.append((key.replace("_", " "), f"{fmt_int(d['tokens'])} tokens, "
-                                                 f"{num(d.get('count'))} values"))
+                                                 f"{num(d.get('count'))} values{why}"))
     rows += _weight_rows(spec, st)
     if kind == "text" and st.get("document_count"):
         docs = int(st["document_count"])

@@ -19,7 +19,7 @@ from typing import Any
 
 from beam_prep.errors import SpecError
 from beam_prep.spec.features import Feature
-from beam_prep.spec.imputation import check_indicator_names
+from beam_prep.spec.layer_names import check_spec_names
 from beam_prep.spec.loading import SPEC_VERSION, features_from_document, parse_yaml
 
 
@@ -51,7 +51,7 @@ class Spec:
                     f"Feature names must be unique. Received: name={feature.name!r} twice"
                 )
             seen.add(feature.name)
-        check_indicator_names(self.features)
+        check_spec_names(self.features)  # Keras names, before any analysis
 
     def names(self) -> tuple[str, ...]:
         """Feature names in order."""

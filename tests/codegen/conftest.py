@@ -130,6 +130,23 @@ def import_module_from(path: str, name: str) -> ModuleType:
     return module
 
 
+def analyze_and_import(root: Any, data: str, name: str) -> tuple[str, ModuleType]:
+    """Analyses ``root/<data>`` with ``root/spec.yaml`` into ``root/artifacts`` (the real
+    pipeline), renders its module into ``root/preprocessing.py`` and imports it as ``name``."""
+    from beam_prep.pipelines import analyze
+
+    from beam_prep.codegen.render import render_module
+    from beam_prep.io.artifacts import Artifacts
+
+    out = os.path.join(str(root), "artifacts")
+    analyze.run(["--spec", os.path.join(str(root), "spec.yaml"), "--input",
+                 os.path.join(str(root), data), "--output", out])
+    module_path = os.path.join(str(root), "preprocessing.py")
+    with open(module_path, "w", encoding="utf-8") as f:
+        f.write(render_module(Artifacts(out)))
+    return out, import_module_from(module_path, name)
+
+
 @pytest.fixture(scope="session")
 def generated(all_kinds_artifacts: str, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     from beam_prep.codegen.render import generate

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -10,6 +11,8 @@ import sys
 
 import pytest
 
+from beam_prep.codegen.derived_plan import check_names
+from beam_prep.codegen.plan import plan_from_artifacts
 from beam_prep.codegen.render import render_module
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.artifacts import Artifacts
@@ -55,6 +58,14 @@ def test_deterministic_and_independent_of_location(all_kinds_artifacts: str,
     assert f'ARTIFACTS_DIR = "{os.path.abspath(copy)}"' in local
 
 
+def _assert_ruff_clean(path) -> None:
+    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
+    proc = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--line-length", "100",
+                           "--select", "E,F,W,I,B,UP", "--ignore", "UP007,B905", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_ruff_clean_and_imports_only_keras_tensorflow(fixture: str, tmp_path,
                                                       request: pytest.FixtureRequest) -> None:
@@ -62,11 +73,7 @@ def test_ruff_clean_and_imports_only_keras_tensorflow(fixture: str, tmp_path,
                          default_artifacts_dir=DEFAULT_DIR)
     path = tmp_path / "preprocessing.py"
     path.write_text(code, encoding="utf-8")
-    ruff = os.path.join(os.path.dirname(sys.executable), "ruff")
-    proc = subprocess.run([ruff, "check", "--no-cache", "--isolated", "--line-length", "100",
-                           "--select", "E,F,W,I,B,UP", "--ignore", "UP007,B905", str(path)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _assert_ruff_clean(path)
     roots = set()
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.Import):
@@ -107,11 +114,16 @@ def test_fill_missing_rendered_only_with_defaults(all_kinds_artifacts: str,
     for absent in ("FillMissing", "MISSING_INTEGER", "DEFAULT_VALUES", "_fill_missing"):
         assert absent not in plain
     code = render_module(Artifacts(defaults_artifacts), default_artifacts_dir=DEFAULT_DIR)
-    # The generated class is the runtime twin's class, statement for statement.
+    # The generated class is the runtime twin's class (copied from its source), with the one
+    # missing test both layers share.
     with open(os.path.join(CODEGEN, "missing.py"), encoding="utf-8") as f:
         library = f.read()
     assert ast.dump(_class_def(code, "FillMissing")) == \
         ast.dump(_class_def(library, "FillMissing"))
+    (mask,) = [n for n in ast.parse(code).body
+               if isinstance(n, ast.FunctionDef) and n.name == "_missing_mask"]
+    assert "_missing_mask" in ast.unparse(_class_def(code, "FillMissing"))
+    assert ast.unparse(mask) in ast.unparse(ast.parse(library))
     namespace: dict = {}
     exec(compile(ast.Module([n for n in ast.parse(code).body if isinstance(n, ast.Assign)
                              and n.targets[0].id in ("MISSING_INTEGER", "DEFAULT_VALUES")],
@@ -137,12 +149,16 @@ def _fixture(tmp_path, features, data) -> Artifacts:
     return Artifacts(write_artifacts(str(tmp_path), {"features": features}, data))
 
 
-def test_name_collision_is_refused(tmp_path) -> None:
-    art = _fixture(tmp_path, [{"name": "a", "kind": "string"},
-                              {"name": "a_lookup", "kind": "string"}],
-                   {"a": ["x"], "a_lookup": ["y"]})
-    with pytest.raises(SpecError, match="'a_lookup' collides"):
-        render_module(art)
+def test_name_collision_is_refused_at_spec_load_and_by_generate(tmp_path) -> None:
+    features = [{"name": "a", "kind": "string"}, {"name": "a_lookup", "kind": "string"}]
+    with pytest.raises(SpecError, match="'a_lookup' collides"):  # before any analysis
+        _fixture(tmp_path, features, {"a": ["x"], "a_lookup": ["y"]})
+    # generate runs the same check on the planned names (a plan spec load did not predict)
+    fp = plan_from_artifacts(_fixture(tmp_path / "ok", features[:1], {"a": ["x"]})).features[0]
+    other = dataclasses.replace(fp, name="b", column="a_lookup")
+    with pytest.raises(SpecError, match="Feature 'a': its layer 'a_lookup' collides with the "
+                                        "model input of column 'a_lookup' .read by feature 'b'"):
+        check_names((fp, other))
 
 
 def test_empty_vocabulary_without_oov_is_refused(tmp_path) -> None:
@@ -170,3 +186,16 @@ def test_cli_writes_module(all_kinds_artifacts: str, tmp_path) -> None:
     assert out.read_text(encoding="utf-8") == code
     assert main(["generate", "--artifacts", all_kinds_artifacts, "--output", str(out),
                  "--no-overwrite"]) == 1
+
+
+def test_module_with_renamed_inputs_and_missing_layers_is_ruff_clean(tmp_path) -> None:
+    """The copied ``keras_model`` (renamed inputs) and ``_missing_mask`` pass the checks."""
+    art = _fixture(tmp_path, [{"name": "p", "kind": "numeric", "column": "price/usd",
+                               "impute": "mean", "missing_indicator": True},
+                              {"name": "c", "kind": "string", "column": "class"}],
+                   {"price/usd": [1.0, None, 3.0], "class": ["a", "b", "a"]})
+    code = render_module(art, default_artifacts_dir=DEFAULT_DIR)
+    assert "def keras_model(" in code and "def _missing_mask(" in code
+    path = tmp_path / "preprocessing.py"
+    path.write_text(code, encoding="utf-8")
+    _assert_ruff_clean(path)

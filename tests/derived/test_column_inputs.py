@@ -31,15 +31,13 @@ from hypothesis import strategies as st
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from beam_prep.pipelines import analyze  # noqa: E402
 
 from beam_prep import Artifacts  # noqa: E402
 from beam_prep.analyzers.split_fn import feature_column, required_columns  # noqa: E402
-from beam_prep.codegen.render import render_module  # noqa: E402
 from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
 from beam_prep.io.columns import normalize  # noqa: E402
 from beam_prep.spec import Spec  # noqa: E402
-from tests.codegen.conftest import import_module_from  # noqa: E402
+from tests.codegen.conftest import analyze_and_import  # noqa: E402
 
 # Numeric features without scaling: their layer output is the derived value (float32).
 NUMERIC = {
@@ -85,12 +83,7 @@ def analyzed(tmp_path_factory):
                               else str(ROWS[c][k]) for c in ROWS))
     (root / "data.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (root / "spec.yaml").write_text(json.dumps({"features": SPEC_FEATURES}))
-    out = str(root / "artifacts")
-    analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
-                 "--output", out])
-    module_path = root / "preprocessing.py"
-    module_path.write_text(render_module(Artifacts(out)), encoding="utf-8")
-    generated = import_module_from(str(module_path), "bp_generated_column_inputs")
+    out, generated = analyze_and_import(root, "data.csv", "bp_generated_column_inputs")
     pp = layers_from_artifacts(out)
     inputs = pp.raw_inputs()
     probe = keras.Model(inputs, pp.feature_values(inputs))

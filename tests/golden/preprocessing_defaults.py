@@ -217,6 +217,16 @@ class ArtifactMismatchError(ValueError):
     """The artifact directory is not the one this module was generated from."""
 
 
+# Missing-value layers: beam_prep.codegen.missing's definitions, copied by `beam-prep generate`.
+def _missing_mask(x: Any) -> Any:
+    """True where ``x`` is missing: ``""`` (string), NaN (float), ``MISSING_INTEGER`` (int)."""
+    if x.dtype == tf.string:
+        return tf.equal(x, "")
+    if x.dtype.is_floating:
+        return tf.math.is_nan(x)
+    return tf.equal(x, tf.constant(MISSING_INTEGER, x.dtype))
+
+
 class FillMissing(keras.layers.Layer):
     """Replaces missing raw inputs by the feature's ``default_value``, as the analysis did.
 
@@ -244,13 +254,7 @@ class FillMissing(keras.layers.Layer):
 
     def call(self, inputs: Any) -> Any:
         x = tf.convert_to_tensor(inputs)
-        if x.dtype == tf.string:
-            missing = tf.equal(x, "")
-        elif x.dtype.is_floating:
-            missing = tf.math.is_nan(x)
-        else:
-            missing = tf.equal(x, tf.constant(MISSING_INTEGER, x.dtype))
-        return tf.where(missing, tf.constant(self.default_value, x.dtype), x)
+        return tf.where(_missing_mask(x), tf.constant(self.default_value, x.dtype), x)
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape

@@ -16,13 +16,10 @@ tf = pytest.importorskip("tensorflow")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from beam_prep.pipelines import analyze  # noqa: E402
 
-from beam_prep import Artifacts  # noqa: E402
-from beam_prep.codegen.render import render_module  # noqa: E402
 from beam_prep.io.readers import Split, read_split  # noqa: E402
 from beam_prep.transform.layers import BatchEncoder  # noqa: E402
-from tests.codegen.conftest import import_module_from  # noqa: E402
+from tests.codegen.conftest import analyze_and_import  # noqa: E402
 
 SPEC = """
 features:
@@ -122,12 +119,7 @@ def setup(tmp_path_factory):
                    SERVE_QTY, SERVE_TAGS, SERVE_IDS)
     pq.write_table(serve, str(root / "serve.parquet"))
     (root / "spec.yaml").write_text(SPEC)
-    out = str(root / "artifacts")
-    analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "train.parquet"),
-                 "--output", out])
-    module_path = root / "preprocessing.py"
-    module_path.write_text(render_module(Artifacts(out)), encoding="utf-8")
-    module = import_module_from(str(module_path), "bp_generated_transform_eq")
+    out, module = analyze_and_import(root, "train.parquet", "bp_generated_transform_eq")
     return out, module, str(root / "serve.parquet"), serve
 
 
