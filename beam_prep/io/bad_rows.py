@@ -11,7 +11,7 @@ Example:
     >>> [r] = describe_bad_rows("f.csv", raw, [("x", np.array([False, True]),
     ...                                             "unparsable_number")])
     >>> r.row, r.reason, r.detail
-    (2, 'unparsable_number', "column 'x': cannot read 'a' as the feature's type")
+    (2, 'unparsable_number', "column 'x': cannot read a as the feature's type")
 """
 
 from __future__ import annotations
