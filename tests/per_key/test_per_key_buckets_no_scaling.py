@@ -150,3 +150,25 @@ def test_transform_encoder_equals_the_generated_layers(built):
     want = _expected(rows, serve)
     assert mine["price_bucket"].values.ravel().tolist() == want["price_bucket"].tolist()
     assert mine["price"].values.ravel().tobytes() == want["price"].tobytes()
+
+
+def test_report_and_diff_show_the_per_key_boundaries(built, capsys):
+    import json
+
+    from beam_prep import cli
+    from beam_prep.diff.compare import diff_artifacts
+    from beam_prep.report.analysis import render_analysis
+    from beam_prep.report.page import fmt_num
+
+    rows, out, _, _ = built
+    html = render_analysis(Artifacts(out))
+    want = oracle(rows["store"], rows["price"], 4)
+    assert "per-key buckets" in html
+    counts = helpers.oracle(rows["store"], rows["price"])  # the report's top key
+    key = max(want, key=lambda k: (counts[k][0], [-b for b in k.encode()]))
+    assert f"{counts[key][0]:,} values: " + ", ".join(fmt_num(b) for b in want[key]) in html
+    price = diff_artifacts(out, out).features[0]
+    assert price.per_key_buckets.old_keys == len(want)
+    assert cli.main(["diff", out, out, "--json"]) in (0, 1)
+    body = json.loads(capsys.readouterr().out)
+    assert body["features"][0]["per_key_buckets"]["changed"] == 0
