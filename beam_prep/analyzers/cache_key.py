@@ -46,7 +46,7 @@ from beam_prep.io.readers import Split
 from beam_prep.spec import Feature, Spec
 
 #: Bumped whenever the entry layout or the meaning of a key part changes.
-CACHE_FORMAT_VERSION = 3  # 2: numeric moments as exact sums (total, total_sq)
+CACHE_FORMAT_VERSION = 4  # 2: exact moment sums; 4: sketches fed in fixed chunks
 # 3: count tables carry each token's uint64 partition hash (replay does not re-hash)
 
 
@@ -56,8 +56,9 @@ class ReaderSettings:
 
     Attributes:
         format: Input format.
-        batch_size: Rows per Arrow batch (numeric moments and sketches are merged per
-            batch, so their floating-point bits depend on it).
+        batch_size: Rows per Arrow batch (kept in the key out of caution: moments are
+            exact sums and sketches are fed in fixed chunks, so results no longer depend
+            on it).
         csv_delimiter: CSV field delimiter.
         skip_corrupt_tail: TFRecord corrupt-tail handling.
     """

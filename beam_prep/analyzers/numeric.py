@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from beam_prep.analyzers.exact_sums import exact_mean, exact_sums, exact_variance
+from beam_prep.analyzers.sketch_chunks import ChunkedSketch
 
 MAX_NUM_VALUES = 1 << 32  # the sketch's error bound holds up to this many values (as TFT)
 
@@ -155,7 +156,8 @@ class NumericAccumulator:
         self.missing = 0
         self.nan = 0
         self.infinite = 0
-        self.sketch = new_sketch(epsilon) if epsilon is not None else None
+        self.sketch = (None if epsilon is None
+                       else ChunkedSketch(new_sketch(epsilon), add_to_sketch))
 
     def add(self, values: np.ndarray, missing: int) -> None:
         """Adds a batch of float64 values (NaN/inf allowed) and its missing count."""
@@ -170,12 +172,12 @@ class NumericAccumulator:
         if self.sketch is not None:
             non_nan = values[~nan]
             if non_nan.size:
-                add_to_sketch(self.sketch, non_nan)
+                self.sketch.add(non_nan)
 
     def result(self) -> NumericPartial:
         """The split's partial (sketch pickled: the sketch object itself is not portable)."""
         return NumericPartial(self.moments, self.missing, self.nan, self.infinite,
-                              None if self.sketch is None else pickle.dumps(self.sketch))
+                              None if self.sketch is None else self.sketch.finish())
 
 
 def merge_partials(partials: list[NumericPartial]) -> NumericPartial:

@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import pickle
 from fractions import Fraction
 
 import numpy as np
-import pyarrow as pa
 
 from beam_prep.analyzers.exact_sums import (
     SUM_SHIFT,
@@ -43,6 +41,7 @@ from beam_prep.analyzers.exact_sums import (
     ratio_to_float,
 )
 from beam_prep.analyzers.numeric import NumericPartial, new_sketch
+from beam_prep.analyzers.sketch_chunks import ChunkedSketch
 
 __all__ = ["WeightedMoments", "WeightedNumericAccumulator"]
 
@@ -170,7 +169,7 @@ class WeightedNumericAccumulator:
         self.missing = 0
         self.nan = 0
         self.infinite = 0
-        self.sketch = new_sketch(epsilon) if epsilon is not None else None
+        self.sketch = None if epsilon is None else ChunkedSketch(new_sketch(epsilon))
 
     def add(self, values: np.ndarray, weights: np.ndarray, missing: int) -> None:
         """Adds float64 values (NaN/inf allowed) with their valid weights."""
@@ -185,11 +184,9 @@ class WeightedNumericAccumulator:
         if self.sketch is not None:
             keep = ~nan & (weights > 0)
             if keep.any():
-                v, w = values[keep], weights[keep]
-                order = np.lexsort((w, v))
-                self.sketch.AddValues(pa.array(v[order] + 0.0), pa.array(w[order]))
+                self.sketch.add(values[keep], weights[keep])
 
     def result(self) -> NumericPartial:
         """The split's partial (sketch pickled)."""
         return NumericPartial(self.moments, self.missing, self.nan, self.infinite,  # type: ignore[arg-type]
-                              None if self.sketch is None else pickle.dumps(self.sketch))
+                              None if self.sketch is None else self.sketch.finish())
