@@ -13,9 +13,10 @@ import pickle
 
 import numpy as np
 import pytest
+from beam_prep.pipelines import analyze
+
 from beam_prep.analyzers.numeric import new_sketch
 from beam_prep.analyzers.sketch_chunks import CHUNK, ChunkedSketch
-from beam_prep.pipelines import analyze
 
 SPECS = {
     "plain": "features:\n  - {name: x, kind: numeric, num_buckets: 5, scaling: robust}\n",
