@@ -15,6 +15,8 @@ z_score    shift = mean, scale = sqrt(variance), or 1 when  ``(x - shift) / scal
 min_max    shift = min, scale = max - min                   ``(x - shift) / scale``
 min_max,   sigmoid                                          ``sigmoid(x)`` (float64, then
 min==max                                                    float32; TFT's choice too)
+none       shift = 0, scale = 1 (only with ``num_buckets``:  ``x`` (the raw value, exactly)
+           the per-key buckets alone)
 =========  ===============================================  ================================
 
 A scale below :data:`F32_TINY` (float32's smallest normal number, e.g. a key whose values
@@ -68,6 +70,8 @@ KEY_SUFFIX = "_key_expr"
 def scaling_row(scaling: str, count: int, mean: float, variance: float, low: float,
                 high: float) -> tuple[float, float, bool]:
     """``(shift, scale, sigmoid)`` of one key (or of the global statistics)."""
+    if scaling == "none":  # per-key buckets alone: the identity for every key
+        return 0.0, 1.0, False
     if scaling == "z_score":
         if not count:
             return 0.0, 1.0, False
@@ -81,6 +85,9 @@ def scaling_row(scaling: str, count: int, mean: float, variance: float, low: flo
 def scaling_rows(scaling: str, table: PerKeyTable) -> tuple[np.ndarray, np.ndarray,
                                                              np.ndarray]:
     """:func:`scaling_row` of every key of a per-key file, vectorised (float64, bool)."""
+    n = len(table.keys)
+    if scaling == "none":
+        return np.zeros(n), np.ones(n), np.zeros(n, bool)
     if scaling == "z_score":
         std = np.sqrt(np.where(table.variance > 0, table.variance, 0.0))
         scale = np.where(std >= F32_TINY, std, 1.0)
@@ -134,7 +141,9 @@ def keyed_plan(art: Any, f: Any, fp: FeaturePlan) -> FeaturePlan:
     count = int(stats.get("key_count") or 0)
     summary = (f"numeric feature {f.name!r}: {f.scaling} scaling per key of "
                f"{_key_text(f)} ({count} keys; an unknown or missing key uses the global "
-               "statistics)")
+               "statistics)") if f.scaling != "none" else (
+        f"numeric feature {f.name!r}: no scaling (the raw value: an identity "
+        f"PerKeyScaling); keys of {_key_text(f)} ({count} keys)")
     if f.per_key_count:
         summary += f"; {f.name + COUNT_SUFFIX!r}: the key's count (0 when unknown)"
     summary += bucket_summary(f)

@@ -114,7 +114,7 @@ class KeyPlan:
         column: The raw input holding the key (a column key), else ``""``.
         derived: How an expression key is computed (a string ``DerivedFeature``), else None.
         relpath: The per-key file (``per_key/<feature>.jsonl``).
-        scaling: ``z_score`` or ``min_max``.
+        scaling: ``z_score``, ``min_max`` or ``none`` (per-key buckets alone: identity rows).
         global_row: ``(shift, scale, sigmoid)`` of an unknown or missing key.
         buckets: The per-key bucket file (``per_key/<feature>.buckets.jsonl``) with
             ``num_buckets``, else None.

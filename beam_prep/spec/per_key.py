@@ -15,8 +15,11 @@ Per-key statistics apply to the ``z_score`` and ``min_max`` scalings (TF Transfo
 the key's count as an output (``count_per_key``), and ``num_buckets`` makes the
 ``<name>_bucket`` output per key too (TF Transform's ``bucketize_per_key``: the key's own
 quantile boundaries; the global ones for an unknown or missing key, where TF Transform
-gives -1). Refused combinations (one-line SpecError naming the fix): ``scaling: none``
-(nothing would use them), ``default_value`` and list features.
+gives -1). With ``scaling: none`` the per-key buckets stand alone (TF Transform's
+``bucketize_per_key`` without a scaling): ``<name>`` is the raw value, as for a numeric
+feature without ``per_key``. Refused combinations (one-line SpecError naming the fix):
+``scaling: none`` without ``num_buckets`` (nothing would use the statistics), the other
+scalings, ``default_value`` and list features.
 
 Example:
     >>> from beam_prep.spec import NumericFeature
@@ -104,9 +107,12 @@ def check_per_key(feature: Any) -> None:
     if isinstance(per_key, str) and not per_key:
         raise _error(feature, per_key, "a column name, {expr: \"...\"} or null")
     keys = key_columns(feature)
-    if feature.scaling not in ("z_score", "min_max"):
-        also = (" and per-key buckets come with one of them; for global buckets only, "
-                "drop per_key" if feature.num_buckets is not None else "; drop per_key")
+    if feature.scaling not in ("z_score", "min_max") and not (
+            feature.scaling == "none" and feature.num_buckets is not None):
+        also = (", or none for the per-key buckets alone; for global buckets only, drop "
+                "per_key" if feature.num_buckets is not None
+                else ", and by scaling: none with num_buckets (per-key buckets); else drop "
+                "per_key")
         raise _error(feature, per_key, f"null with scaling={feature.scaling!r} (per-key "
                      f"statistics are used by scaling: z_score or min_max{also})")
     if feature.default_value is not None:

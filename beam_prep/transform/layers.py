@@ -407,9 +407,14 @@ class _PerKey:
         self.shifts = flush32(np.asarray(state["shifts"], np.float64).astype(np.float32))
         self.scales = flush32(np.asarray(state["scales"], np.float64).astype(np.float32))
         self.sigmoid = np.asarray(state["sigmoid"], bool)
+        # scaling none (per-key buckets alone): every row is (x - 0) / 1, x itself
+        self.identity = not (self.sigmoid.any() or self.shifts.any()
+                             or (self.scales != 1).any())
 
     def __call__(self, value_and_key: tuple[np.ndarray, pa.Array]) -> np.ndarray:
         x, keys = value_and_key
+        if self.identity:  # no key lookup: the same float32 bits as the layer's (TF flushes
+            return flush32(x)  # subnormals in (x - 0) / 1)
         row = self.index(keys) + 1  # unknown (-1) -> row 0
         with np.errstate(divide="ignore", invalid="ignore"):  # as TF: subnormals flushed
             scaled = flush32(flush32(flush32(x) - self.shifts[row]) / self.scales[row])

@@ -181,6 +181,11 @@ def test_spec_accepts_per_key_num_buckets_and_the_cache_key_changes():
     plain = "features:\n  - {name: p, kind: numeric, num_buckets: 4}\n"
     assert "per_key_buckets" not in json.dumps(
         analysis_key(Spec.from_yaml_text(plain), ReaderSettings("csv", 1024)))
-    with pytest.raises(SpecError, match="per_key"):
+    # scaling none: the per-key buckets alone (test_per_key_buckets_no_scaling.py) ...
+    alone = ", scaling: none, num_buckets: 4"
+    assert feature_key(Spec.from_yaml_text(
+        "features:\n  - {name: p, kind: numeric, per_key: s" + alone + "}\n"
+    ).features[0])["per_key_buckets"] is True
+    with pytest.raises(SpecError, match="per_key"):  # ... and nothing without num_buckets
         Spec.from_yaml_text("features:\n  - {name: p, kind: numeric, per_key: s, "
-                            "scaling: none, num_buckets: 4}\n")
+                            "scaling: none}\n")

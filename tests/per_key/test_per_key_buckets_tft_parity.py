@@ -29,11 +29,14 @@ from tests.per_key.test_per_key_buckets import oracle  # noqa: E402
 
 SPEC = """
 features:
-  - {name: price, kind: numeric, per_key: store, num_buckets: 5}
+  - {name: price, kind: numeric, per_key: store, num_buckets: 5, scaling: %s}
 """
 
 
-def test_matches_tft_bucketize_per_key(tmp_path):
+@pytest.fixture(scope="module")
+def tft_run(tmp_path_factory):
+    """The rows and TFT's buckets (one subprocess for both scalings)."""
+    tmp_path = tmp_path_factory.mktemp("tft_pkb")
     rng = np.random.default_rng(11)
     n = 900
     keys = [f"k{i}" for i in rng.integers(0, 9, n)] + ["few"] * 3
@@ -48,13 +51,23 @@ def test_matches_tft_bucketize_per_key(tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ref = np.array(json.loads((tmp_path / "tft.json").read_text())["bucket"])
+    return x, keys, ref
+
+
+# scaling none: tft.bucketize_per_key without a scaling (the per-key buckets alone)
+@pytest.mark.parametrize("scaling", ["z_score", "none"])
+def test_matches_tft_bucketize_per_key(tft_run, scaling, tmp_path):
+    x, keys, ref = tft_run
     path = str(tmp_path / "rows.jsonl")
     helpers.write_jsonl({"price": x, "store": keys}, path)
-    out = helpers.run(tmp_path, SPEC, path)
+    out = helpers.run(tmp_path, SPEC % scaling, path)
     pp = beam_prep.layers_from_artifacts(out)
-    got = np.asarray(pp.build_preprocessor()(pp.raw_columns(
+    outputs = pp.build_preprocessor()(pp.raw_columns(
         {"price": np.array(x).reshape(-1, 1),
-         "store": np.array(keys, object).reshape(-1, 1)}))["price_bucket"]).ravel()
+         "store": np.array(keys, object).reshape(-1, 1)}))
+    got = np.asarray(outputs["price_bucket"]).ravel()
+    if scaling == "none":  # the value itself is the raw float32 input
+        assert np.asarray(outputs["price"]).ravel().tolist() == np.float32(x).tolist()
     bounds = oracle(keys, x, 5)
     on_boundary = np.array([v in bounds[k] for v, k in zip(x, keys)])
     np.testing.assert_array_equal(got[~on_boundary], ref[~on_boundary])

@@ -28,6 +28,7 @@ SPEC = """
 features:
   - {name: price, kind: numeric, per_key: store, num_buckets: 4, per_key_count: true}
   - {name: mm, kind: numeric, column: price, scaling: min_max, per_key: store, num_buckets: 3}
+  - {name: raw, kind: numeric, column: price, scaling: none, per_key: store, num_buckets: 3}
 """
 SUB = 1e-40  # a float32 subnormal, a normal float64
 
