@@ -13,7 +13,8 @@ the sha256 of:
   accumulated (per feature: :func:`feature_key`), the columns read with their types (a row
   is rejected when any of them fails to convert, which changes every feature's counts),
   the reader options that change results (format, batch size, CSV delimiter,
-  ``skip_corrupt_tail``) and the versions of the libraries that count and sketch.
+  ``skip_corrupt_tail``) and the versions of the libraries that count and sketch; for
+  JSONL, the columns of list features (read as arrays line by line).
 
 Settings applied after the merge (:data:`POST_MERGE_FIELDS`: ``top_k``, ``min_count``,
 ``max_tokens``, ``num_buckets`` when the sketch's epsilon stays the same, output modes
@@ -40,7 +41,7 @@ import hashlib
 import json
 from typing import Any
 
-from beam_prep.analyzers.split_fn import required_columns
+from beam_prep.analyzers.split_fn import list_columns, required_columns
 from beam_prep.io.readers import Split
 from beam_prep.spec import Feature, Spec
 
@@ -138,6 +139,11 @@ def analysis_key(spec: Spec, reader: ReaderSettings) -> tuple[str, dict[str, str
              "columns": required_columns(spec),
              "reader": dataclasses.asdict(reader),
              "libraries": library_versions()}
+    if reader.format == "jsonl" and (lists := sorted(list_columns(spec))):
+        # JSONL arrays of list features are read line by line in a block holding a bad line
+        # (older entries rejected every array of such a block): such specs get new keys,
+        # every other spec keeps its entries.
+        whole["jsonl_list_columns"] = lists
     return _digest(whole), per_feature
 
 

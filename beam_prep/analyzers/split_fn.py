@@ -40,19 +40,22 @@ from beam_prep.analyzers import per_key_stats as pks
 from beam_prep.analyzers import vocabulary as voc
 from beam_prep.analyzers import weighted_split as wsplit
 from beam_prep.analyzers.per_key_buckets import PER_KEY_BUCKETS, HistAccumulators  # noqa: F401
+from beam_prep.analyzers.spec_columns import (  # noqa: F401 (re-exported)
+    column_owners,
+    list_columns,
+    required_columns,
+)
 from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
 from beam_prep.analyzers.vocab_partition import token_hashes
-from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
 from beam_prep.io.readers import Split, read_split
 from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
-from beam_prep.spec.derived import ARROW_TYPES
 from beam_prep.spec.label_fields import has_labels
 from beam_prep.spec.target_fields import has_target_encoding
-from beam_prep.spec.weights import is_weighted, weight_columns
+from beam_prep.spec.weights import is_weighted
 
 NUMERIC = "numeric"
 PER_KEY = "per_key"
@@ -65,77 +68,6 @@ NUMERIC_GROUPS = 64
 TEXT_CHUNK_BYTES = 1 << 22
 
 _LOG = logging.getLogger("beam_prep.analyze")
-
-_TYPE_OF_KIND = {"string": "string", "text": "string", "integer": "int64", "numeric": "float64"}
-
-
-def required_columns(spec: Spec) -> dict[str, str]:
-    """Input column → Arrow target type for every feature, hashed ones included.
-
-    A derived feature (``expr``) reads its expression's input columns, typed as
-    ``beam_prep.spec.derived`` infers them. Hashed features are not analysed, but their
-    columns (``column``, ``expr`` inputs, both ``cross`` columns) are read too: a column
-    missing from the data is found before the pipeline starts, values the layer could not
-    take are rejected like any other, and a spec of hashed features only still counts rows.
-
-    Raises:
-        SpecError: When one column is read with two incompatible types.
-    """
-    out: dict[str, str] = {}
-    owner: dict[str, str] = {}
-    for f in spec.features:
-        if f.expr is None and f.kind != "hashed":
-            reads = {f.source_column: _TYPE_OF_KIND[f.kind]}
-        else:  # an expression's inputs, or a hashed feature's column(s) as its dtype
-            reads = {c: ARROW_TYPES[t] for c, t in f.input_columns().items()}
-        if f.weights_expr is not None:  # instance weights computed from columns
-            for c, t in weight_columns(f).items():
-                reads.setdefault(c, ARROW_TYPES[t])
-        if has_labels(f):  # the label column of a label-aware vocabulary
-            reads.setdefault(f.labels, "int64")
-        for col, typ in reads.items():
-            if col in out and out[col] != typ:
-                raise SpecError(
-                    f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as "
-                    f"{typ} by feature {f.name!r}. Read it once, or convert it upstream into "
-                    "two columns.")
-            out.setdefault(col, typ)
-            owner.setdefault(col, f.name)
-        if getattr(f, "per_key", None) is not None:  # the key's columns (per_key.py)
-            from beam_prep.spec.per_key import key_columns
-
-            for col, typ in key_columns(f).items():
-                typ = ARROW_TYPES[typ]
-                if col in out and out[col] != typ:
-                    raise SpecError(
-                        f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and "
-                        f"as {typ} by the per_key of feature {f.name!r}. Fix: per_key: "
-                        f"{{expr: \"str({col})\"}} for an integer column, or convert it "
-                        "upstream.")
-                out.setdefault(col, typ)
-                owner.setdefault(col, f.name)
-    for f in spec.features:  # `weights`, target label: as another feature reads it, or float64
-        label = f.target_encoding.labels if has_target_encoding(f) else None
-        for col, what in ((f.weights, "`weights`"), (label, "target_encoding.labels")):
-            if col is not None and out.setdefault(col, "float64") not in ("float64", "int64"):
-                raise SpecError(
-                    f"Column {col!r} is read as {out[col]} by feature {owner[col]!r} and as the "
-                    f"{what} of feature {f.name!r}, which must be numbers. Use a numeric "
-                    "column.")
-    for f in filter(has_target_encoding, spec.features):  # fold: hashed as text, any type
-        out.setdefault(f.target_encoding.fold_column, "string")
-    return out
-
-
-def column_owners(spec: Spec) -> dict[str, str]:
-    """Input column → the first feature that reads it (for error messages)."""
-    owners: dict[str, str] = {}
-    for f in spec.features:
-        for col in [*f.input_columns(), *weight_columns(f), *target_stats.columns_of(f),
-                    *([f.labels] if has_labels(f) else [])]:
-            owners.setdefault(col, f.name)
-    return owners
-
 
 def feature_column(f: Feature, batch: pa.RecordBatch) -> pa.Array:
     """The values a feature analyses: its column, or its expression computed on ``batch``.
@@ -292,6 +224,7 @@ class AnalyzeSplitFn(beam.DoFn):
     def setup(self) -> None:
         self._spec = Spec.from_dict(self._spec_dict)
         self._columns = required_columns(self._spec)
+        self._lists = list_columns(self._spec)
         self._features = [f for f in self._spec.features if f.kind != "hashed"]
         self._pool = (ThreadPoolExecutor(self._threads, thread_name_prefix="beam_prep")
                       if self._threads > 1 else None)
@@ -368,7 +301,8 @@ class AnalyzeSplitFn(beam.DoFn):
 
         results = read_split(split, self._columns, batch_size=self._batch_size,
                              csv_delimiter=self._csv_delimiter,
-                             skip_corrupt_tail=self._skip_corrupt_tail, strict_columns=True)
+                             skip_corrupt_tail=self._skip_corrupt_tail, strict_columns=True,
+                             list_columns=self._lists)
         for result in (_prefetched(results) if self._pool is not None else results):
             meta["rows_read"] += result.rows_seen
             meta["rows_rejected"] += len(result.rejected)

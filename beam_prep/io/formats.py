@@ -106,7 +106,8 @@ def truncate(text: str, limit: int = 2000) -> str:
 
 def iter_jsonl(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source: str,
                block_bytes: int = 1 << 24, first_row: int = 1,
-               text_columns: Collection[str] = ()) -> Iterator[RawBatch]:
+               text_columns: Collection[str] = (),
+               list_columns: Collection[str] = ()) -> Iterator[RawBatch]:
     """Streams JSON Lines; malformed lines are rejected without losing their neighbours.
 
     ``first_row`` numbers the first line of ``f`` (a byte range of a larger file).
@@ -115,6 +116,11 @@ def iter_jsonl(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source:
     fraction or exponent, or a boolean, rejects the line (reason ``wrong_type``): its text
     is not unique (``1.5``, ``1.50``, ``15e-1``), so write it as a JSON string. The rule
     holds per line, whatever the other lines of the batch hold.
+
+    ``list_columns`` are the columns of list features: there a line may hold an array of
+    scalars (a scalar is a one-value array); an array inside it rejects the line. Every
+    other column rejects a line holding an array or an object there. Lines are judged one
+    by one, so one bad line of a block costs that line only.
     """
     carry = b""
     next_row = first_row
@@ -136,14 +142,15 @@ def iter_jsonl(f: IO[bytes], columns: Sequence[str], *, batch_size: int, source:
             for start in range(0, len(lines), batch_size):
                 part = lines[start:start + batch_size]
                 yield _parse_jsonl_lines(part, columns, next_row, source,
-                                         frozenset(text_columns))
+                                         frozenset(text_columns), frozenset(list_columns))
                 next_row += len(part)
         if not chunk:
             return
 
 
 def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: int,
-                       source: str, text_columns: frozenset[str] = frozenset()) -> RawBatch:
+                       source: str, text_columns: frozenset[str] = frozenset(),
+                       list_columns: frozenset[str] = frozenset()) -> RawBatch:
     import numpy as np
 
     blank = [i for i, line in enumerate(lines) if not line.strip()]
@@ -186,48 +193,78 @@ def _parse_jsonl_lines(lines: list[bytes], columns: Sequence[str], first_row: in
             obj = json.loads(line)
             if not isinstance(obj, dict):
                 raise ValueError(f"a JSON object is required, got {type(obj).__name__}")
-            for c in columns:
-                v = obj.get(c)
-                if isinstance(v, (dict, list)):
-                    raise ValueError(f"column {c!r} holds a nested value")
+            row = {c: _cell(obj.get(c), c in list_columns, c) for c in columns}
         except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
             text = line.decode("utf-8", errors="replace")
             rejected.append(RejectedRow(source, number, REASON_JSON, str(e)[:200],
                                         truncate(text)))
             continue
-        row = {c: obj.get(c) for c in columns}
-        problem = next((c for c in columns if c in text_columns
-                        and isinstance(row[c], (bool, float))), None)
+        problem = next(((c, v) for c in columns if c in text_columns
+                        for v in _scalars(row[c]) if isinstance(v, (bool, float))), None)
         if problem is not None:
+            c, v = problem
             rejected.append(RejectedRow(
                 source, number, REASON_TYPE,
-                f"column {problem!r}: the JSON {_json_kind(row[problem])} "
-                f"{json.dumps(row[problem])} is not read as text; write it as a JSON string",
+                f"column {c!r}: the JSON {_json_kind(v)} {json.dumps(v)} is not read as "
+                "text; write it as a JSON string",
                 truncate(line.decode("utf-8", errors="replace"))))
             continue
         for c in text_columns.intersection(columns):
-            if isinstance(row[c], int):
-                row[c] = str(row[c])  # the integer's decimal text, however large
+            # an integer keeps its decimal text, however large
+            if isinstance(row[c], list):
+                row[c] = [str(v) if isinstance(v, int) else v for v in row[c]]
+            elif isinstance(row[c], int):
+                row[c] = str(row[c])
         rows.append(row)
         numbers.append(number)
     arrays = []
     for c in columns:
         values = [r[c] for r in rows]
-        kinds = {type(v) for v in values if v is not None}
-        typed = None
-        if kinds <= {int} or kinds <= {int, float} or kinds <= {str} or kinds <= {bool}:
-            try:
-                typed = pa.array(values)
-            except (OverflowError, pa.ArrowInvalid):  # an integer beyond int64: as text
-                pass
-        # Mixed types: keep text; the typed conversion rejects what does not fit. A boolean
-        # reads as 1 / 0, as a column of booleans does.
-        arrays.append(typed if typed is not None else pa.array(
-            [None if v is None else v if isinstance(v, str) else str(int(v))
-             if isinstance(v, bool) else json.dumps(v) for v in values], pa.large_string()))
+        if c not in list_columns:
+            arrays.append(_scalar_array(values))
+            continue
+        lengths = [0 if v is None else len(v) for v in values]
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]),
+                           pa.int64())
+        flat = _scalar_array([x for v in values if v is not None for x in v])
+        arrays.append(pa.LargeListArray.from_arrays(
+            offsets, flat, mask=pa.array([v is None for v in values], pa.bool_())))
     batch = pa.RecordBatch.from_arrays(arrays, names=list(columns)) if columns else (
         pa.RecordBatch.from_pydict({}))
     return RawBatch(batch, first_row, pa.array(numbers, pa.int64()), rejected)
+
+
+def _cell(value: object, is_list: bool, column: str) -> object:
+    """A line's value of one column: a scalar, or in a list column a list of scalars (a
+    scalar there is a one-value list). ValueError for a value the column cannot hold."""
+    if value is None:
+        return None
+    if isinstance(value, list) and is_list:
+        if any(isinstance(v, (dict, list)) for v in value):
+            raise ValueError(f"column {column!r} holds a nested list")
+        return value
+    if isinstance(value, (dict, list)):
+        raise ValueError(f"column {column!r} holds a nested value")
+    return [value] if is_list else value
+
+
+def _scalars(value: object) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _scalar_array(values: list) -> pa.Array:
+    """An Arrow array of JSON scalars: typed when they share a type, else their text."""
+    kinds = {type(v) for v in values if v is not None}
+    if kinds <= {int} or kinds <= {int, float} or kinds <= {str} or kinds <= {bool}:
+        try:
+            return pa.array(values)
+        except (OverflowError, pa.ArrowInvalid):  # an integer beyond int64: as text
+            pass
+    # Mixed types: keep text; the typed conversion rejects what does not fit. A boolean
+    # reads as 1 / 0, as a column of booleans does.
+    return pa.array([None if v is None else v if isinstance(v, str) else str(int(v))
+                     if isinstance(v, bool) else json.dumps(v) for v in values],
+                    pa.large_string())
 
 
 def _holds_floats(t: pa.DataType) -> bool:

@@ -12,7 +12,8 @@ Supported formats and how values are read:
 
 =========  =================================================================
 csv        header row required; empty field = missing; ``""`` = empty string
-jsonl      one JSON object per line; scalar values
+jsonl      one JSON object per line; scalar values (arrays of scalars for list
+           features: ``list_columns``)
 parquet    any column type convertible to the feature's type; list columns
 tfrecord   ``tf.Example`` records (optionally .gz); a feature is a list column,
            or a flat one (null = absent) when every record of the batch that
@@ -31,7 +32,7 @@ import dataclasses
 import io
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import IO, Literal
 
 import numpy as np
@@ -42,6 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 from beam_prep.io import (
+    bad_rows,
     byte_ranges,
     compressed,
     csv_reader,
@@ -199,8 +201,8 @@ def _range_bytes(split: Split) -> IO[bytes]:
 
 def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                  csv_delimiter: str, dictionary_columns: Sequence[str] = (),
-                 skip_corrupt_tail: bool = False, strict: bool = False
-                 ) -> Iterator[formats.RawBatch]:
+                 skip_corrupt_tail: bool = False, strict: bool = False,
+                 list_columns: Collection[str] = ()) -> Iterator[formats.RawBatch]:
     if split.end is not None:
         f = _range_bytes(split)
         if split.format == "csv":
@@ -210,7 +212,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
         else:
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size,
                                           source=split.path, first_row=split.first_row,
-                                          text_columns=dictionary_columns)
+                                          text_columns=dictionary_columns,
+                                          list_columns=list_columns)
         return
     with _open(split) as f:
         if split.format == "csv":
@@ -219,7 +222,8 @@ def _raw_batches(split: Split, columns: Sequence[str], batch_size: int,
                                         strict_columns=strict)
         elif split.format == "jsonl":
             yield from formats.iter_jsonl(f, columns, batch_size=batch_size, source=split.path,
-                                          text_columns=dictionary_columns)
+                                          text_columns=dictionary_columns,
+                                          list_columns=list_columns)
         elif split.format == "parquet":
             yield from formats.iter_parquet(f, columns, batch_size=batch_size,
                                             row_groups=split.row_groups,
@@ -238,7 +242,8 @@ def read_split(split: Split, columns: Mapping[str, str], *,
                batch_size: int = DEFAULT_BATCH_SIZE,
                csv_delimiter: str = ",",
                skip_corrupt_tail: bool = False,
-               strict_columns: bool = False) -> Iterator[ReadResult]:
+               strict_columns: bool = False,
+               list_columns: Collection[str] = ()) -> Iterator[ReadResult]:
     """Reads one split as typed batches; rows with any unconvertible cell are rejected.
 
     Args:
@@ -251,6 +256,8 @@ def read_split(split: Split, columns: Mapping[str, str], *,
             (reason ``corrupt_tail``) instead of raising InputError.
         strict_columns: CSV / Parquet: a column absent from the file's header or schema is
             an InputError naming the file (the jobs), instead of all-missing values.
+        list_columns: JSONL: the columns of list features, where a line may hold an array
+            of scalars (elsewhere an array rejects its line).
 
     Yields:
         :class:`ReadResult` per batch, in file order. String columns of Parquet files
@@ -259,7 +266,7 @@ def read_split(split: Split, columns: Mapping[str, str], *,
     names = list(columns)
     strings = [c for c, t in columns.items() if t == "string"]
     for raw in _raw_batches(split, names, batch_size, csv_delimiter, strings,
-                            skip_corrupt_tail, strict_columns):
+                            skip_corrupt_tail, strict_columns, list_columns):
         _check_types(split.path, raw.batch.schema)
         n = raw.batch.num_rows
         bad_any = np.zeros(n, dtype=bool)
@@ -273,7 +280,7 @@ def read_split(split: Split, columns: Mapping[str, str], *,
                 bad_any |= bad
         rejected = list(raw.rejected)
         if bad_any.any():
-            rejected.extend(_describe_bad_rows(split.path, raw, names, reasons, bad_any))
+            rejected.extend(bad_rows.describe_bad_rows(split.path, raw, reasons))
             keep = pa.array(~bad_any)
             converted = [pc.filter(a, keep) for a in converted]
         batch = pa.RecordBatch.from_arrays(converted, names=names)
@@ -288,40 +295,6 @@ def _check_types(path: str, schema: pa.Schema) -> None:
                 f"Column {field.name!r} of {path} has {problem}. Cast it in the file (e.g. "
                 "timestamps to int64 or string, decimals to float64, struct fields to their "
                 "own columns) or take it out of the spec.")
-
-
-def _describe_bad_rows(source: str, raw: formats.RawBatch, names: list[str],
-                       reasons: list[tuple[str, np.ndarray, str]],
-                       bad_any: np.ndarray) -> list[RejectedRow]:
-    """Builds one RejectedRow per bad row (only bad rows are touched, in Python)."""
-    idx = np.nonzero(bad_any)[0]
-    sub = raw.batch.take(pa.array(idx))
-    numbers = (raw.row_numbers.take(pa.array(idx)).to_pylist()
-               if raw.row_numbers is not None else [None] * len(idx))
-    rows = sub.to_pylist()
-    out = []
-    for j, i in enumerate(idx):
-        row_reason, detail = "", ""
-        for name, bad, reason in reasons:
-            if bad[i]:
-                value = rows[j][name]
-                row_reason = reason
-                detail = f"column {name!r}: cannot read {_show(value)} as the feature's type"
-                break
-        record = json.dumps({k: _show(v) for k, v in rows[j].items()}, ensure_ascii=False,
-                            default=str)
-        out.append(RejectedRow(source, numbers[j], row_reason, detail, record[:2000]))
-    return out
-
-
-def _show(value: object) -> object:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="backslashreplace")
-    if isinstance(value, list):
-        return [_show(v) for v in value]
-    if isinstance(value, dict):
-        return {str(_show(k)): _show(v) for k, v in value.items()}
-    return value
 
 
 def available_columns(path: str, fmt: str, *, sample_rows: int = 1000,

@@ -211,7 +211,8 @@ class TransformSplitFn(beam.DoFn):
                 "rejected_by_reason": {}}
         for result in read_split(split, self._encoder.columns, batch_size=self._batch_size,
                                  csv_delimiter=self._delimiter,
-                                 skip_corrupt_tail=self._skip_tail, strict_columns=True):
+                                 skip_corrupt_tail=self._skip_tail, strict_columns=True,
+                                 list_columns=self._lists):
             rejected = list(result.rejected)
             batch, multi = flatten_scalar_columns(result.batch, self._lists)
             if multi:

@@ -394,7 +394,8 @@ def test_jsonl_bad_lines_are_rejected_and_empty_files_read_as_empty(tmp_path):
     assert [(r["file"], r["line"]) for r in rejected] == [("part-1.jsonl", 3),
                                                           ("part-1.jsonl", 4)]
     assert rejected[0]["reason"].startswith("malformed JSON: ")
-    assert rejected[1]["reason"] == "column 'score' holds a string here but a number on line 1"
+    assert rejected[1]["reason"] == ("column 'score' holds a string here but a number on 3 "
+                                  "other line(s) (the first: line 1)")
     stats = json.load(open(os.path.join(out, "stats.json")))
     assert stats["input"]["lines"] == 5 and stats["input"]["lines_rejected"] == 2
     got = sorted((f["qid"].decode(), [x.decode() for x in f["doc"][:len(lab)]],
