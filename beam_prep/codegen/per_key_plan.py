@@ -19,6 +19,10 @@ none       shift = 0, scale = 1 (only with ``num_buckets``:  ``x`` (the raw valu
            the per-key buckets alone)
 =========  ===============================================  ================================
 
+A scale below :data:`F32_TINY` (float32's smallest normal number, e.g. a key whose values
+are all about 1e-40) counts as a variance of 0 / ``min == max``: TensorFlow's CPU kernels
+flush float32 subnormals to zero, so such a scale would divide by 0 (NaN for every row).
+
 Row 0 is the same rule applied to the global statistics (no finite value at all: shift 0,
 scale 1 for z_score, sigmoid for min_max). The output is computed in the ``data`` stage.
 This module imports neither Keras nor TensorFlow.
@@ -58,6 +62,8 @@ from beam_prep.spec.per_key import key_expression
 PER_KEY_LAYER_CLASS = "PerKeyScaling"
 PER_KEY_COUNT_CLASS = "PerKeyCount"
 COUNT_SUFFIX = "_key_count"
+#: float32's smallest normal number: a smaller scale is flushed to 0 by TensorFlow.
+F32_TINY = 1.1754943508222875e-38
 KEY_SUFFIX = "_key_expr"
 
 
@@ -69,8 +75,9 @@ def scaling_row(scaling: str, count: int, mean: float, variance: float, low: flo
     if scaling == "z_score":
         if not count:
             return 0.0, 1.0, False
-        return float(mean), (math.sqrt(variance) if variance > 0 else 1.0), False
-    if not count or not low < high:
+        std = math.sqrt(variance) if variance > 0 else 0.0
+        return float(mean), (std if std >= F32_TINY else 1.0), False
+    if not count or not float(high) - float(low) >= F32_TINY:
         return 0.0, 1.0, True
     return float(low), float(high) - float(low), False
 
@@ -82,10 +89,10 @@ def scaling_rows(scaling: str, table: PerKeyTable) -> tuple[np.ndarray, np.ndarr
     if scaling == "none":
         return np.zeros(n), np.ones(n), np.zeros(n, bool)
     if scaling == "z_score":
-        positive = table.variance > 0
-        scale = np.where(positive, np.sqrt(np.where(positive, table.variance, 1.0)), 1.0)
+        std = np.sqrt(np.where(table.variance > 0, table.variance, 0.0))
+        scale = np.where(std >= F32_TINY, std, 1.0)
         return table.mean.copy(), scale, np.zeros(len(table.keys), bool)
-    flat = ~(table.minimum < table.maximum)
+    flat = ~(table.maximum - table.minimum >= F32_TINY)
     return (np.where(flat, 0.0, table.minimum), np.where(flat, 1.0, table.maximum - table.minimum),
             flat)
 

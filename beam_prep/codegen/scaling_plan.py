@@ -149,4 +149,14 @@ def normalization_moments(name: str, stats: dict[str, Any]) -> tuple[float, floa
             "the column down (e.g. divide it by 1e160) or clip its outliers, then re-run the "
             "analysis."
         )
+    if abs(float(mean)) > _F32_MAX or float(variance) > _F32_MAX:  # its weights are float32
+        raise ArtifactError(
+            f"Feature {name!r}: a Normalization layer keeps its mean and variance in float32 "
+            f"(at most about 3.4e38), but the analysis found mean={mean!r}, "
+            f"variance={variance!r}. Fix: set `scaling: none` for {name!r} in the spec, or "
+            "scale the column down (e.g. divide it by 1e20) or clip its outliers, then re-run "
+            "the analysis.")
     return float(mean), float(variance), False
+
+
+_F32_MAX = 3.4028234663852886e38

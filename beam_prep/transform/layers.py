@@ -74,7 +74,7 @@ from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing, scaling
 from beam_prep.transform.key_index import KeyIndex
-from beam_prep.transform.per_key_buckets import PerKeyBuckets
+from beam_prep.transform.per_key_buckets import PerKeyBuckets, flush32
 from beam_prep.transform.rows import bincount_rows, cross_hash, one_hot, pad_rows
 from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import (
@@ -404,8 +404,8 @@ class _PerKey:
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.index = KeyIndex(state["keys"])  # built once: millions of keys
-        self.shifts = np.asarray(state["shifts"], np.float64).astype(np.float32)
-        self.scales = np.asarray(state["scales"], np.float64).astype(np.float32)
+        self.shifts = flush32(np.asarray(state["shifts"], np.float64).astype(np.float32))
+        self.scales = flush32(np.asarray(state["scales"], np.float64).astype(np.float32))
         self.sigmoid = np.asarray(state["sigmoid"], bool)
         # scaling none (per-key buckets alone): every row is (x - 0) / 1, x itself
         self.identity = not (self.sigmoid.any() or self.shifts.any()
@@ -413,10 +413,11 @@ class _PerKey:
 
     def __call__(self, value_and_key: tuple[np.ndarray, pa.Array]) -> np.ndarray:
         x, keys = value_and_key
-        if self.identity:  # no key lookup: the same float32 bits as the layer's
-            return np.asarray(x, np.float32).copy()
+        if self.identity:  # no key lookup: the same float32 bits as the layer's (TF flushes
+            return flush32(x)  # subnormals in (x - 0) / 1)
         row = self.index(keys) + 1  # unknown (-1) -> row 0
-        scaled = (x - self.shifts[row]) / self.scales[row]
+        with np.errstate(divide="ignore", invalid="ignore"):  # as TF: subnormals flushed
+            scaled = flush32(flush32(flush32(x) - self.shifts[row]) / self.scales[row])
         return np.where(self.sigmoid[row], _sigmoid(x), scaled).astype(np.float32)
 
 
