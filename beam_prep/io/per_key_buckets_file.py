@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from beam_prep.errors import ArtifactError
+from beam_prep.io.per_key_file import finite_number
 
 ROLE = "per_key_buckets"
 DIR = "per_key"
@@ -89,7 +89,7 @@ def parse_line(line: bytes, path: str, line_no: int, num_buckets: int
     if type(level) is not int or not 0 <= level <= 63:
         raise _bad(path, line_no, f"level {level!r} is not an integer in [0, 63]")
     ok = (isinstance(bounds, list) and len(bounds) == num_buckets - 1
-          and all(type(b) in (int, float) and math.isfinite(b) for b in bounds)
+          and all(finite_number(b) for b in bounds)
           and all(a <= b for a, b in zip(bounds, bounds[1:])))
     if not ok:
         raise _bad(path, line_no, f"the boundaries are not {num_buckets - 1} non-decreasing "

@@ -72,8 +72,12 @@ def _bad(path: str, line_no: int, why: str) -> ArtifactError:
         "a fresh directory; do not edit artifact files.")
 
 
-def _num(v: Any) -> bool:
-    return type(v) in (int, float) and math.isfinite(v)
+def finite_number(v: Any) -> bool:
+    """A finite JSON number that fits a float64 (an integer of 400 digits does not)."""
+    try:
+        return type(v) in (int, float) and math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def parse_line(line: bytes, path: str, line_no: int) -> tuple[str, int, float, float,
@@ -98,10 +102,11 @@ def parse_line(line: bytes, path: str, line_no: int) -> tuple[str, int, float, f
         raise _bad(path, line_no, "the key holds a lone surrogate") from None
     if type(count) is not int or not 1 <= count < 2 ** 63:
         raise _bad(path, line_no, f"count {count!r} is not an integer >= 1")
-    if not (_num(mean) and _num(low) and _num(high) and low <= mean <= high):
+    if not (finite_number(mean) and finite_number(low) and finite_number(high)
+            and low <= mean <= high):
         raise _bad(path, line_no, "mean, min and max are not finite numbers with "
                    "min <= mean <= max")
-    if variance is not None and not (_num(variance) and variance >= 0):
+    if variance is not None and not (finite_number(variance) and variance >= 0):
         raise _bad(path, line_no, f"variance {variance!r} is not a number >= 0 or null")
     return (key, count, float(mean), math.nan if variance is None else float(variance),
             float(low), float(high))

@@ -65,3 +65,17 @@ def test_subnormal_keys_are_finite_and_transform_equals_layers(tmp_path):
     assert np.isfinite(np.asarray(ref["price"], np.float64)).all()  # was NaN for "sub"
     assert np.isfinite(np.asarray(ref["mm"], np.float64)).all()
     assert not _compare(mine, ref)
+
+
+@pytest.mark.parametrize("reader, line, args", [
+    ("stats", b'["a",1,' + b"9" * 400 + b",0,1,1]", ()),
+    ("stats", b'["a",1,1,' + b"9" * 400 + b",1,1]", ()),
+    ("buckets", b'["a",1,0,[' + b"9" * 400 + b"]]", (2,)),
+])
+def test_a_400_digit_integer_in_a_per_key_line_is_an_artifact_error(reader, line, args):
+    """json reads it as an int that float64 cannot hold; the check raised OverflowError."""
+    from beam_prep.errors import ArtifactError
+    from beam_prep.io import per_key_buckets_file, per_key_file
+    module = per_key_file if reader == "stats" else per_key_buckets_file
+    with pytest.raises(ArtifactError, match="line 1"):
+        module.parse_line(line, "f.jsonl", 1, *args)
