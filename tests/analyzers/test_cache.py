@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from beam_prep.pipelines import analyze
 
+from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
 from tests.artifact_diff import assert_same_artifacts, changed_sources
 from tests.io import test_output_gcs
 
@@ -224,7 +225,10 @@ def _truncate(folder: Path) -> None:
 
 def _wrong_version(folder: Path) -> None:
     p = folder / "index.json"
-    p.write_text(p.read_text().replace('"format_version": 3', '"format_version": 99'))
+    text = p.read_text()
+    current = f'"format_version": {CACHE_FORMAT_VERSION}'
+    assert current in text  # the damage must really change the version
+    p.write_text(text.replace(current, '"format_version": 99'))
 
 
 def _torn_index(folder: Path) -> None:
