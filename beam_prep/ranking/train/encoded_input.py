@@ -143,9 +143,11 @@ def serving_inputs(launcher: Any) -> tuple[Any, Any]:
     pre = Preprocessor(raw, {**extra, **layers}, list_size=trained.list_size,
                        sequence_length=trained.sequence_length, vocab_rows=rows,
                        include_mask=trained.include_mask)
-    parse = ElwcParser(raw, data.list_size, mask_dtype=tf.int32)  # the launcher's, raw spec
-    build_layers(pre, parse(tf.constant([b""]))[0])
-    return pre, parse.full_lists()
+    parse = ElwcParser(raw, None, mask_dtype=tf.int32)  # the launcher's for the raw spec, whole
+    # Built on one-entry lists: a layer whose state takes the input's last axis (Normalization
+    # with axis=-1 on a [B, L] float) then broadcasts over lists of any length L.
+    build_layers(pre, ElwcParser(raw, 1, mask_dtype=tf.int32)(tf.constant([b""]))[0])
+    return pre, parse
 
 
 def build_layers(pre: Any, features: Mapping[str, Any]) -> None:
