@@ -136,8 +136,10 @@ print("EXPORTED")
 """
 
 
+@pytest.mark.slow
 def test_jax_export_scores_every_document(tmp_path):
-    """jax2tf with a polymorphic list axis: the same checks as on TensorFlow, both scorers."""
+    """jax2tf with a polymorphic list axis: the same checks as on TensorFlow, both scorers
+    (two JAX trainings in a subprocess: about 6 minutes on 2 loaded cores)."""
     import importlib.util
     import pickle
 
