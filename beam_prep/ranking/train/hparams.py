@@ -104,7 +104,8 @@ class DataHparams:
         feature_spec: Path of the ``feature_spec.json`` written by ``make-elwc``.
         train_pattern: Glob of training TFRecord files of serialized ELWC.
         valid_pattern: Glob of validation files (optional).
-        list_size: Examples per list after padding/truncation (fixed: static shapes).
+        list_size: Training examples per list: padded, or a seeded random subset of a longer
+            list (fixed: static shapes); validation and serving read whole lists.
         train_batch_size: Global training batch size (lists per step, over all replicas).
         valid_batch_size: Global validation batch size.
         shuffle_buffer: Lists in the shuffle buffer (0 disables shuffling).
