@@ -288,7 +288,7 @@ class BatchEncoder:
         self._art = art
         self.plan: ModulePlan = plan_from_artifacts(art)
         self.columns = read_columns(self.plan.features)
-        self._targets = {fp.name: target_tables(path, fp.target,
+        self._targets = {fp.name: target_tables(art, fp.name, fp.target,
                                                 art.stats(fp.name)["target_encoding"])
                          for fp in self.plan.features if fp.target is not None}
         self._oof: dict[str, OutOfFold] = {}
