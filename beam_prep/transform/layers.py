@@ -74,7 +74,7 @@ from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing, scaling
 from beam_prep.transform.key_index import KeyIndex
-from beam_prep.transform.per_key_buckets import PerKeyBuckets, flush32
+from beam_prep.transform.per_key_buckets import PerKeyBuckets, flush32, to_float32
 from beam_prep.transform.rows import bincount_rows, cross_hash, one_hot, pad_rows
 from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import (
@@ -335,7 +335,7 @@ class BatchEncoder:
         if cls == "Activation":
             return _sigmoid
         if cls == "Discretization":
-            bounds = np.asarray(args["bin_boundaries"], np.float32)
+            bounds = to_float32(args["bin_boundaries"])
             return lambda v: np.searchsorted(bounds, v, side="right").astype(np.int64)
         if cls == "SignedLog1p":
             return scaling.signed_log1p
@@ -404,8 +404,8 @@ class _PerKey:
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.index = KeyIndex(state["keys"])  # built once: millions of keys
-        self.shifts = flush32(np.asarray(state["shifts"], np.float64).astype(np.float32))
-        self.scales = flush32(np.asarray(state["scales"], np.float64).astype(np.float32))
+        self.shifts = flush32(state["shifts"])
+        self.scales = flush32(state["scales"])
         self.sigmoid = np.asarray(state["sigmoid"], bool)
         # scaling none (per-key buckets alone): every row is (x - 0) / 1, x itself
         self.identity = not (self.sigmoid.any() or self.shifts.any()
@@ -435,5 +435,5 @@ def _as_encoded(x: Any, output: OutputPlan) -> Encoded:
     if isinstance(x, Encoded):
         return x
     if output.dtype == "float32":
-        return Encoded("float32", np.asarray(x, np.float32).reshape(-1, 1))
+        return Encoded("float32", to_float32(x).reshape(-1, 1))
     return Encoded("int64", np.asarray(x, np.int64).reshape(-1, 1))

@@ -39,6 +39,7 @@ from beam_prep.codegen.plan import MISSING_INTEGER, FeaturePlan
 from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.spec.derived import ARROW_TYPES, input_types
+from beam_prep.transform.per_key_buckets import to_float32
 
 #: Arrow type each raw layer dtype is read as.
 READ_TYPES = {"string": "string", "int64": "int64", "float32": "float64"}
@@ -104,7 +105,7 @@ def _scalar(arr: pa.Array, dtype: str, *, keep_dictionary: bool = False) -> Any:
         return np.asarray(pc.fill_null(arr.cast(pa.int64()), MISSING_INTEGER)
                           .to_numpy(zero_copy_only=False), np.int64)
     floats = pc.fill_null(arr.cast(pa.float64()), float("nan"))
-    return np.asarray(floats.to_numpy(zero_copy_only=False), np.float64).astype(np.float32)
+    return to_float32(floats.to_numpy(zero_copy_only=False))
 
 
 def _is_list(t: pa.DataType) -> bool:
