@@ -56,6 +56,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_prep.analyzers.spec_columns import column_owners
 from beam_prep.analyzers.text import tokenize
 from beam_prep.codegen.per_key_plan import per_key_state
 from beam_prep.codegen.plan import (
@@ -279,6 +280,9 @@ class BatchEncoder:
     Attributes:
         plan: The layer plan (the same the code generator renders).
         columns: Data column -> Arrow type to read.
+        owners: Data column -> the feature that reads it (the first in the spec; a
+            ``per_key`` or ``fold_column`` column names the feature it belongs to), for
+            messages.
         outputs: ``(key, dtype)`` of every output, in plan order.
     """
 
@@ -298,6 +302,8 @@ class BatchEncoder:
                 self._oof[fp.name + TARGET_SUFFIX] = OutOfFold(self._targets[fp.name][2],
                                                                 te.fold_column, te.folds)
                 self.columns.setdefault(te.fold_column, "string")
+        owners = column_owners(art.spec)
+        self.owners = {c: owners.get(c, c) for c in self.columns}
         self._spec = {f.name: f for f in art.spec.features}
         self.outputs = tuple((o.key, "float32" if o.dtype == "float32" else "int64")
                              for o in self.plan.outputs())
