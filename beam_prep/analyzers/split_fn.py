@@ -51,6 +51,7 @@ from beam_prep.analyzers.vocab_partition import token_hashes
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
 from beam_prep.io.readers import Split, read_split
+from beam_prep.io.scalar_rows import scalar_rows
 from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.label_fields import has_labels
@@ -306,7 +307,7 @@ class AnalyzeSplitFn(beam.DoFn):
         for result in (_prefetched(results) if self._pool is not None else results):
             # a scalar feature's column holding lists: one value per row, as transform and
             # the layers take it; rows with several values are rejected (multiple_values)
-            batch, multi = colmod.scalar_rows(result.batch, self._lists, split.path)
+            batch, multi = scalar_rows(result.batch, self._lists, split.path)
             rejected = [*result.rejected, *multi]
             meta["rows_read"] += result.rows_seen
             meta["rows_rejected"] += len(rejected)

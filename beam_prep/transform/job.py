@@ -42,9 +42,9 @@ from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io import output
-from beam_prep.io.columns import scalar_rows
 from beam_prep.io.formats import RejectedRow
 from beam_prep.io.readers import Split, read_split
+from beam_prep.io.scalar_rows import scalar_rows
 from beam_prep.transform import hashing
 from beam_prep.transform.examples import serialize_examples
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary

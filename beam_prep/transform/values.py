@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 from beam_prep.codegen.plan import MISSING_INTEGER, FeaturePlan
 from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
-from beam_prep.io.columns import flatten_scalar_columns  # noqa: F401 (re-exported)
+from beam_prep.io.scalar_rows import flatten_scalar_columns  # noqa: F401 (re-exported)
 from beam_prep.spec.derived import ARROW_TYPES, input_types
 from beam_prep.transform.per_key_buckets import to_float32
 
