@@ -80,6 +80,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow  # two CLI subprocesses (~25 s); the encoder test above covers the fix
 def test_transform_and_make_elwc_print_no_numpy_warning(art):
     p = _cli("transform", "--artifacts", str(art / "art"), "--input", str(art / "enc.jsonl"),
              "--output", str(art / "enc"), "--output_format", "parquet")
