@@ -17,6 +17,7 @@ import contextlib
 import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -112,7 +113,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(e, OSError):  # a path no check above named (a folder given as a file)
             print(f"beam-prep {command}: error: {_os_error(e)}", file=sys.stderr)
             return 1
-        raise
+        line = wrapped_os_error(e) if isinstance(e, Exception) else None
+        if line is None:
+            raise
+        print(f"beam-prep {command}: error: {line}", file=sys.stderr)
+        return 1
+
+
+#: What Beam's runners make of an OSError raised in a step: ``"OSError: [Errno 28] No space
+#: left on device [while running 'Analyze/WriteVocabularies']"`` (any OSError subclass).
+_WRAPPED_OS_ERROR = re.compile(
+    r"\b(OSError|\w+Error): \[Errno (\d+)\] ([^\n]*?)(?::\s*'[^'\n]*')?"
+    r"(?: \[while running '([^'\n]*)'\])?(?:\n|$)")
+
+
+def wrapped_os_error(e: BaseException) -> str | None:
+    """One line for an OSError that a Beam runner re-raised inside its own exception (a
+    full disk, a read-only folder, a failed move while a job writes its output), else None.
+
+    The job's output policy logs, on its own line, what the failed run left and what the
+    next run does with it (``beam_prep.io.output.failed_run_note``).
+
+    Example:
+        >>> print(wrapped_os_error(RuntimeError(
+        ...     "OSError: [Errno 28] No space left on device "
+        ...     "[while running 'Analyze/WriteVocabularies']"))[:79])
+        No space left on device (OSError, errno 28) in step 'Analyze/WriteVocabularies'
+    """
+    found = _WRAPPED_OS_ERROR.search(str(e))
+    if found is None:
+        chained = [x for x in (e.__cause__, e.__context__) if isinstance(x, OSError)]
+        return _os_error(chained[0]) if chained else None
+    name, number, cause, step = found.groups()
+    where = f" in step {step!r}" if step else ""
+    return (f"{cause.strip()[:200]} ({name}, errno {number}){where}. Free space or make the "
+            "folder writable, then run the command again.")
 
 
 def _os_error(e: OSError) -> str:

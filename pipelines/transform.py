@@ -96,7 +96,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
                          "--out_of_fold, or add `target_encoding:` to a feature of the spec.")
     files = expand_patterns(args.input)
     fmt = args.input_format or infer_common_format(files)
-    check_columns(files, fmt, {c: c for c in encoder.columns}, csv_delimiter=args.csv_delimiter)
+    check_columns(files, fmt, encoder.owners, csv_delimiter=args.csv_delimiter)
     splits = _splits(files, fmt, args)
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
