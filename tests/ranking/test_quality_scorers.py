@@ -107,7 +107,8 @@ def test_scorer_config_errors_name_field_and_value(tmp_path, override, match):
 
 
 def test_input_transform_auto_resolves_per_scorer():
-    assert ModelHparams().resolved_input_transform == "none"
+    # log1p for every scorer: finite for any float32 (tests/ranking/test_run_safety.py).
+    assert ModelHparams().resolved_input_transform == "log1p"
     assert ModelHparams(scorer="dasalc").resolved_input_transform == "log1p"
     assert ModelHparams(scorer="dasalc", input_transform="robust"
                         ).resolved_input_transform == "robust"
