@@ -23,7 +23,7 @@ from tensorflow_serving.apis import input_pb2
 from beam_prep.errors import InputError
 from beam_prep.ranking.train import guard
 from beam_prep.ranking.train.hparams import RankingHparams
-from beam_prep.ranking.train.interrupt import InterruptHandler, Interrupted, in_finalizer
+from beam_prep.ranking.train.interrupt import Interrupted, InterruptHandler, in_finalizer
 from beam_prep.ranking.train.run_state import (
     EpochTracker,
     RunState,
@@ -303,7 +303,7 @@ def _sigint_run(tmp_path, backend: str) -> tuple[int, str]:
         _, rest = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         proc.kill()
-        raise AssertionError("Ctrl-C did not stop training:\n" + "".join(err))
+        raise AssertionError("Ctrl-C did not stop training:\n" + "".join(err)) from None
     return proc.returncode, "".join(err) + rest
 
 

@@ -28,7 +28,7 @@ def _result(state, *, epochs, first=0, exported=True, finished_before=False):
         history["val_ndcg_10"].append(value)
         tracker.epoch_end(first + i, {"loss": 1.0, "val_ndcg_10": value})
     best = state.best_or_last()
-    if exported:
+    if state.export is None:  # the record of the export (this run's or an earlier one's)
         state.export = {"path": "out/ranker/export", "epoch": best["epoch"],
                         "metrics": best["metrics"]}
     return SimpleNamespace(history=history, steps=30, state=state, exported=exported,

@@ -11,7 +11,7 @@ Same config, data, model, losses and metrics as the TensorFlow launcher
   ``model_dir`` and the export.
 * **Training loop**: Keras ``fit``, compiled with XLA (``jit_compile=True``); callbacks as on
   TensorFlow (``ModelCheckpoint`` weights, ``BackupAndRestore``, ``TensorBoard``,
-  ``EarlyStopping`` keeping the best epoch). The custom ``tf.function`` loop is TensorFlow
+  the best-epoch tracker of :mod:`.run_state`). The custom ``tf.function`` loop is TensorFlow
   only.
 * **Embeddings**: keras-rs ``DistributedEmbedding`` takes its JAX path (SparseCore on TPU
   when ``jax-tpu-embedding`` is installed, plain lookups elsewhere).

@@ -7,7 +7,7 @@ batches them (``drop_remainder`` for static shapes), parses each batch with the 
 
 :class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
 (callbacks: ``ModelCheckpoint`` every N steps, ``BackupAndRestore`` for preemption,
-``TensorBoard``, ``EarlyStopping``) or the custom loop of :mod:`.loop` (``strategy.run`` inside
+``TensorBoard``, the best-epoch tracker) or the custom loop of :mod:`.loop` (``strategy.run`` inside
 a ``tf.function`` looping ``steps_per_execution`` times; ``tf.train.CheckpointManager``, resume
 from the latest checkpoint, TensorBoard scalars, early stopping). Only the chief writes to
 ``model_dir``; other workers write to a scratch directory (Keras 3 callbacks have no chief
