@@ -107,7 +107,8 @@ class DataHparams:
         feature_spec: Path of the ``feature_spec.json`` written by ``make-elwc``.
         train_pattern: Glob of training TFRecord files of serialized ELWC.
         valid_pattern: Glob of validation files (optional).
-        list_size: Examples per list after padding/truncation (fixed: static shapes).
+        list_size: Training examples per list: padded, or a seeded random subset of a longer
+            list (fixed: static shapes); validation and serving read whole lists.
         train_batch_size: Global training batch size (lists per step, over all replicas).
         valid_batch_size: Global validation batch size.
         shuffle_buffer: Lists in the shuffle buffer (0 disables shuffling).
@@ -401,16 +402,21 @@ class RankingHparams:
         return from_mapping(cls, raw)
 
     @classmethod
-    def from_yaml_text(cls, text: str, overrides: Sequence[str] = ()) -> RankingHparams:
-        """Parses YAML text (see :meth:`from_dict`); a key repeated in a mapping is an error."""
-        return cls.from_dict(load_yaml(text, what="The training config"), overrides)
+    def from_yaml_text(cls, text: str, overrides: Sequence[str] = (), *,
+                       source: str | None = None) -> RankingHparams:
+        """Parses YAML text (see :meth:`from_dict`); a key repeated in a mapping is an error.
+
+        ``source``, the file the text came from, is named in a syntax error (``path:line:col``).
+        """
+        return cls.from_dict(load_yaml(text, what="The training config", source=source),
+                             overrides)
 
     @classmethod
     def load(cls, path: str, overrides: Sequence[str] = ()) -> RankingHparams:
         """Reads a YAML config from any Beam filesystem path."""
         from beam_prep.io.filesystem import read_text
 
-        return cls.from_yaml_text(read_text(path), overrides)
+        return cls.from_yaml_text(read_text(path), overrides, source=path)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (lists for tuples), suitable for YAML/JSON."""

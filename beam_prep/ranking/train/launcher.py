@@ -2,7 +2,8 @@
 
 :class:`DatasetBuilder` reads TFRecord files of serialized ELWC, shuffles serialized records,
 batches them (``drop_remainder`` for static shapes), parses each batch with the ELWC reader
-(``reader.parse_elwc_batch``: padded to ``list_size``, labels ``-1`` on padding) and runs the
+(``reader.parse_elwc_batch``: training lists padded to ``list_size`` or cut to a seeded random
+subset of it, validation lists whole; labels ``-1`` on padding) and runs the
 :class:`~beam_prep.ranking.train.model.Preprocessor` in ``tf.data``.
 
 :class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
@@ -51,6 +52,7 @@ from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
 from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
+from beam_prep.ranking.train.reader import ElwcParser
 from beam_prep.ranking.train.scorers.ensemble import run_ensemble
 from beam_prep.ranking.train.scorers.input_stats import model_parts
 from beam_prep.ranking.train.strategy import (
@@ -66,33 +68,47 @@ ParseFn = Callable[[Any], tuple[dict[str, Any], Any]]
 def default_parse_fn(spec: ElwcFeatureSpec, list_size: int) -> ParseFn:
     """The ELWC reader's batch parser: serialized ``[B]`` -> (features, labels ``[B, L]``).
 
-    Uses :func:`beam_prep.ranking.train.reader.parse_elwc_batch` (mask as int32; the model does not
-    take it: padded entries are recognised by their label ``-1``).
+    A :class:`beam_prep.ranking.train.reader.ElwcParser` (mask as int32; padded entries are
+    also recognised by their label ``-1``): :meth:`DatasetBuilder.build` feeds it a seed per
+    training batch and parses validation lists whole; the export parses requests whole.
     """
-    from beam_prep.ranking.train.reader import parse_elwc_batch
+    from beam_prep.ranking.train.reader import ElwcParser
 
-    def parse(serialized: Any) -> tuple[dict[str, Any], Any]:
-        return parse_elwc_batch(serialized, spec, list_size=list_size, mask_dtype=tf.int32)
-
-    return parse
+    return ElwcParser(spec, list_size, mask_dtype=tf.int32)
 
 
 class DatasetBuilder:
     """Training / validation datasets of ``(preprocessed features, labels)``.
+
+    Lists longer than ``data.list_size`` (with the default parser, an ``ElwcParser``):
+
+    * training keeps a **seeded random subset** of each list: every batch gets a ``[2]``
+      seed from ``tf.data.Dataset.random(seed)``, each list is shuffled with it before it is
+      cut to ``list_size`` (TF Ranking's shuffle-then-truncate); a new subset each time the
+      list is read, the same sequence for the same ``training.seed``;
+    * validation (and the ``input_transform`` statistics) read **every document**
+      (``full_valid_lists``, padded to a multiple of ``list_size``, so the metrics are those
+      of the full lists, as served); with ``full_valid_lists=False`` (TPU: static shapes) a
+      seeded random subset that is the same at every evaluation.
+
+    A custom ``parse_fn`` is used as given (no seed, no change of length).
 
     Args:
         data: ``DataHparams``.
         preprocessor: Applied per batch in ``tf.data``.
         parse_fn: Batch parser (default: the ELWC reader for ``preprocessor.spec``).
         seed: Shuffle seed.
+        full_valid_lists: Validate on whole lists (False: the seeded ``list_size`` subset).
     """
 
     def __init__(self, data: DataHparams, preprocessor: Preprocessor, *,
-                 parse_fn: ParseFn | None = None, seed: int = 0) -> None:
+                 parse_fn: ParseFn | None = None, seed: int = 0,
+                 full_valid_lists: bool = True) -> None:
         self.data = data
         self.preprocessor = preprocessor
         self.parse_fn = parse_fn or default_parse_fn(preprocessor.spec, data.list_size)
         self.seed = seed
+        self.full_valid_lists = full_valid_lists
 
     def files(self, pattern: str) -> list[str]:
         """Sorted files matching ``pattern``; InputError when there is none."""
@@ -135,6 +151,14 @@ class DatasetBuilder:
         ds = ds.batch(batch_size, drop_remainder=self.data.drop_remainder or training)
         pre = self.preprocessor
         parse = self.parse_fn
+        if isinstance(parse, ElwcParser):  # seeded subsets / full lists (class docstring)
+            if not training and self.full_valid_lists:
+                parse = parse.full_lists(pad_multiple=self.data.list_size)
+                pre = pre.with_list_size(None)
+            else:
+                seeds = tf.data.Dataset.random(seed=self.seed,
+                                               rerandomize_each_iteration=training)
+                ds = tf.data.Dataset.zip((ds, seeds.batch(2)))
 
         static = self.data.drop_remainder or training
 
@@ -142,8 +166,8 @@ class DatasetBuilder:
             # Parsing loses the static batch size; TPUs need it back (drop_remainder holds).
             return tf.ensure_shape(x, [batch_size, *x.shape[1:]]) if static else x
 
-        def transform(serialized: Any) -> tuple[dict[str, Any], Any]:
-            features, labels = parse(serialized)
+        def transform(serialized: Any, *seed: Any) -> tuple[dict[str, Any], Any]:
+            features, labels = parse(serialized, *seed)
             out = {k: fix(v) for k, v in pre(features).items()}
             return out, fix(tf.cast(labels, tf.float32))
 
@@ -288,7 +312,8 @@ class RankingLauncher:
                             strategy=self.strategy, epoch_printer=epoch_printer, verbose=verbose,
                             interrupts=interrupts)
         self.datasets = DatasetBuilder(hparams.data, self.preprocessor, parse_fn=parse_fn,
-                                       seed=hparams.training.seed)
+                                       seed=hparams.training.seed,
+                                       full_valid_lists=hparams.distribution.strategy != "tpu")
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
                                  hparams.training.steps_per_execution)
         self.chief = is_chief(self.strategy)
