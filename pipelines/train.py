@@ -89,8 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point: trains with epoch lines, prints the run summary; returns the exit code
     (0, 1 on an error, 130 when interrupted by Ctrl-C)."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from beam_prep.interrupts import EXIT_INTERRUPTED
     from beam_prep.quiet_tf import native_stderr_filtered
-    from beam_prep.ranking.train.interrupt import EXIT_CODE, InterruptHandler
+    from beam_prep.ranking.train.interrupt import InterruptHandler
 
     interrupts = InterruptHandler()
     with SummaryRecorder("train", json_path=args.summary_json, quiet=args.quiet) as rec:
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = f"interrupted {where}; rerun to resume"
             print(f"beam-prep train: {message}", file=sys.stderr)
             rec.fail(message, error_type="Interrupted")
-            return EXIT_CODE
+            return EXIT_INTERRUPTED
         counts: dict[str, Any] = {"steps": int(result.steps),
                                   "epochs": len(result.history.get("loss", []))}
         counts.update(_epoch_counts(result, hparams, seen))

@@ -20,7 +20,7 @@ the middle of writing a checkpoint.
 
 :class:`Interrupted` subclasses ``KeyboardInterrupt`` (nothing that catches ``Exception``
 swallows it); ``beam-prep train`` turns it into one line, ``interrupted at epoch N; rerun to
-resume``, and exit code 130.
+resume``, and exit code 130 (:data:`beam_prep.interrupts.EXIT_INTERRUPTED`).
 
 Example:
     >>> handler = InterruptHandler()
@@ -43,8 +43,6 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-#: Exit code of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
-EXIT_CODE = 130
 #: Seconds after the first Ctrl-C during training before the fallback raises anyway.
 FALLBACK_SECONDS = 10.0
 
