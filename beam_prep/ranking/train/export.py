@@ -81,6 +81,21 @@ def examples_as_lists(features: dict[str, Any], spec: Any, list_size: int) -> di
     return out
 
 
+def example_lists(serialized: Any, preprocessor: Preprocessor) -> dict[str, Any]:
+    """Serialized tf.Examples ``[N]`` -> one-document lists, as ``preprocessor`` takes them.
+
+    The list mask (one real entry per list) is added when the preprocessor reads it
+    (``dasalc``); both exports (TensorFlow and :mod:`.jax_export`) use this.
+    """
+    spec = preprocessor.spec
+    parsed = tf.io.parse_example(serialized, example_parse_spec(spec))
+    lists = examples_as_lists(parsed, spec, preprocessor.list_size)
+    if preprocessor.include_mask:
+        lists[MASK_KEY] = tf.one_hot(tf.zeros_like(serialized, tf.int32),
+                                     preprocessor.list_size)
+    return lists
+
+
 def export_ranker(model: keras.Model, preprocessor: Preprocessor, path: str, *,
                   parse_fn: Callable[[Any], tuple[dict[str, Any], Any]]) -> str:
     """Writes the SavedModel at ``path`` (signatures in the module docstring); returns ``path``.
@@ -92,24 +107,18 @@ def export_ranker(model: keras.Model, preprocessor: Preprocessor, path: str, *,
         path: Output directory.
         parse_fn: Batch ELWC parser (the reader's), serialized ``[B]`` -> (features, labels).
     """
-    spec = preprocessor.spec
-    list_size = preprocessor.list_size
     archive = keras.export.ExportArchive()
     archive.track(model)
     for layer in preprocessor.layers.values():
         if isinstance(layer, keras.layers.Layer):
             archive.track(layer)
-    parse_spec = example_parse_spec(spec)
 
     def score_elwc(serialized: Any) -> dict[str, Any]:
         features, _ = parse_fn(serialized)
         return {"scores": model(preprocessor(features), training=False)}
 
     def score_examples(serialized: Any) -> dict[str, Any]:
-        parsed = tf.io.parse_example(serialized, parse_spec)
-        lists = examples_as_lists(parsed, spec, list_size)
-        if preprocessor.include_mask:  # one real entry per list
-            lists[MASK_KEY] = tf.one_hot(tf.zeros_like(serialized, tf.int32), list_size)
+        lists = example_lists(serialized, preprocessor)
         return {"scores": model(preprocessor(lists), training=False)[:, 0]}
 
     signature = [tf.TensorSpec([None], tf.string, name="serialized")]

@@ -30,12 +30,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from beam_prep.ranking.train.export import (
-    ELWC_SIGNATURE,
-    EXAMPLE_SIGNATURE,
-    example_parse_spec,
-    examples_as_lists,
-)
+from beam_prep.ranking.train.export import ELWC_SIGNATURE, EXAMPLE_SIGNATURE, example_lists
 from beam_prep.ranking.train.model import Preprocessor
 
 
@@ -113,15 +108,12 @@ def export_jax_ranker(model: keras.Model, preprocessor: Preprocessor, path: str,
         feature_spec: Element spec of the preprocessed features (the dataset's
             ``element_spec[0]``): the converted model's input signature.
     """
-    spec = preprocessor.spec
-    list_size = preprocessor.list_size
     signature = feature_signature(feature_spec)
     score, variables = convert_model(model, signature)
     root = tf.Module()
     root.model_variables = variables
     root.tables = [r for layer in preprocessor.layers.values()
                    if isinstance(layer, keras.layers.Layer) for r in tf_resources(layer)]
-    parse_spec = example_parse_spec(spec)
     serialized = [tf.TensorSpec([None], tf.string, name="serialized")]
 
     def model_inputs(features: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,9 +127,7 @@ def export_jax_ranker(model: keras.Model, preprocessor: Preprocessor, path: str,
 
     @tf.function(input_signature=serialized, autograph=False)
     def score_examples(serialized: Any) -> dict[str, Any]:
-        parsed = tf.io.parse_example(serialized, parse_spec)
-        lists = examples_as_lists(parsed, spec, list_size)
-        return {"scores": score(model_inputs(lists))[:, 0]}
+        return {"scores": score(model_inputs(example_lists(serialized, preprocessor)))[:, 0]}
 
     root.score_elwc, root.score_examples = score_elwc, score_examples
     tf.saved_model.save(root, path, signatures={ELWC_SIGNATURE: score_elwc,

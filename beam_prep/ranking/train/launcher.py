@@ -33,7 +33,7 @@ import tensorflow as tf
 
 from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
-from beam_prep.ranking.train.encoded_input import input_layers, serving_inputs
+from beam_prep.ranking.train.encoded_input import build_layers, input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
@@ -270,6 +270,9 @@ class RankingLauncher:
                             strategy=self.strategy, epoch_printer=epoch_printer, verbose=verbose)
         self.datasets = DatasetBuilder(hparams.data, self.preprocessor, parse_fn=parse_fn,
                                        seed=hparams.training.seed)
+        # Eagerly, before any tf.data graph: state a layer makes when built (Normalization's
+        # moments) must not belong to the first dataset's graph (validation, export).
+        build_layers(self.preprocessor, self.datasets.parse_fn(tf.constant([b""]))[0])
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
                                  hparams.training.steps_per_execution)
         self.chief = is_chief(self.strategy)
