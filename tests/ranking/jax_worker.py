@@ -8,7 +8,8 @@ modes:
              loss and metric on fixed values
   launcher   the launcher (data_parallel, early stopping, TensorBoard, export) on the synthetic
              early-stopping data of test_launcher, then the sample with its vocabulary copied
-             into tmp (export + the JAX model's scores); then a resume run
+             into tmp (export + the JAX model's scores); then a resume run; then
+             test_launcher's exact-validation case (val_loss / NDCG vs numpy)
   multi      one process of a 2-process data_parallel run (KERAS_DISTRIBUTION_* in the env)
   module     the generated preprocessing module of tests' artifacts, in tf.data, on this backend
 
@@ -158,6 +159,7 @@ def launcher(tmp: str) -> dict:
     res2 = build_launcher(hp2, layers=_vocab_layers(paths["vocab"])).run()
     out["resumed"] = {"history": res2.history, "steps": res2.steps}
     shutil.rmtree(paths["dir"])  # the artifacts (vocabulary) are gone: the export must not care
+    out["validation"] = validation(os.path.join(tmp, "validation"))
     return out
 
 
@@ -181,6 +183,16 @@ def multi(tmp: str) -> dict:
             "devices": jax.device_count(), "history": res.history, "steps": res.steps,
             "chief": lau.chief, "export": res.export_path,
             "weights_sum": float(sum(np.abs(np.asarray(w)).sum() for w in res.model.get_weights()))}
+
+
+def validation(tmp: str) -> dict:
+    from beam_prep.ranking.train.backend import make_launcher
+    from tests.ranking import test_launcher as tl
+
+    return tl.exact_validation_case(
+        make_launcher, tmp, batch=4, drop=True, loop="fit",
+        overrides=("distribution.backend=jax", "distribution.strategy=data_parallel"),
+        other_batchings=((10, True), (6, False), (2, True)))
 
 
 LOSS_LABELS = [[2.0, 1.0, 0.0, -1.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, -1.0]]

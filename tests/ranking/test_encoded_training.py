@@ -104,6 +104,96 @@ def test_encoded_inputs_equal_raw_inputs_through_the_layers(data, tmp_path):
         np.testing.assert_array_equal(np.asarray(served[k]), w, err_msg=k)
 
 
+_SERVE = """
+import sys
+sys.modules["jax"] = None  # TensorFlow only: `import jax` fails in this process
+import numpy as np, tensorflow as tf
+from tensorflow_serving.apis import input_pb2
+export, records, out = sys.argv[1:4]
+data = [r.numpy() for r in tf.data.TFRecordDataset(records)]
+fns = tf.saved_model.load(export).signatures
+lists = fns["serving_default"](serialized=tf.constant(data))["scores"].numpy()
+elwc = input_pb2.ExampleListWithContext.FromString(data[0])
+examples, singles = [], []
+for ex in elwc.examples:  # the first list's documents, each a tf.Example with the context
+    e = tf.train.Example()
+    e.CopyFrom(ex)
+    for key, value in elwc.context.features.feature.items():
+        e.features.feature[key].CopyFrom(value)
+    examples.append(e.SerializeToString())
+    singles.append(input_pb2.ExampleListWithContext(
+        context=elwc.context, examples=[ex]).SerializeToString())
+per_doc = fns["score_examples"](serialized=tf.constant(examples))["scores"].numpy()
+one_doc = fns["serving_default"](serialized=tf.constant(singles))["scores"].numpy()[:, 0]
+np.savez(out, lists=lists, per_doc=per_doc, one_doc=one_doc)
+"""
+
+
+def serve_in_fresh_process(export_dir: str, records: str, tmp) -> dict:
+    """Both signatures of the SavedModel, loaded in a new TensorFlow-only process.
+
+    Returns ``lists`` (``serving_default`` on every record of ``records``) and, for the
+    first list's documents, ``per_doc`` (``score_examples``) and ``one_doc``
+    (``serving_default`` on one-document lists), which must agree.
+    """
+    out = os.path.join(str(tmp), "served.npz")
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    proc = subprocess.run([sys.executable, "-c", _SERVE, export_dir, records, out], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env={**env, "CUDA_VISIBLE_DEVICES": "-1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    served = dict(np.load(out))
+    assert np.isfinite(served["lists"]).all() and len(served["per_doc"]) >= 1
+    np.testing.assert_allclose(served["per_doc"], served["one_doc"], rtol=1e-5, atol=1e-6)
+    return served
+
+
+def test_numeric_artifact_features_on_raw_elwc_validate_export_and_serve(data, tmp_path):
+    """Raw ELWC + ``data.artifacts`` with numeric features (``price``: FillMissing then
+    Normalization; bucketised): validation and the export once died on the Normalization
+    state built inside the first tf.data graph (SymbolicTensor / "captures graph tensor")."""
+    art = str(tmp_path / "art")
+    shutil.copytree(data["art"], art)
+    export_dir = str(tmp_path / "export")
+    launcher = RankingLauncher(RankingHparams.from_yaml_text(
+        _config(data["raw"], art, str(tmp_path / "m"), export_dir)))
+    assert "price" in launcher.preprocessor.layers
+    result = launcher.run()
+    assert np.isfinite(result.history["val_loss"]).all()
+    assert result.export_path == export_dir
+    records = _records(data["raw"])
+    features, _ = launcher.datasets.parse_fn(tf.constant(records))
+    want = result.model(launcher.preprocessor(features), training=False).numpy()
+    del result, launcher
+    shutil.rmtree(art)
+    raw_file = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))[0]
+    served = serve_in_fresh_process(export_dir, raw_file, tmp_path)
+    assert np.ptp(want) > 1e-4
+    np.testing.assert_allclose(served["lists"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_ensemble_on_encoded_elwc_trains_every_member_and_serves_raw(data, tmp_path):
+    """``ensemble: 2`` on ``make-elwc --artifacts`` output: member 1 once failed with
+    "Layers were passed for [...]" (the members reuse the launcher's encoded inputs)."""
+    art = str(tmp_path / "art")
+    shutil.copytree(data["art"], art)
+    export_dir = str(tmp_path / "export")
+    hp = RankingHparams.from_yaml_text(
+        _config(data["enc"], art, str(tmp_path / "m"), export_dir),
+        overrides=["model.ensemble=2"])
+    launcher = RankingLauncher(hp)
+    result = launcher.run()
+    assert {"member_0/val_loss", "member_1/val_loss"} <= set(result.history)
+    features, _ = launcher.datasets.parse_fn(tf.constant(_records(data["enc"])))
+    want = result.model(launcher.preprocessor(features), training=False).numpy()
+    del result, launcher
+    shutil.rmtree(art)
+    raw_file = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))[0]
+    served = serve_in_fresh_process(export_dir, raw_file, tmp_path)
+    assert np.ptp(want) > 1e-4
+    np.testing.assert_allclose(served["lists"], want, rtol=1e-5, atol=1e-6)
+
+
 _SCORE = """
 import sys, numpy as np, tensorflow as tf
 export, records, out = sys.argv[1:4]
@@ -195,7 +285,7 @@ from beam_prep.ranking.train.hparams import RankingHparams
 from tests.ranking.train_fixtures import served_like
 config, enc_records, out = sys.argv[1:4]
 hp = RankingHparams.from_yaml_text(open(config).read(),
-                                   overrides=["distribution.backend=jax"])
+                                   overrides=["distribution.backend=jax", *sys.argv[4:]])
 launcher = make_launcher(hp)
 assert type(launcher).__name__ == "JaxRankingLauncher", type(launcher)
 result = launcher.run()
@@ -209,7 +299,9 @@ print("EXPORTED", result.export_path)
 
 def test_jax_backend_export_takes_raw_features(data, tmp_path):
     """JAX: no ``default_value`` or list feature (FillMissing / ListEncoding are plain Keras
-    layers, which fail in a TF graph under JAX, in tf.data as in the export)."""
+    layers, which fail in a TF graph under JAX, in tf.data as in the export). The scorer is
+    ``dasalc`` (its list mask once broke the export's ``score_examples``: KeyError
+    '__mask__'); serving runs in a fresh process where jax cannot be imported."""
     import importlib.util
 
     if importlib.util.find_spec("jax") is None:
@@ -228,18 +320,17 @@ def test_jax_backend_export_takes_raw_features(data, tmp_path):
              for s in ("enc", "raw")}
     want_path = str(tmp_path / "jax_scores.npy")
     proc = subprocess.run(
-        [sys.executable, "-c", _JAX_TRAIN, str(config), files["enc"], want_path], cwd=ROOT,
+        [sys.executable, "-c", _JAX_TRAIN, str(config), files["enc"], want_path,
+         "model.scorer=dasalc"], cwd=ROOT,
         capture_output=True, text=True, timeout=900,
         env={**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT,
              "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert proc.returncode == 0 and "EXPORTED" in proc.stdout, proc.stderr[-3000:]
     shutil.rmtree(art)
-    records = [r.numpy() for r in tf.data.TFRecordDataset(files["raw"])]
-    got = tf.saved_model.load(export_dir).signatures["serving_default"](
-        serialized=tf.constant(records))["scores"].numpy()
+    served = serve_in_fresh_process(export_dir, files["raw"], tmp_path)
     want = np.load(want_path)
-    assert got.shape == want.shape and np.ptp(want) > 1e-4
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert served["lists"].shape == want.shape and np.ptp(want) > 1e-4
+    np.testing.assert_allclose(served["lists"], want, rtol=1e-5, atol=1e-5)
 
 
 _JAX_REFUSE = """

@@ -102,6 +102,15 @@ def test_losses_and_metrics_on_jax_equal_the_tensorflow_values(step):
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+def test_validation_on_jax_is_exact_for_every_batch_size(launched):
+    # data_parallel over 2 devices: 10 lists in batches of 4 (the last padded with 2 empty
+    # lists), then the same model over batches of 10, 6 without drop_remainder (a partial
+    # batch of 4) and 2: val_loss and NDCG equal the numpy oracle every time.
+    got = launched[1]["validation"]
+    assert set(got["rebatched"]) == {"10_True", "6_False", "2_True"}
+    tl.check_exact(got)
+
+
 def test_checkpoints_are_written_and_a_run_resumes(launched):
     _, out = launched
     assert out["sample"]["ckpts"] == ["ckpt-0001.weights.h5", "ckpt-0002.weights.h5"]

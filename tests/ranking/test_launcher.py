@@ -23,7 +23,10 @@ from tensorflow_serving.apis import input_pb2
 from beam_prep.ranking.data.tfrecord import write_tfrecords
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 from beam_prep.ranking.train.hparams import RankingHparams
-from beam_prep.ranking.train.launcher import RankingLauncher, ValidationRemainderWarning
+from beam_prep.ranking.train.launcher import RankingLauncher
+from beam_prep.ranking.train.losses import get_loss
+from beam_prep.ranking.train.metrics import ranking_metrics
+from beam_prep.ranking.train.validation import Validation, list_weights, model_scorer
 
 SPEC = ElwcFeatureSpec(context=(), example=(FeatureInfo("x", "float", (), 0.0),),
                        label=LabelInfo("relevance", "int64", -1.0))
@@ -165,29 +168,114 @@ def test_tensorboard_event_files_hold_the_history(trained):
                                    result.history["val_ndcg_2"], rtol=1e-6)
 
 
-@pytest.mark.parametrize("n_valid,batch,drop,dropped", [
-    (10, 4, True, 2),     # 10 lists, batches of 4: the last 2 would be ignored
-    (12, 4, True, 0),
-    (10, 4, False, 0),    # partial batch kept
-])
-def test_drop_remainder_on_validation_warns_with_the_count(tmp_path, n_valid, batch, drop,
-                                                           dropped):
-    paths = _write_data(str(tmp_path / "data"), n_valid=n_valid)
-    hp = _hparams(paths, str(tmp_path / "model"))
+VALID_LENGTHS = [1, 2, 3, 4, 4, 3, 2, 4, 4, 1]   # 10 lists, none longer than LIST_SIZE
+
+
+def _write_validation_lists(root: str) -> None:
+    """Replaces the validation file with lists of several lengths, one with labels all 0."""
+    rng = np.random.default_rng(11)
+    lists = []
+    for i, n in enumerate(VALID_LENGTHS):
+        xs = np.round(rng.uniform(-1, 1, size=n), 3)
+        labels = [0] * n if i == 2 else rng.integers(0, 3, size=n).tolist()
+        lists.append(_elwc(xs.tolist(), labels))
+    write_tfrecords(os.path.join(root, "valid-00000.tfrecord"), lists)
+
+
+def _numpy_softmax_loss(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Per-list softmax cross-entropy, targets = labels / sum (0 for a list without one)."""
+    out = []
+    for y, s in zip(labels, scores):
+        keep = y >= 0
+        y, s = y[keep].astype(np.float64), s[keep].astype(np.float64)
+        log_p = s - s.max() - np.log(np.exp(s - s.max()).sum())
+        out.append(0.0 if y.sum() == 0 else float(-(y / y.sum() * log_p).sum()))
+    return np.array(out)
+
+
+def exact_validation_case(make_launcher, root: str, *, batch: int, drop: bool, loop: str,
+                          steps: int | None = None, overrides: tuple[str, ...] = (),
+                          other_batchings: tuple[tuple[int, bool], ...] = ()) -> dict:
+    """Trains one step with a validation set, then recomputes val_loss / val_ndcg_2 in numpy.
+
+    The oracle scores every validation list alone (batch 1, no padding list) with the
+    returned model; ``steps`` batches of ``batch`` lists are the lists validation covers.
+    Returns the history's values, the oracle's, the number of lists the oracle used and,
+    under ``rebatched``, the returned model's validation values with ``other_batchings``
+    (``(valid_batch_size, drop_remainder)`` pairs, whole set).
+    """
+    paths = _write_data(os.path.join(root, "data"))
+    _write_validation_lists(os.path.join(root, "data"))
+    hp = _hparams(paths, os.path.join(root, f"model_{loop}_{batch}_{drop}_{steps}"), loop=loop)
     hp = RankingHparams.from_dict(hp.to_dict(), overrides=[
-        f"data.valid_batch_size={batch}", f"data.drop_remainder={str(drop).lower()}"])
-    launcher = RankingLauncher(hp)
+        f"data.valid_batch_size={batch}", f"data.drop_remainder={str(drop).lower()}",
+        "training.epochs=1", "training.early_stopping_metric=null",
+        f"training.validation_steps={steps if steps else 'null'}", *overrides])
+    launcher = make_launcher(hp)
+    result = launcher.run()
+    one = RankingHparams.from_dict(hp.to_dict(), overrides=[
+        "data.valid_batch_size=1", "data.drop_remainder=false"])
+    oracle = type(launcher.datasets)(one.data, launcher.preprocessor)
+    labels, scores = [], []
+    for features, y in oracle.valid_dataset().as_numpy_iterator():
+        labels.append(y)
+        scores.append(np.asarray(result.model(features, training=False)))
+    n = len(labels) if steps is None else min(len(labels), steps * batch)
+    y, s = np.concatenate(labels)[:n], np.concatenate(scores)[:n]
+    # The same model validated again with other batchings (the shared evaluator alone).
+    rebatched = {}
+    for b, d in other_batchings:
+        other = RankingHparams.from_dict(hp.to_dict(), overrides=[
+            f"data.valid_batch_size={b}", f"data.drop_remainder={str(d).lower()}"])
+        rebatched[f"{b}_{d}"] = Validation(
+            get_loss("softmax", reduction=None), lambda: ranking_metrics([2])).evaluate(
+            model_scorer(result.model),
+            type(launcher.datasets)(other.data, launcher.preprocessor).valid_dataset())
+    return {"val_loss": result.history["val_loss"][-1],
+            "val_ndcg_2": result.history["val_ndcg_2"][-1],
+            "numpy_loss": float(_numpy_softmax_loss(y, s).mean()),
+            "numpy_ndcg_2": _numpy_ndcg(y, s, 2), "lists": n, "rebatched": rebatched}
+
+
+REBATCHED = ((1, True), (4, False), (6, True))
+
+
+def check_exact(got: dict, lists: int = 10) -> None:
+    """The history and every rebatched evaluation equal the numpy oracle (1e-5)."""
+    assert got["lists"] == lists
+    for values in [got, *got["rebatched"].values()]:
+        assert values["val_loss"] == pytest.approx(got["numpy_loss"], abs=1e-5)
+        assert values["val_ndcg_2"] == pytest.approx(got["numpy_ndcg_2"], abs=1e-5)
+
+
+@pytest.mark.parametrize("loop,batch,drop,steps", [
+    ("fit", 3, True, None),     # 10 lists in batches of 3: the last one padded with 2 lists
+    ("fit", 10, True, None),    # one batch: the old "empty extra step" halved val_loss
+    ("custom", 4, False, None),  # the partial batch of 2 kept as it is
+])
+def test_validation_is_exact_for_every_batch_size(tmp_path, loop, batch, drop, steps):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert launcher.check_validation_remainder() == dropped
-    ours = [w for w in caught if issubclass(w.category, ValidationRemainderWarning)]
-    if dropped:
-        assert len(ours) == 1
-        msg = str(ours[0].message)
-        assert f"`data.drop_remainder: true` drops {dropped} of the {n_valid}" in msg
-        assert "`data.valid_batch_size`" in msg and "e.g. 2" in msg
-    else:
-        assert not ours
-    # What the validation dataset really yields agrees with the count.
-    seen = sum(int(y.shape[0]) for _, y in launcher.datasets.valid_dataset())
-    assert seen == n_valid - dropped
+        got = exact_validation_case(RankingLauncher, str(tmp_path), batch=batch, drop=drop,
+                                    loop=loop, steps=steps,
+                                    other_batchings=REBATCHED if batch == 3 else ())
+    check_exact(got)
+    assert not [w for w in caught if "ran out of data" in str(w.message)]
+
+
+def test_validation_steps_cap_the_lists_exactly(tmp_path):
+    got = exact_validation_case(RankingLauncher, str(tmp_path), batch=3, drop=True,
+                                loop="fit", steps=2)
+    check_exact(got, lists=6)   # the first 2 batches of 3
+
+
+def test_validation_dataset_takes_every_list_once_with_padding_lists(tmp_path):
+    paths = _write_data(str(tmp_path / "data"), n_valid=10)
+    hp = RankingHparams.from_dict(_hparams(paths, str(tmp_path / "model")).to_dict(),
+                                  overrides=["data.valid_batch_size=4",
+                                             "data.drop_remainder=true"])
+    batches = [(f, y.numpy()) for f, y in RankingLauncher(hp).datasets.valid_dataset()]
+    assert [y.shape for _, y in batches] == [(4, LIST_SIZE)] * 3   # static batch size
+    assert [list_weights(y).tolist() for _, y in batches] == [[1.0] * 4, [1.0] * 4,
+                                                              [1.0, 1.0, 0.0, 0.0]]
+    assert (batches[-1][1][2:] == -1).all()    # the 2 padding lists are all padding

@@ -426,3 +426,59 @@ def test_parquet_uint64_beyond_int64_is_rejected_and_timestamps_name_the_file(tm
     with pytest.raises(InputError, match=r"column 't' of 't.parquet' has type timestamp\[ms\]"):
         make_elwc.run(["--input", str(d / "t.parquet"), "--input_format", "parquet",
                        "--output", str(tmp_path / "out2")])
+
+
+_BAD_VALUES = {"qid": ["q1", "q1", "q1", "q2", "q2", "q2"],
+               "label": [1.0, -1.0, float("inf"), 2.0, 0.0, float("nan")],
+               "x": [0.5, 0.25, 0.125, 1e39, 1.0, 2.0]}
+
+
+def _write_bad_values(path, fmt):
+    rows = list(zip(*_BAD_VALUES.values()))
+    if fmt == "csv":
+        _write(path, "qid,label,x\n" + "".join(f"{q},{y!r},{x!r}\n" for q, y, x in rows))
+    elif fmt == "jsonl":  # Python's json writes the extensions Infinity / NaN
+        _write(path, "".join(json.dumps({"qid": q, "label": y, "x": x}) + "\n"
+                             for q, y, x in rows))
+    else:
+        pq.write_table(pa.table(_BAD_VALUES), str(path))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_tabular_labels_and_values_follow_the_letor_rules(tmp_path, fmt):
+    """Label -1 (the reader's padding label), inf and NaN, and a feature value beyond float32
+    (1e39 would be written as inf) are rejected rows, each named, as LETOR rejects them."""
+    d = tmp_path / "in"
+    d.mkdir()
+    _write_bad_values(d / f"t.{fmt}", fmt)
+    out = str(tmp_path / "out")
+    make_elwc.run(["--input", str(d / f"t.{fmt}"), "--input_format", fmt, "--output", out,
+                   "--max_bad_fraction", "0.9", "--query_id_feature", "qid"])
+    rejected = read_rejected(out)
+    assert [r["line"] for r in rejected] == [2, 3, 4, 6]
+    reasons = [r["reason"] for r in rejected]
+    assert reasons[0].startswith("label -1.0 is negative; labels must be >= 0")
+    assert reasons[1].startswith("label inf is beyond the float32 range")
+    assert reasons[2].startswith("feature 'x' value 1e+39 is beyond the float32 range")
+    # pyarrow's CSV reader reads a `nan` cell as null: a missing label, also not a number.
+    assert reasons[3] == ("label None is not a number" if fmt == "csv"
+                          else "label nan is not a number")
+    stats = json.load(open(os.path.join(out, "stats.json")))
+    assert stats["input"]["lines"] == 6 and stats["input"]["lines_rejected"] == 4
+    got = sorted((f["qid"].decode(), f["x"][:len(lab)].tolist(), lab.tolist())
+                 for f, lab in read_all(os.path.join(out, "*.tfrecord")))
+    assert got == [("q1", [0.5], [1.0]), ("q2", [1.0], [0.0])]
+
+
+def test_letor_and_tabular_share_the_value_rules(tmp_path):
+    """The same -1 label and 1e39 value in LETOR text give the same reasons."""
+    d = tmp_path / "in"
+    d.mkdir()
+    _write(d / "r.txt", "1 qid:1 1:0.5\n-1 qid:1 1:0.25\n2 qid:2 1:1e39\n0 qid:2 1:1\n")
+    out = str(tmp_path / "out")
+    make_elwc.run(["--input", str(d / "r.txt"), "--input_format", "letor", "--output", out,
+                   "--max_bad_fraction", "0.9"])
+    reasons = [(r["line"], r["reason"]) for r in read_rejected(out)]
+    assert [line for line, _ in reasons] == [2, 3]
+    assert reasons[0][1].startswith("label -1.0 is negative; labels must be >= 0")
+    assert reasons[1][1].startswith("feature 1 value 1e+39 is beyond the float32 range")

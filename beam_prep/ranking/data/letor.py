@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.errors import InputError
+from beam_prep.ranking.data.value_rules import beyond_float32, label_problems, value_problem
 
 LetorFormat = Literal["letor", "lightgbm"]
 LETOR_FORMATS: tuple[str, ...] = ("letor", "lightgbm")
@@ -50,7 +51,6 @@ _HEAD = r"^\s*(?P<label>\S+)(?:\s+qid:(?P<qid>[^\s#]+))?"
 _BLANK = r"^\s*(?:#.*)?$"
 _NUM_RE = re.compile(_NUM + "$")
 _PAIR_RE = re.compile(r"\d{1,9}:" + _NUM + "$")
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,18 +245,10 @@ def _document_problems(labels: np.ndarray, doc_of: np.ndarray, ids: np.ndarray,
         for d, pos in _first_per_document(out_of_range, doc_of).items():
             reasons[d] = (f"feature id {int(ids[pos])} outside [1, {num_features}] "
                           "(--num_features)")
-    with np.errstate(over="ignore"):
-        label_too_big = ~np.isfinite(labels.astype(np.float32))
-        value_too_big = ~np.isfinite(vals64.astype(np.float32))
-    for d in np.flatnonzero(labels < 0).tolist():
-        reasons.setdefault(d, f"label {float(labels[d])!r} is negative; labels must be >= 0 "
-                              "(-1 marks padding examples in the reader output)")
-    for d in np.flatnonzero(label_too_big).tolist():
-        reasons.setdefault(d, f"label {float(labels[d])!r} is beyond the float32 range "
-                              f"(|x| <= {_FLOAT32_MAX:.8g}); rescale the labels")
-    for d, pos in _first_per_document(value_too_big, doc_of).items():
-        reasons.setdefault(d, f"feature {int(ids[pos])} value {float(vals64[pos])!r} is beyond the "
-                              f"float32 range (|x| <= {_FLOAT32_MAX:.8g}); rescale the feature")
+    for d, why in label_problems(labels).items():
+        reasons.setdefault(d, why)
+    for d, pos in _first_per_document(beyond_float32(vals64), doc_of).items():
+        reasons.setdefault(d, value_problem(str(int(ids[pos])), vals64[pos]))
     return dict(sorted(reasons.items()))
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -42,6 +42,7 @@ from beam_prep.ranking.data.jsonl import read_jsonl_table
 from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
 from beam_prep.ranking.data.lists import DocBlock, shard_of, split_of
 from beam_prep.ranking.data.options import ElwcOptions
+from beam_prep.ranking.data.value_rules import beyond_float32, label_problems, value_problem
 from beam_prep.ranking.feature_spec import FeatureInfo
 
 Key = tuple[str, int]  # (split name, shard)
@@ -266,6 +267,34 @@ def _beyond_int64(table: pa.Table, columns: Iterable[str]) -> dict[int, str]:
     return out
 
 
+def _beyond_float32_rows(table: pa.Table, columns: Iterable[str]) -> dict[int, str]:
+    """Row index → reason, for rows with a float value beyond the float32 range
+    (:mod:`.value_rules`; one row is named by its first such column)."""
+    out: dict[int, str] = {}
+    for c in columns:
+        col = table.column(c)
+        t = col.type
+        is_list = pa.types.is_list(t) or pa.types.is_large_list(t)
+        flat_type = t.value_type if is_list else t
+        if not (pa.types.is_floating(flat_type) or pa.types.is_decimal(flat_type)):
+            continue
+        for chunk_start, chunk in _chunks(col):
+            flat = pc.list_flatten(chunk) if is_list else chunk
+            values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
+            rows = (pc.list_parent_indices(chunk).to_numpy(zero_copy_only=False) if is_list
+                    else np.arange(len(chunk)))
+            for pos in np.flatnonzero(beyond_float32(values)).tolist():
+                out.setdefault(chunk_start + int(rows[pos]),
+                               value_problem(repr(c), values[pos]))
+    return out
+
+
+def _chunks(col: pa.ChunkedArray) -> Iterator[tuple[int, pa.Array]]:
+    start = 0
+    for chunk in col.chunks:
+        yield start, chunk
+        start += len(chunk)
+
 
 def _read_table_file(path: str, relpath: str, fmt: str, row_group: int
                      ) -> tuple[pa.Table | None, list[dict[str, Any]], list[int] | None]:
@@ -316,6 +345,9 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     labels, bad_label = _labels(table.column(opts.label_column))
     bad_qid = np.array([q is None or q == "" for q in qids], dtype=bool)
     too_big = _beyond_int64(table, (*example_cols, *opts.context_columns))
+    for i, why in _beyond_float32_rows(table, (*example_cols, *opts.context_columns)).items():
+        too_big.setdefault(i, why)
+    label_why = {i: why for i, why in label_problems(labels).items() if not bad_label[i]}
     if opts.artifacts:  # rows a lookup without OOV slots cannot encode (artifact_encode)
         cols = (*example_cols, *opts.context_columns)
         infos = [_raw_info(c, _arrow_kind(table.schema.field(c).type, c, relpath), opts)
@@ -325,11 +357,12 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
         too_big.update({i: why for i, why in oov.items() if i not in too_big})
     bad = bad_qid | bad_label
     bad[list(too_big)] = True
+    bad[list(label_why)] = True
     rejected = list(parse_rejects)
     for i in np.flatnonzero(bad):
         why = "missing query id" if bad_qid[i] else \
             f"label {table.column(opts.label_column)[int(i)].as_py()!r} is not a number" \
-            if bad_label[i] else too_big[int(i)]
+            if bad_label[i] else label_why.get(int(i)) or too_big[int(i)]
         line = line_numbers[i] if line_numbers is not None else int(i) + 1
         rejected.append({"file": relpath, "line": line, "reason": why, "text": ""})
     rejected.sort(key=lambda r: r["line"])
@@ -376,7 +409,7 @@ def _labels(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
             values[i] = float(v)
         except (TypeError, ValueError):
             bad[i] = True
-    bad |= ~np.isfinite(values)
+    bad |= np.isnan(values)
     return values, bad
 
 

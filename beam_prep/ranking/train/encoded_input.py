@@ -96,7 +96,10 @@ def input_layers(artifacts: str | None, spec: Any, layers: Mapping[str, Any] | N
         auto_layers, auto_rows = layers_and_rows(artifacts, spec) \
             if layers is None or vocab_rows is None else ({}, {})
     else:
-        clash = sorted(set(layers or {}) & spec.encoded.names)
+        # EncodedInput identities are this function's own output (an ensemble's members
+        # reuse the launcher's layers): not user layers that would be applied to ids.
+        clash = sorted(n for n in set(layers or {}) & spec.encoded.names
+                       if not isinstance(layers[n], EncodedInput))
         if clash:
             raise SpecError(f"Layers were passed for {clash}, which the ELWC files hold "
                             "encoded already (make-elwc --artifacts). Fix: pass no layer for "

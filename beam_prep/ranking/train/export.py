@@ -117,12 +117,12 @@ def export_ranker(model: keras.Model, preprocessor: Preprocessor, path: str, *,
     """
     spec = preprocessor.spec
     pre = preprocessor.with_list_size(None)  # lists of any length
+    parse_spec = example_parse_spec(spec)
     archive = keras.export.ExportArchive()
     archive.track(model)
     for layer in preprocessor.layers.values():
         if isinstance(layer, keras.layers.Layer):
             archive.track(layer)
-    parse_spec = example_parse_spec(spec)
 
     def score_elwc(serialized: Any) -> dict[str, Any]:
         features, _ = parse_fn(serialized)

@@ -132,13 +132,13 @@ def export_jax_ranker(model: keras.Model, preprocessor: Preprocessor, path: str,
     """
     spec = preprocessor.spec
     pre = preprocessor.with_list_size(None)  # lists of any length
+    parse_spec = example_parse_spec(spec)
     signature = feature_signature(feature_spec, pre.list_features)
     score, variables = convert_model(model, signature)
     root = tf.Module()
     root.model_variables = variables
     root.tables = [r for layer in preprocessor.layers.values()
                    if isinstance(layer, keras.layers.Layer) for r in tf_resources(layer)]
-    parse_spec = example_parse_spec(spec)
     serialized = [tf.TensorSpec([None], tf.string, name="serialized")]
 
     def model_inputs(features: Mapping[str, Any]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ import tensorflow as tf
 from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.train import guard, run_state
-from beam_prep.ranking.train.encoded_input import input_layers, serving_inputs
+from beam_prep.ranking.train.encoded_input import build_layers, input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.interrupt import InterruptHandler
@@ -61,6 +61,7 @@ from beam_prep.ranking.train.strategy import (
     resolve_loop,
     validate_tpu_settings,
 )
+from beam_prep.ranking.train.validation import Validation, validation_callback
 
 ParseFn = Callable[[Any], tuple[dict[str, Any], Any]]
 
@@ -139,6 +140,11 @@ class DatasetBuilder:
     def build(self, pattern: str, batch_size: int, *, training: bool) -> tf.data.Dataset:
         """Batched, parsed, preprocessed dataset; repeats forever when ``training``.
 
+        Validation (``training=False``) takes every list exactly once: the last partial
+        batch is kept and, with ``data.drop_remainder`` (static shapes, TPU), padded to
+        ``batch_size`` with empty lists, whose entries are all padding (label ``-1``) and
+        which :mod:`.validation` does not count.
+
         Raises:
             InputError: No file matches ``pattern``, or the files hold no record.
         """
@@ -148,7 +154,7 @@ class DatasetBuilder:
                             reshuffle_each_iteration=True)
         if training:
             ds = ds.repeat()
-        ds = ds.batch(batch_size, drop_remainder=self.data.drop_remainder or training)
+        ds = ds.batch(batch_size, drop_remainder=training)
         pre = self.preprocessor
         parse = self.parse_fn
         if isinstance(parse, ElwcParser):  # seeded subsets / full lists (class docstring)
@@ -161,6 +167,9 @@ class DatasetBuilder:
                 ds = tf.data.Dataset.zip((ds, seeds.batch(2)))
 
         static = self.data.drop_remainder or training
+        if static and not training:
+            ds = ds.map(lambda s: tf.concat(
+                [s, tf.fill([batch_size - tf.shape(s)[0]], "")], axis=0))
 
         def fix(x: Any) -> Any:
             # Parsing loses the static batch size; TPUs need it back (drop_remainder holds).
@@ -221,11 +230,6 @@ class TrainResult:
     state: run_state.RunState | None = None
     finished_before: bool = False
     exported: bool = False
-
-
-class ValidationRemainderWarning(UserWarning):
-    """``data.drop_remainder`` drops part of the validation set (see
-    :meth:`RankingLauncher.check_validation_remainder`)."""
 
 
 def has_records(files: list[str]) -> bool:
@@ -314,6 +318,9 @@ class RankingLauncher:
         self.datasets = DatasetBuilder(hparams.data, self.preprocessor, parse_fn=parse_fn,
                                        seed=hparams.training.seed,
                                        full_valid_lists=hparams.distribution.strategy != "tpu")
+        # Eagerly, before any tf.data graph: state a layer makes when built (Normalization's
+        # moments) must not belong to the first dataset's graph (validation, export).
+        build_layers(self.preprocessor, self.datasets.parse_fn(tf.constant([b""]))[0])
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
                                  hparams.training.steps_per_execution)
         self.chief = is_chief(self.strategy)
@@ -380,7 +387,6 @@ class RankingLauncher:
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
-        self.check_validation_remainder()
         model = self.build_model(train_ds.element_spec)
         tracker = run_state.EpochTracker(
             state, patience=tr.early_stopping_patience,
@@ -520,36 +526,6 @@ class RankingLauncher:
         n = count_records(self.datasets.files(self.hp.data.train_pattern))
         return max(1, n // self.hp.data.train_batch_size)
 
-    def check_validation_remainder(self) -> int:
-        """Warns when ``data.drop_remainder`` would silently drop validation lists.
-
-        With ``drop_remainder: true`` (required on TPU) the last partial validation batch is
-        dropped, so validation metrics would skip ``n % valid_batch_size`` lists. Counting the
-        lists reads the record framing of the validation files once (no parsing). Nothing is
-        checked when ``training.validation_steps`` is set (validation is capped anyway).
-
-        Returns:
-            The number of validation lists that are dropped (0 when none or not checked).
-        """
-        data = self.hp.data
-        if (not data.valid_pattern or not data.drop_remainder
-                or self.hp.training.validation_steps):
-            return 0
-        n = count_records(self.datasets.files(data.valid_pattern))
-        batch = data.resolved_valid_batch_size
-        dropped = n % batch
-        if dropped:
-            import warnings
-
-            divisors = [d for d in range(batch, 0, -1) if n % d == 0]
-            warnings.warn(
-                f"`data.drop_remainder: true` drops {dropped} of the {n} validation lists "
-                f"(valid_batch_size={batch}): validation metrics ignore them. Set "
-                f"`data.valid_batch_size` to a divisor of {n} (e.g. {divisors[0]}), or "
-                "`data.drop_remainder: false` when not training on TPU.",
-                ValidationRemainderWarning, stacklevel=2)
-        return dropped
-
     def _custom(self, model: keras.Model, train_ds: tf.data.Dataset,
                 valid_ds: tf.data.Dataset | None,
                 tracker: run_state.EpochTracker) -> tuple[dict[str, list[float]], int]:
@@ -578,9 +554,13 @@ class RankingLauncher:
              tracker: run_state.EpochTracker) -> tuple[dict[str, list[float]], int]:
         tr = self.hp.training
         save_freq: Any = tr.checkpoint_every_steps or "epoch"
-        # The finite guard first (it raises before a checkpoint of a failing step is
+        callbacks: list[Any] = [] if valid_ds is None else [validation_callback(
+            Validation(get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None),
+                       lambda: ranking_metrics(tr.metrics_k), steps=tr.validation_steps),
+            valid_ds)]  # first: the callbacks below read its val_* values
+        # The finite guard next (it raises before a checkpoint of a failing step is
         # written), the best-epoch tracker before the checkpoints, Ctrl-C's check last.
-        callbacks: list[Any] = [
+        callbacks += [
             guard.keras_callback(),
             run_state.keras_callback(tracker),
             keras.callbacks.BackupAndRestore(self._dir("backup"), save_freq=save_freq,
@@ -597,9 +577,9 @@ class RankingLauncher:
         if self.interrupts is not None:
             callbacks.append(self.interrupts.keras_callback())
         # shuffle=False: the dataset shuffles itself (DatasetBuilder.build); Keras ignores
-        # `shuffle` for a tf.data.Dataset and warns when it is left at True.
+        # `shuffle` for a tf.data.Dataset and warns when it is left at True. No
+        # validation_data: Keras' evaluate is not exact (see .validation); the callback is.
         history = model.fit(train_ds, epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
-                            validation_data=valid_ds, validation_steps=tr.validation_steps,
                             callbacks=callbacks, verbose=self.verbose, shuffle=False)
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps

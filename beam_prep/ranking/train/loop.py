@@ -17,7 +17,8 @@ What it does, in order:
 * per epoch: ``history["loss"]`` is the mean of the execution losses; validation (when a
   dataset is given) runs on each worker over the whole validation set, or
   ``validation_steps`` batches, without collectives, so every worker takes the same
-  early-stopping decision; ``val_<metric>`` goes to the history and to TensorBoard;
+  early-stopping decision; ``val_loss`` and ``val_<metric>`` (exact means over lists,
+  :mod:`.validation`) go to the history and to TensorBoard;
 * early stopping on ``early_stopping_metric`` by :class:`.run_state.EpochTracker`, the rule
   ``fit`` uses too: a strict improvement resets the patience (lower is better when the name
   contains ``loss``). Without a ``tracker`` argument the loop keeps the best weights in
@@ -52,6 +53,7 @@ from beam_prep.errors import SpecError
 from beam_prep.ranking.train.guard import check_logs
 from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.run_state import EpochTracker, RunState
+from beam_prep.ranking.train.validation import Validation, model_scorer
 
 History = dict[str, list[float]]
 
@@ -146,6 +148,7 @@ class CustomLoop:
             self.checkpoint.restore(self.manager.latest_checkpoint)
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
         self.train_steps = self._make_train_steps()
+        self.score = model_scorer(model)
 
     def _keep_best(self) -> None:
         self._best_weights = self.model.get_weights()
@@ -208,15 +211,10 @@ class CustomLoop:
         return sum(losses) / max(len(losses), 1)
 
     def evaluate(self, valid_ds: tf.data.Dataset) -> dict[str, float]:
-        """``val_<metric>`` over the validation set (or ``validation_steps`` batches)."""
-        metrics = list(self.make_metrics())
-        for i, (features, labels) in enumerate(valid_ds):
-            if self.settings.validation_steps and i >= self.settings.validation_steps:
-                break
-            scores = self.model(features, training=False)
-            for m in metrics:
-                m.update_state(labels, scores)
-        return {f"val_{m.name}": float(m.result()) for m in metrics}
+        """``val_loss`` and ``val_<metric>`` over the validation set (or
+        ``validation_steps`` batches), exact means over lists (:mod:`.validation`)."""
+        validation = Validation(self.loss, self.make_metrics, self.settings.validation_steps)
+        return validation.evaluate(self.score, valid_ds)
 
     def run(self, train_ds: tf.data.Dataset,
             valid_ds: tf.data.Dataset | None = None) -> tuple[History, int]:
