@@ -39,6 +39,12 @@ _HELP = {
     "max_shifted_share": "share of frequent per_key keys' / target-encoding tokens' OLD rows "
                          "whose mean, std, range or boundaries / encoding shifted",
     "min_shift_rows": "rows a key or token needs on both sides to count as frequent",
+    "max_key_std_ratio": "factor (either direction) of one per_key key's std change that "
+                         "flags it alone (key_std_ratio_exceeded), at >=",
+    "max_key_boundary_shift": "move of one per_key key's bucket boundaries, in its larger "
+                              "boundary range, that flags it alone (key_boundary_moved), at "
+                              ">=; widened for small keys (docs/diff.md)",
+    "min_key_rows": "rows a per_key key needs on both sides to be checked alone",
     "top_k": "OLD's first tokens looked at by the top-K index stability",
     "top_n": "added / dropped tokens listed per feature",
 }

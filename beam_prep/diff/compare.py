@@ -23,7 +23,7 @@ from beam_prep.diff.imputed import ImputedDiff, compare_imputed
 from beam_prep.diff.mutual_info import MutualInfoDiff, compare_mutual_info
 from beam_prep.diff.numeric import NumericDiff, compare_numeric
 from beam_prep.diff.per_key import PerKeyDiff, compare_per_key
-from beam_prep.diff.per_key_buckets import BucketDiff
+from beam_prep.diff.per_key_buckets import NOISE_Z, BucketDiff
 from beam_prep.diff.per_key_buckets import compare_artifacts as compare_bucket_files
 from beam_prep.diff.per_key_drift import KeyDriftTally
 from beam_prep.diff.sidecar_lines import iter_sidecar
@@ -207,7 +207,22 @@ def per_key_flags(name: str, d: PerKeyDiff, t: DiffThresholds) -> tuple[Flag, ..
     _over(flags, name, "key_range_shifted_share", k.range_shifted_share, t.max_shifted_share,
           f"share of frequent keys' OLD values whose min or max moved > "
           f"{t.max_boundary_shift:g} of the key's OLD range", _most(k.most_range_shifted))
+    if k.worst_std_ratio is not None:
+        key, ratio, old_std, new_std = k.worst_std_ratio
+        flags.append(Flag(name, "key_std_ratio_exceeded", ratio, t.max_key_std_ratio,
+                          f"{name}: {_keys(k.extreme_std_keys)} with >= {t.min_key_rows} "
+                          f"values on both sides whose std changed by a factor >= "
+                          f"{t.max_key_std_ratio:g} (worst: {shown(key, 40)}, std "
+                          f"{old_std:.4g} -> {new_std:.4g}, factor {_factor(ratio)})"))
     return tuple(flags)
+
+
+def _keys(n: int) -> str:
+    return f"{n} key" if n == 1 else f"{n} keys"
+
+
+def _factor(x: float | None) -> str:
+    return "inf" if x is None else f"{x:.4g}"
 
 
 def _most(most: tuple[str, float] | None) -> str:
@@ -223,6 +238,14 @@ def bucket_flags(name: str, d: BucketDiff, t: DiffThresholds) -> tuple[Flag, ...
           f"{t.max_boundary_shift:g} of the key's OLD boundary range",
           f"{d.compared_keys} keys with >= {t.min_shift_rows} values compared"
           + (f", {_most(d.most_shifted)}" if d.most_shifted else ""))
+    if d.most_moved is not None:
+        key, shift = d.most_moved
+        flags.append(Flag(name, "key_boundary_moved", shift, t.max_key_boundary_shift,
+                          f"{name}: {_keys(d.moved_keys)} with >= {t.min_key_rows} values on "
+                          f"both sides whose bucket boundaries moved >= max("
+                          f"{t.max_key_boundary_shift:g}, {NOISE_Z:g}*sqrt(1/n_old + 1/n_new)) "
+                          f"of the key's boundary range (worst: {shown(key, 40)} by "
+                          f"{_factor(shift)})"))
     return tuple(flags)
 
 
@@ -328,9 +351,13 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                                     tally=KeyDriftTally(_old_std(old.stats(name)),
                                                         t.min_shift_rows, t.max_mean_shift,
                                                         t.max_std_shift,
-                                                        t.max_boundary_shift))
+                                                        t.max_boundary_shift,
+                                                        min_key_rows=t.min_key_rows,
+                                                        std_ratio=t.max_key_std_ratio))
         buckets = compare_bucket_files(old, new, name, min_rows=t.min_shift_rows,
-                                       limit=t.max_boundary_shift)
+                                       limit=t.max_boundary_shift,
+                                       min_key_rows=t.min_key_rows,
+                                       key_shift=t.max_key_boundary_shift)
         flags = (numeric_flags(name, n, t) + (per_key_flags(name, keyed, t) if keyed else ())
                  + (bucket_flags(name, buckets, t) if buckets else ()))
         return FeatureDiff(name, kind, "compared", changed, numeric=n,

@@ -26,6 +26,14 @@
 Each share comes with the key of its largest finite shift (``most_std_shifted``,
 ``most_range_shifted``).
 
+The shares miss an extreme change of one key that holds few values, or few of the compared
+values. So every key with at least ``min_key_rows`` values on both sides is also checked
+alone: ``extreme_std_keys`` counts those whose std changed by a factor of at least
+``std_ratio`` in either direction (:func:`std_ratio`; a std of 0 on one side only is an
+infinite factor), ``worst_std_ratio`` is ``(key, factor, old std, new std)`` of the largest
+(factor None when infinite). Sample stds of two draws of 10 normal values differ by a
+factor >= 4 with probability about 3e-4 (simulated), of 20 values about 1e-7.
+
 Example:
     >>> tally = KeyDriftTally(scale=2.0, min_rows=2, limit=0.5)
     >>> tally.both(("a", 4, 1.0, 1.0, 0.0, 2.0), ("a", 4, 3.0, 1.0, 2.0, 4.0))  # mean: 1.0
@@ -36,6 +44,8 @@ Example:
     (0.25, 0.3, 0.5, ('a', 1.0))
     >>> d.std_shifted_share, d.most_std_shifted, d.range_shifted_share
     (0.75, ('b', 0.95), 0.25)
+    >>> d.extreme_std_keys, d.worst_std_ratio
+    (1, ('b', 20.0, 2.0, 0.1))
 """
 
 from __future__ import annotations
@@ -43,7 +53,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-__all__ = ["KeyDrift", "KeyDriftTally", "ShiftShare", "relative_shift"]
+__all__ = ["ExtremeKeys", "KeyDrift", "KeyDriftTally", "ShiftShare", "relative_shift",
+           "std_ratio"]
 
 
 def relative_shift(old: float, new: float, scale: float) -> float:
@@ -53,6 +64,42 @@ def relative_shift(old: float, new: float, scale: float) -> float:
     if scale > 0 or math.isnan(delta):
         return delta / scale
     return math.inf if delta else 0.0
+
+
+def std_ratio(old_std: float, new_std: float) -> float:
+    """The factor by which a std changed, in either direction (>= 1): ``inf`` when it is 0
+    on one side only, 1 when 0 on both, NaN when unknown (a null variance) on either."""
+    if math.isnan(old_std) or math.isnan(new_std):
+        return math.nan
+    low, high = sorted((old_std, new_std))
+    if low > 0:
+        return high / low
+    return math.inf if high > 0 else 1.0
+
+
+class ExtremeKeys:
+    """The keys whose change alone reaches a limit, whatever their share of the values."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._worst: tuple[float, str, tuple] | None = None
+
+    def add(self, key: str, change: float, limit: float, *extra: float) -> None:
+        """One checked key: counted when ``change >= limit`` (NaN: not compared); the
+        largest change (``inf`` first) is kept with ``extra`` values to show."""
+        if not change >= limit:
+            return
+        self.count += 1
+        if self._worst is None or change > self._worst[0]:
+            self._worst = (change, key, extra)
+
+    @property
+    def worst(self) -> tuple | None:
+        """``(key, change, *extra)`` of the largest change (change None when infinite)."""
+        if self._worst is None:
+            return None
+        change, key, extra = self._worst
+        return (key, change if math.isfinite(change) else None, *extra)
 
 
 class ShiftShare:
@@ -109,6 +156,10 @@ class KeyDrift:
         range_shifted_share: Share of the compared keys' OLD values in keys whose min or
             max moved by more than the range limit, in the key's OLD ``max - min``.
         most_range_shifted: ``(key, shift)`` of the largest range shift.
+        extreme_std_keys: Keys with at least ``min_key_rows`` values on both sides whose std
+            changed by a factor of at least the std ratio limit, either direction.
+        worst_std_ratio: ``(key, factor, old std, new std)`` of the largest such factor
+            (factor None when infinite: a std of 0 on one side only).
     """
 
     added_share: float | None
@@ -121,6 +172,8 @@ class KeyDrift:
     most_std_shifted: tuple[str, float] | None = None
     range_shifted_share: float | None = None
     most_range_shifted: tuple[str, float] | None = None
+    extreme_std_keys: int = 0
+    worst_std_ratio: tuple[str, float | None, float, float] | None = None
 
 
 class KeyDriftTally:
@@ -134,11 +187,15 @@ class KeyDriftTally:
         std_limit: Std shift, in the key's OLD std, above which a key counts as shifted.
         range_limit: Min or max shift, in the key's OLD range, above which a key counts
             as shifted.
+        min_key_rows: Values a key needs on each side to be checked alone.
+        std_ratio: Factor of std change (either direction) from which a key checked alone
+            counts in ``extreme_std_keys``.
     """
 
     def __init__(self, scale: float | None = None, min_rows: int = 100,
                  limit: float = 0.5, std_limit: float = 0.5,
-                 range_limit: float = 0.5) -> None:
+                 range_limit: float = 0.5, *, min_key_rows: int = 10,
+                 std_ratio: float = 4.0) -> None:
         self._scale = scale if scale is not None and scale > 0 and math.isfinite(scale) \
             else None
         self._min = min_rows
@@ -146,6 +203,9 @@ class KeyDriftTally:
         self._mean = ShiftShare(limit)
         self._std = ShiftShare(std_limit)
         self._range = ShiftShare(range_limit)
+        self._min_key = min_key_rows
+        self._ratio = std_ratio
+        self._extreme = ExtremeKeys()
 
     def removed(self, row: tuple) -> None:
         self._old += row[1]
@@ -158,9 +218,13 @@ class KeyDriftTally:
     def both(self, old: tuple, new: tuple) -> None:
         self._old += old[1]
         self._new += new[1]
-        if min(old[1], new[1]) < self._min:
-            return
+        rows = min(old[1], new[1])
         key, weight = old[0], old[1]
+        if len(old) > 5 and rows >= self._min_key:
+            stds = math.sqrt(old[3]), math.sqrt(new[3])
+            self._extreme.add(key, std_ratio(*stds), self._ratio, *stds)
+        if rows < self._min:
+            return
         if self._scale is not None:
             shift = abs(new[2] - old[2]) / self._scale
             if math.isfinite(shift):
@@ -180,4 +244,5 @@ class KeyDriftTally:
                         (new_keys - old_keys) / max(old_keys, 1), self._mean.compared,
                         self._mean.share, self._mean.most,
                         self._std.share, self._std.most,
-                        self._range.share, self._range.most)
+                        self._range.share, self._range.most,
+                        self._extreme.count, self._extreme.worst)

@@ -195,8 +195,9 @@ def _per_key_section(features: list[FeatureDiff]) -> list[str]:
         rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
                      str(d.changed), _num(d.max_mean_shift),
                      *([_pct(k.added_share), _pct(k.removed_share), _pct(k.shifted_share),
-                        _pct(k.std_shifted_share), _pct(k.range_shifted_share)]
-                       if k is not None else ["-"] * 5),
+                        _pct(k.std_shifted_share), _pct(k.range_shifted_share),
+                        str(k.extreme_std_keys)]
+                       if k is not None else ["-"] * 6),
                      _key_flags(f, "key_boundary_")])
         for label, items in (("shifted", d.top_shifted), ("added", d.top_added),
                              ("removed", d.top_removed)):
@@ -205,7 +206,7 @@ def _per_key_section(features: list[FeatureDiff]) -> list[str]:
                     f"{_tok(k)} ({_num(v) if isinstance(v, float) else v})" for k, v in items))
     header = ["feature", "keys", "added", "removed", "changed", "max mean shift",
               "added values", "removed values", "shifted values", "std shifted",
-              "range shifted", "flags"]
+              "range shifted", "std ratio keys", "flags"]
     return ["Per-key statistics (mean shift in the key's OLD std units)",
             *_grid(header, rows), *notes]
 
@@ -223,14 +224,14 @@ def _bucket_section(features: list[FeatureDiff]) -> list[str]:
         assert d is not None
         rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
                      str(d.changed), _num(d.max_boundary_shift), str(d.compared_keys),
-                     _pct(d.shifted_share),
+                     _pct(d.shifted_share), str(d.moved_keys),
                      ",".join(x.metric for x in f.flags
                               if x.metric.startswith("key_boundary_")) or "-"])
         if d.top_shifted:
             notes.append(f"  {f.name} shifted: " + ", ".join(
                 f"{_tok(k)} ({_num(v)})" for k, v in d.top_shifted))
     header = ["feature", "keys", "added", "removed", "changed", "max boundary shift",
-              "compared", "shifted values", "flags"]
+              "compared", "shifted values", "moved keys", "flags"]
     return ["Per-key bucket boundaries (shift in the key's OLD boundary range)",
             *_grid(header, rows), *notes]
 

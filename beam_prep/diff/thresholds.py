@@ -20,7 +20,7 @@ import math
 from beam_prep.config import field_error
 
 #: The thresholds that are counts (positive integers), not measures.
-INT_FIELDS = ("top_k", "top_n", "min_shift_rows")
+INT_FIELDS = ("top_k", "top_n", "min_shift_rows", "min_key_rows")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +50,14 @@ class DiffThresholds:
             ``max_std_shift``, range or boundaries by more than ``max_boundary_shift``;
             tokens: ``max_token_shift``).
         min_shift_rows: Rows a key or token needs on both sides to count as frequent.
+        max_key_std_ratio: Factor (>= 1, either direction) by which one ``per_key`` key's
+            std may change; a key reaching it raises ``key_std_ratio_exceeded`` whatever
+            its share of the values.
+        max_key_boundary_shift: Move of one ``per_key`` key's bucket boundaries, in its
+            larger boundary range, from which it raises ``key_boundary_moved`` (widened
+            for small keys, see :func:`beam_prep.diff.per_key_buckets.key_limit`).
+        min_key_rows: Rows a ``per_key`` key needs on both sides to be checked alone
+            (``key_std_ratio_exceeded``, ``key_boundary_moved``).
         top_k: How many of OLD's first tokens the top-K index stability looks at.
         top_n: How many added / dropped tokens are listed per feature.
     """
@@ -66,6 +74,9 @@ class DiffThresholds:
     max_token_shift: float = 0.25
     max_shifted_share: float = 0.1
     min_shift_rows: int = 100
+    max_key_std_ratio: float = 4.0
+    max_key_boundary_shift: float = 0.5
+    min_key_rows: int = 10
     top_k: int = 100
     top_n: int = 5
 
@@ -78,3 +89,6 @@ class DiffThresholds:
             elif (isinstance(value, bool) or not isinstance(value, (int, float))
                   or not math.isfinite(value) or value < 0):
                 raise field_error("", f.name, value, "a non-negative finite number")
+        if self.max_key_std_ratio < 1:
+            raise field_error("", "max_key_std_ratio", self.max_key_std_ratio,
+                              "a number >= 1 (a factor in either direction)")

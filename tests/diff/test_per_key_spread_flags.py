@@ -122,7 +122,8 @@ def test_fail_on_drift_exits_3_and_renders_the_flags(pair, capsys):
     assert "No drift flag raised" not in out
     assert cli.main(["diff", a, c, "--fail_on_drift"]) == 0
     capsys.readouterr()
-    loose = ["--max_shifted_share", "0.9"]
+    loose = ["--max_shifted_share", "0.9", "--max_key_std_ratio", "1e9",
+             "--max_key_boundary_shift", "1e9"]
     assert cli.main(["diff", a, b, "--fail_on_drift", *loose]) == 0
     capsys.readouterr()
     body = to_dict(diff_artifacts(a, b))["features"][0]
