@@ -277,5 +277,6 @@ def test_an_edited_target_file_is_a_clear_error(te_pair, tmp_path, line):
     body = target.read_bytes().split(b"\n")
     assert len(line) <= len(body[0])  # same size: the size check of the reader passes
     target.write_bytes(b"\n".join([line.ljust(len(body[0])), *body[1:]]))
-    with pytest.raises(ArtifactError, match=r"c\.target\.jsonl is not a target-encoding line"):
+    with pytest.raises(ArtifactError,
+                       match=r"c\.target\.jsonl line 1: .*Fix: re-run `beam-prep analyze`"):
         diff_artifacts(a, str(edited))
