@@ -163,7 +163,8 @@ def test_numeric_artifact_features_on_raw_elwc_validate_export_and_serve(data, t
     assert result.export_path == export_dir
     records = _records(data["raw"])
     features, _ = launcher.datasets.parse_fn(tf.constant(records))
-    want = result.model(launcher.preprocessor(features), training=False).numpy()
+    want = served_like(result.model(launcher.preprocessor(features), training=False).numpy(),
+                       features["__mask__"])
     del result, launcher
     shutil.rmtree(art)
     raw_file = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))[0]
@@ -185,7 +186,8 @@ def test_ensemble_on_encoded_elwc_trains_every_member_and_serves_raw(data, tmp_p
     result = launcher.run()
     assert {"member_0/val_loss", "member_1/val_loss"} <= set(result.history)
     features, _ = launcher.datasets.parse_fn(tf.constant(_records(data["enc"])))
-    want = result.model(launcher.preprocessor(features), training=False).numpy()
+    want = served_like(result.model(launcher.preprocessor(features), training=False).numpy(),
+                       features["__mask__"])
     del result, launcher
     shutil.rmtree(art)
     raw_file = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))[0]

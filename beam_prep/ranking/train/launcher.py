@@ -319,8 +319,13 @@ class RankingLauncher:
                                        seed=hparams.training.seed,
                                        full_valid_lists=hparams.distribution.strategy != "tpu")
         # Eagerly, before any tf.data graph: state a layer makes when built (Normalization's
-        # moments) must not belong to the first dataset's graph (validation, export).
-        build_layers(self.preprocessor, self.datasets.parse_fn(tf.constant([b""]))[0])
+        # moments) must not belong to the first dataset's graph (validation, export). On
+        # one-entry lists: state that takes the input's last axis (Normalization on a [B, L]
+        # float) then broadcasts over lists of any length (validation on whole lists, serving).
+        probe = self.datasets.parse_fn
+        if isinstance(probe, ElwcParser):
+            probe = dataclasses.replace(probe, list_size=1)
+        build_layers(self.preprocessor, probe(tf.constant([b""]))[0])
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
                                  hparams.training.steps_per_execution)
         self.chief = is_chief(self.strategy)
