@@ -25,6 +25,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze_args import build_parser
 from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
+from beam_prep.pipelines.input_splits import count_job_splits
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
@@ -50,7 +51,6 @@ from beam_prep.io.readers import (
     check_columns,
     expand_patterns,
     infer_common_format,
-    list_splits,
 )
 from beam_prep.progress import ProgressMonitor
 from beam_prep.run_summary import SummaryRecorder
@@ -139,16 +139,6 @@ def _print_cache_use(cache_dir: str, run_id: str) -> None:
           "analysed and stored", file=sys.stderr)
 
 
-def _count_splits(files: Sequence[str], args: argparse.Namespace) -> int | None:
-    """Splits the job will analyse (the progress total); None when they cannot be listed."""
-    try:
-        fmt = args.input_format or infer_common_format(files)
-        return sum(len(list_splits(f, fmt, parquet_rows_per_split=args.parquet_rows_per_split))
-                   for f in files)
-    except Exception:  # noqa: BLE001 - the total is cosmetic; run() reports real problems
-        return None
-
-
 def _surface_beam_error(e: Exception) -> str | None:
     """The message of our error inside an exception Beam wrapped around it (else None)."""
     message = str(e)
@@ -170,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dry_run = is_dry_run(beam_args)
     show = not args.quiet and not dry_run
     with SummaryRecorder("analyze", json_path=args.summary_json, quiet=args.quiet) as rec:
-        total = _count_splits(expand_patterns(args.input), args) if show else None
+        total = count_job_splits(args) if show else None
         cache_run = cache_fn.new_run_id() if args.cache_dir else None
         detail = None
         with ProgressMonitor("beam-prep analyze", unit="splits", total=total,
