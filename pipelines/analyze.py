@@ -52,6 +52,7 @@ from beam_prep.io.readers import (
     expand_patterns,
     infer_common_format,
 )
+from beam_prep.io.run_record import RUN_FILE, write_run_record
 from beam_prep.progress import ProgressMonitor
 from beam_prep.run_summary import SummaryRecorder
 from beam_prep.spec import Spec
@@ -204,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             record = cache_fn.read_run(args.cache_dir, cache_run) or {"hits": 0, "misses": 0}
             counts["cache_hits"], counts["cache_misses"] = record["hits"], record["misses"]
             outputs["cache_run"] = cache_fn.run_record_path(args.cache_dir, cache_run)
+        try:  # run metadata beside the artifacts (the manifest stays deterministic)
+            write_run_record(args.output, job="analyze", seconds=rec.seconds)
+            outputs["run_record"] = fs.join(args.output, RUN_FILE)
+        except Exception as e:  # noqa: BLE001 - the artifacts are safe; the record is informative
+            print(f"beam-prep analyze: warning: {RUN_FILE} was not written ({e})",
+                  file=sys.stderr)
         report = None if args.no_report else write_job_report("analyze", args.output)
         if report:
             outputs["report"] = report
