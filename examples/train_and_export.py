@@ -82,6 +82,8 @@ def load_preprocessing(artifacts: str, preprocessing: str | None) -> Any:
         def encoded_inputs() -> Any:
             return module.encoded_inputs()
 
+        export_saved_model = staticmethod(module.export_saved_model)
+
     return _Bound()
 
 
@@ -166,7 +168,9 @@ def run(artifacts: str, output: str, *, data: str = DEFAULT_DATA,
 
     inference = pp.build_inference_model(trainer)
     export_dir = os.path.join(output, "export")
-    inference.export(export_dir, verbose=False)
+    # Two signatures: `serve` (= serving_default, float64 tensors) and `serve_tf_examples`
+    # (serialized tf.Examples); docs/generated_layers.md, "Serving: which signature".
+    pp.export_saved_model(inference, export_dir)
 
     probe = probe_batch(pp, raw)
     via_tf_data = trainer.predict(

@@ -25,6 +25,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze_args import build_parser
 from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
+from beam_prep.pipelines.input_splits import count_job_splits
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
@@ -50,8 +51,8 @@ from beam_prep.io.readers import (
     check_columns,
     expand_patterns,
     infer_common_format,
-    list_splits,
 )
+from beam_prep.io.run_record import RUN_FILE, write_run_record
 from beam_prep.progress import ProgressMonitor
 from beam_prep.run_summary import SummaryRecorder
 from beam_prep.spec import Spec
@@ -158,16 +159,6 @@ def cache_use_line(use: dict, cache_dir: str) -> str:
     return text
 
 
-def _count_splits(files: Sequence[str], args: argparse.Namespace) -> int | None:
-    """Splits the job will analyse (the progress total); None when they cannot be listed."""
-    try:
-        fmt = args.input_format or infer_common_format(files)
-        return sum(len(list_splits(f, fmt, parquet_rows_per_split=args.parquet_rows_per_split))
-                   for f in files)
-    except Exception:  # noqa: BLE001 - the total is cosmetic; run() reports real problems
-        return None
-
-
 def _surface_beam_error(e: Exception) -> str | None:
     """The message of our error inside an exception Beam wrapped around it (else None)."""
     message = str(e)
@@ -189,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dry_run = is_dry_run(beam_args)
     show = not args.quiet and not dry_run
     with SummaryRecorder("analyze", json_path=args.summary_json, quiet=args.quiet) as rec:
-        total = _count_splits(expand_patterns(args.input), args) if show else None
+        total = count_job_splits(args) if show else None
         cache_run = cache_fn.new_run_id() if args.cache_dir else None
         detail = None
         with ProgressMonitor("beam-prep analyze", unit="splits", total=total,
@@ -238,6 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 outputs["cache_run"] = cache_fn.run_record_path(args.cache_dir, cache_run)
             else:  # said in the text summary and in --summary_json
                 counts["cache_run"] = "not written (the cache folder cannot be written)"
+        try:  # run metadata beside the artifacts (the manifest stays deterministic)
+            write_run_record(args.output, job="analyze", seconds=rec.seconds)
+            outputs["run_record"] = fs.join(args.output, RUN_FILE)
+        except Exception as e:  # noqa: BLE001 - the artifacts are safe; the record is informative
+            print(f"beam-prep analyze: warning: {RUN_FILE} was not written ({e})",
+                  file=sys.stderr)
         report = None if args.no_report else write_job_report("analyze", args.output)
         if report:
             outputs["report"] = report

@@ -21,6 +21,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze import DEFAULT_LOCAL_RUNNER
 from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
+from beam_prep.pipelines.input_splits import count_job_splits, job_splits
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
@@ -36,7 +37,6 @@ from beam_prep.io.readers import (
     check_columns,
     expand_patterns,
     infer_common_format,
-    list_splits,
 )
 from beam_prep.progress import ProgressMonitor
 from beam_prep.run_summary import SummaryRecorder
@@ -62,22 +62,6 @@ def _validate(args: argparse.Namespace) -> None:
                          f"{args.input_split_bytes}")
 
 
-def _splits(files: Sequence[str], fmt: str, args: argparse.Namespace) -> list:
-    """Every input split, in file order: shard ``i`` of the output is split ``i``."""
-    return [s for f in files for s in list_splits(
-        f, fmt, parquet_rows_per_split=args.parquet_rows_per_split,
-        split_bytes=args.input_split_bytes)]
-
-
-def _count_splits(args: argparse.Namespace) -> int | None:
-    """The progress total; None when the splits cannot be listed (run() reports why)."""
-    try:
-        files = expand_patterns(args.input)
-        return len(_splits(files, args.input_format or infer_common_format(files), args))
-    except Exception:  # noqa: BLE001 - cosmetic
-        return None
-
-
 def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
     """Runs the transform job and waits for it; returns the PipelineResult.
 
@@ -97,7 +81,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     files = expand_patterns(args.input)
     fmt = args.input_format or infer_common_format(files)
     check_columns(files, fmt, encoder.owners, csv_delimiter=args.csv_delimiter)
-    splits = _splits(files, fmt, args)
+    splits = job_splits(files, fmt, args)
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
         options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
@@ -159,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dry_run = is_dry_run(beam_args)
     show = not args.quiet and not dry_run
     with SummaryRecorder("transform", json_path=args.summary_json, quiet=args.quiet) as rec:
-        total = _count_splits(args) if show else None
+        total = count_job_splits(args) if show else None
         with ProgressMonitor("beam-prep transform", unit="splits", total=total,
                              enabled=show):
             try:

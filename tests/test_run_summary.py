@@ -103,7 +103,7 @@ def test_analyze_summary_json_and_text(tmp_path, capsys):
     assert got["command"] == "analyze" and got["status"] == "ok" and got["error"] is None
     assert got["counts"] == {"rows_read": 7, "rows_rejected": 0, "features": 2, "splits": 1}
     assert got["outputs"] == {"artifacts": out, "manifest": f"{out}/manifest.json",
-                              "report": f"{out}/report.html"}
+                              "run_record": f"{out}/run.json", "report": f"{out}/report.html"}
     assert got["seconds"] > 0
     captured = capsys.readouterr()
     lines = captured.out.splitlines()

@@ -61,6 +61,7 @@ from beam_prep.io import output
 from beam_prep.io.byte_ranges import DEFAULT_SPLIT_BYTES
 from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
+from beam_prep.io.run_record import RUN_FILE
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
 from beam_prep.spec.target_fields import has_target_encoding
@@ -420,9 +421,10 @@ ARTIFACT_OUTPUT = output.OutputPolicy(
     job="analyze", signatures=((layout.MANIFEST,),),
     owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", "per_key/**", SHARD_GLOB,
            layout.REJECTED_FILE,  # the single file of outputs written before the shards
-           f"{spill.TMP_DIR}/**", FAILED_REPORT, "report.html"),  # the job's HTML report
+           f"{spill.TMP_DIR}/**", FAILED_REPORT, "report.html",  # the job's HTML report
+           RUN_FILE),  # run metadata (beam_prep.io.run_record)
     last=layout.MANIFEST)
 """The analyze job's output folder (see :mod:`beam_prep.io.output`): a folder holding
 ``manifest.json`` is a finished artifact directory; only ``manifest.json``, ``vocab/``,
 the rejected-row shards (and the older ``rejected/rejected.jsonl``), ``_tmp/`` and
-``_failed.json`` are ever replaced in it."""
+``_failed.json``, ``report.html`` and ``run.json`` are ever replaced in it."""

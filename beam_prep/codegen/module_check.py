@@ -46,7 +46,7 @@ FUNCTIONS = frozenset({
     "build_layers", "raw_inputs", "input_signature", "_apply", "build_preprocessor",
     "encoded_inputs", "raw_columns", "make_dataset_fn", "build_inference_model",
     "_padded_list", "_layers_fn", "_apply_on_tf", "_on_tf", "_cast", "_call", "_numeric_ops",
-    "keras_model", "_missing_mask"})
+    "keras_model", "_missing_mask", "parse_examples", "export_saved_model"})
 _PER_FEATURE = re.compile(r"build_[A-Za-z_][A-Za-z0-9_]*_layers|derive_[A-Za-z_][A-Za-z0-9_]*")
 _DATA = (ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.Name, ast.UnaryOp, ast.USub,
          ast.Load)

@@ -3,7 +3,8 @@
 ``layers_from_artifacts(path)`` reads the same layer plan as ``beam-prep generate``
 (:mod:`beam_prep.codegen.plan`) and offers the generated module's functions as methods:
 ``raw_inputs``, ``input_signature``, ``build_layers``, ``build_preprocessor(stage=...)``,
-``encoded_inputs``, ``raw_columns``, ``make_dataset_fn`` and ``build_inference_model``.
+``encoded_inputs``, ``raw_columns``, ``make_dataset_fn``, ``build_inference_model``,
+``parse_examples`` and ``export_saved_model``.
 Layer classes, arguments and names are identical, so outputs are too (tested), including
 the ``FillMissing`` layer (:mod:`beam_prep.codegen.missing`) that replaces missing raw
 inputs by a feature's ``default_value``, and the numeric scaling layers of
@@ -400,6 +401,37 @@ class PreprocessingLayers:
         from beam_prep.codegen.keras_model import keras_model
 
         return keras_model(inputs, trainer(encoded), "beam_prep_inference")
+
+    def parse_examples(self, serialized: Any) -> dict[str, Any]:
+        """Serialized ``tf.Example`` protos (1-D string tensor) -> the raw inputs.
+
+        Numeric columns are FloatList (float32) features cast to float64 here; an absent
+        feature gives the missing value; a list input is a variable-length feature.
+        """
+        import tensorflow as tf
+
+        features = {}
+        for name, column in self.input_columns.items():
+            dtype = self.input_dtypes[name]
+            wire = tf.float32 if dtype == "float64" else tf.as_dtype(dtype)
+            features[column] = (tf.io.VarLenFeature(wire) if name in self.list_inputs else
+                                tf.io.FixedLenFeature([1], wire,
+                                                      default_value=self.missing_values[dtype]))
+        return self.raw_columns(tf.io.parse_example(serialized, features))
+
+    def export_saved_model(self, inference: Any, export_dir: str) -> None:
+        """SavedModel of ``inference`` with the signatures ``serve`` (= ``serving_default``,
+        float64 tensors) and ``serve_tf_examples`` (serialized tf.Examples, float32 numbers
+        cast inside), as the generated module's ``export_saved_model``."""
+        import keras
+        import tensorflow as tf
+
+        archive = keras.export.ExportArchive()
+        serve = archive.track_and_add_endpoint("serve", inference, [self.input_signature()])
+        examples = tf.TensorSpec(shape=(None,), dtype=tf.string, name="examples")
+        archive.add_endpoint("serve_tf_examples", tf.function(
+            lambda e: serve(self.parse_examples(e)), input_signature=[examples]))
+        archive.write_out(export_dir, verbose=False)
 
     def __repr__(self) -> str:
         return f"PreprocessingLayers({self.path!r}, outputs={list(self.outputs)})"

@@ -33,6 +33,7 @@ import math
 from typing import Any
 
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.run_record import RUN_FILE, read_run_record
 from beam_prep.report import svg
 from beam_prep.report.label_card import mutual_info_section
 from beam_prep.report.page import (
@@ -78,8 +79,7 @@ def _header(art: Artifacts) -> str:
         shown += f" … ({len(patterns):,} patterns)"
     read = int(inp.get("rows_read", 0))
     rejected = int(inp.get("rows_rejected", 0))
-    run = m.get("run") or {}
-    seconds = run.get("seconds", m.get("run_seconds"))
+    run = read_run_record(art.path)  # run metadata lives beside the manifest, not in it
     rows = [
         ("inputs", shown or "—"),
         ("format", text(inp.get("format", "—"))),
@@ -98,8 +98,10 @@ def _header(art: Artifacts) -> str:
     rows.append(("versions", text(", ".join(f"{k} {v}" for k, v in
                                            sorted(m.get("versions", {}).items())))))
     rows.append(("fingerprint", f"<code>{text(m.get('fingerprint', ''))}</code>"))
-    rows.append(("run time", "not recorded in the manifest" if seconds is None
-                 else f"{fmt_num(float(seconds))} s"))
+    rows.append(("run time", f"not recorded (no {RUN_FILE}: a template or library run, or "
+                 "an older output)" if run is None else
+                 f"{fmt_num(float(run['seconds']))} s, finished "
+                 f"{text(str(run.get('finished_utc', '?')))}"))
     return card("Run", kv_table(rows), data_name="__run__")
 
 
@@ -258,6 +260,34 @@ def _weight_rows(spec: dict[str, Any], st: dict[str, Any]) -> list[tuple[str, st
     return rows
 
 
+OUTER_SHARE = 0.25  # an outer bucket is drawn at most this share of the inner span wide
+
+
+def display_window(edges: list[float]) -> tuple[float, float] | None:
+    """The x range a numeric histogram draws; None when every bucket fits.
+
+    The inner buckets (between the first and the last quantile boundary) are always drawn
+    whole; the first and last buckets (min to the first boundary, the last boundary to max)
+    are cut at ``OUTER_SHARE`` times the inner span (at least the widest inner bucket's
+    width), so one long tail cannot squeeze the
+    other buckets into a corner (with 10 lognormal buckets the last one took 95 % of the
+    width). Needs at least 3 buckets (2 boundaries) and a positive inner span.
+
+    Example:
+        >>> display_window([0.0, 1.0, 2.0, 3.0, 100.0])
+        (0.0, 4.0)
+        >>> display_window([0.0, 1.0, 2.0, 3.0]) is None
+        True
+    """
+    if len(edges) < 4 or not edges[-2] > edges[1]:
+        return None
+    span = edges[-2] - edges[1]
+    reach = max(OUTER_SHARE * span, max(b - a for a, b in zip(edges[1:-2], edges[2:-1])))
+    lo = max(edges[0], edges[1] - reach)
+    hi = min(edges[-1], edges[-2] + reach)
+    return None if (lo, hi) == (edges[0], edges[-1]) else (lo, hi)
+
+
 def _numeric_card(st: dict[str, Any], spec: dict[str, Any] | None = None) -> str:
     lo, hi, mean = _finite(st.get("min")), _finite(st.get("max")), _finite(st.get("mean"))
     var = _finite(st.get("variance"))
@@ -294,14 +324,19 @@ def _numeric_card(st: dict[str, Any], spec: dict[str, Any] | None = None) -> str
                    ", all at one value (drawn at the tallest bar's height)")
                 for i in range(nb)]
         marks = [(mean, f"mean {fmt_num(mean)}")] if mean is not None else []
+        window = display_window(edges)
+        clipped = ("" if window is None else
+                   " An outer bucket reaching far beyond the boundaries (a long tail) is cut at "
+                   "the dashed red line, where its true end (min or max) is written, so the "
+                   "other buckets stay readable; its height is still mass / its full width.")
         chart = (svg.histogram(edges, heights, marks=marks, tooltips=tips,
                                title="equal-mass buckets", x_label="value",
-                               y_label="values per unit") +
+                               y_label="values per unit", window=window) +
                  note(f"No raw histogram is stored. Bars are the {nb} buckets between min, the "
                       f"{nb - 1} quantile boundaries and max; each holds about 1/{nb} of the "
                       f"{count:,} finite values (within ε={fmt_num(st.get('epsilon'))}); height "
                       "= mass / width (values per unit). Alternating colours show the "
-                      "boundaries."))
+                      "boundaries." + clipped))
     else:
         chart = (svg.range_bar(lo, hi, mean if mean is not None else lo, std,
                                title="min, mean ± std, max") +

@@ -246,36 +246,48 @@ def curve(points: Sequence[tuple[float, float]], *, x_max: float, log_x: bool,
 
 def histogram(edges: Sequence[float], heights: Sequence[float], *, title: str = "histogram",
               marks: Sequence[tuple[float, str]] = (), tooltips: Sequence[str] = (),
-              x_label: str = "", y_label: str = "") -> str:
+              x_label: str = "", y_label: str = "",
+              window: tuple[float, float] | None = None) -> str:
     """Bars of varying width: bar ``i`` spans ``edges[i]..edges[i+1]`` with ``heights[i]``.
 
     Args:
         edges: ``len(heights) + 1`` increasing x values.
         heights: Bar heights (>= 0).
         title: Accessible name.
-        marks: ``(x, text)`` solid purple vertical lines (e.g. the mean).
+        marks: ``(x, text)`` solid purple vertical lines (e.g. the mean); a mark outside
+            ``window`` is drawn at its edge, its text ending in an arrow.
         tooltips: One tooltip per bar.
         x_label: Text under the x axis.
         y_label: Text above the y axis.
+        window: The x range drawn (default: all edges). A bar reaching beyond it is cut at
+            the window's edge, which gets a dashed red line and the bar's true end.
 
     Returns:
         One ``<svg>`` element.
     """
     height, left, top, bottom = 240, 64, 24, 44
-    lo, hi = edges[0], edges[-1]
+    lo, hi = window if window is not None else (edges[0], edges[-1])
     if hi <= lo:
         lo, hi = lo - 0.5, hi + 0.5
     xs = Scale(lo, hi, left, WIDTH - 16)
     ys = Scale(0, max(heights, default=0) or 1, height - bottom, top)
     parts = [_y_axis(ys, left, WIDTH - 16), _x_axis(xs, ys(0))]
     for i, h in enumerate(heights):
-        x0, x1 = xs(edges[i]), xs(edges[i + 1])
+        x0, x1 = xs(max(edges[i], lo)), xs(min(edges[i + 1], hi))
         w = max(x1 - x0, 1.5)
         tip = f"<title>{text(tooltips[i])}</title>" if i < len(tooltips) else ""
         cls = "bar" if i % 2 == 0 else "bar2"
         parts.append(f'<rect class="{cls}" x="{_f(x0)}" y="{_f(ys(h))}" width="{_f(w)}" '
                      f'height="{_f(ys(0) - ys(h))}">{tip}</rect>')
+    for cut, end, label in ((lo, edges[0], f"← {fmt_num(edges[0])}"),
+                            (hi, edges[-1], f"{fmt_num(edges[-1])} →")):
+        if not lo <= end <= hi:  # the outer bar is cut here; its true end is written
+            px = xs(cut)
+            parts.append(f'<line class="cut" x1="{_f(px)}" x2="{_f(px)}" y1="{_f(top + 14)}" '
+                         f'y2="{_f(ys(0))}"/>' + _side_label(px, top + 10, label, "cuttext"))
     for x, label in marks:
+        if not lo <= x <= hi:
+            x, label = (lo, f"← {label}") if x < lo else (hi, f"{label} →")
         px = xs(x)
         parts.append(f'<line class="mark" x1="{_f(px)}" x2="{_f(px)}" y1="{_f(top - 4)}" '
                      f'y2="{_f(ys(0))}"/>' + _side_label(px, top - 8, label, "marktext"))

@@ -23,7 +23,7 @@ Usage::
     train = train.prefetch(tf.data.AUTOTUNE)  # yields (encoded features, label)
     model.fit(train)                          # `model` takes the encoded dict
     inference = pp.build_inference_model(model)  # raw inputs in, predictions out
-    inference.export("exported/")
+    pp.export_saved_model(inference, "exported/")  # signatures: float64 tensors, tf.Examples
 
 Features in ``IMPUTED`` fill a missing value with a statistic of the values the analysis
 observed (``impute``: mean, median or the most frequent entry), held in ``DEFAULT_VALUES``.
@@ -783,3 +783,38 @@ def build_inference_model(
     inputs = raw_inputs()
     encoded = build_preprocessor(artifacts_dir, stage="all", verify=verify)(inputs)
     return keras.Model(inputs, trainer(encoded), name="beam_prep_inference")
+
+
+def parse_examples(serialized: Any) -> dict[str, tf.Tensor]:
+    """A batch of serialized ``tf.Example`` protos (1-D string tensor) -> the raw inputs.
+
+    A tf.Example holds float32 (FloatList), int64 and bytes only: a numeric column is parsed
+    as float32 and cast to float64 here (exactly); an absent feature gives the missing value
+    (``""``, ``NaN``, or the smallest int64 for integers).
+    """
+    missing = {"string": "", "float64": float("nan"), "int64": -9223372036854775808}
+    features = {}
+    for name, column in INPUT_COLUMNS.items():
+        dtype = INPUT_DTYPES[name]
+        wire = tf.float32 if dtype == "float64" else tf.as_dtype(dtype)
+        features[column] = tf.io.FixedLenFeature([1], wire, default_value=missing[dtype])
+    return raw_columns(tf.io.parse_example(serialized, features))
+
+
+def export_saved_model(inference: keras.Model, export_dir: str) -> None:
+    """Writes ``build_inference_model``'s model as a SavedModel with two signatures.
+
+    * ``serve`` (also ``serving_default``): one tensor per raw input, as
+      ``input_signature()`` (numbers float64), the same as ``inference.export()``.
+    * ``serve_tf_examples``: ``examples``, a 1-D string tensor of serialized tf.Example
+      protos (numbers float32, as a tf.Example holds them), parsed and cast inside
+      (``parse_examples``): for TF Serving clients that send Examples or float32 values.
+    """
+    archive = keras.export.ExportArchive()
+    serve = archive.track_and_add_endpoint("serve", inference, [input_signature()])
+    examples = tf.TensorSpec(shape=(None,), dtype=tf.string, name="examples")
+    archive.add_endpoint(
+        "serve_tf_examples",
+        tf.function(lambda e: serve(parse_examples(e)), input_signature=[examples]),
+    )
+    archive.write_out(export_dir, verbose=False)

@@ -70,13 +70,15 @@ def test_scorer_is_the_same_ffn_on_every_entry_with_context_broadcast():
 
 def test_preprocessor_pads_ids_to_static_shape_and_sizes_tables(tmp_path):
     pre = Preprocessor(SPEC, sample_layers(), list_size=4, sequence_length=6)
-    vocab_lines = len(open(TFRANKING + "/vocab.txt").read().split("\n")[:-1])
+    with open(TFRANKING + "/vocab.txt", encoding="utf-8") as f:
+        vocab_text = f.read()
+    vocab_lines = len(vocab_text.split("\n")[:-1])
     # StringLookup: 1 OOV + the tokens, +1 because ragged ids are shifted so 0 = padding.
     assert pre.id_rows == {"query_tokens": vocab_lines + 2, "document_tokens": vocab_lines + 2}
     out = pre({"query_tokens": tf.ragged.constant([["relevant", "zzz"]]),
                "document_tokens": tf.RaggedTensor.from_uniform_row_length(
                    tf.ragged.constant([["answer"], [], [], []]), 4)})
-    vocab = open(TFRANKING + "/vocab.txt").read().split()
+    vocab = vocab_text.split()
     want_ids = [[vocab.index("relevant") + 2, 1, 0, 0, 0, 0]]  # OOV 0 -> 1
     assert out["query_tokens"].numpy().tolist() == want_ids
     assert out["document_tokens"].shape == (1, 4, 6)

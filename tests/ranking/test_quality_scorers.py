@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import keras
 import numpy as np
@@ -56,6 +57,22 @@ def test_dasalc_shapes_and_missing_mask_error():
     del b["__mask__"]
     with pytest.raises(SpecError, match="needs the list mask"):
         scorer(b)
+
+
+@pytest.mark.parametrize("symbolic", [True, False])
+def test_dasalc_builds_every_sublayer_without_keras_warning(symbolic):
+    # Keras warns "`build()` was called on layer 'scorer' ... unbuilt state" when a sublayer
+    # stays unbuilt; the scorer once inherited the feed-forward layers it never calls.
+    scorer = _dasalc()
+    b = _batch([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    if symbolic:
+        b = {k: keras.Input(v.shape[1:], name=k) for k, v in b.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scorer(b)
+    unbuilt = [layer.name for layer in scorer._flatten_layers() if not layer.built]
+    assert unbuilt == []
+    assert len(scorer.weights) > 0
 
 
 def test_dasalc_is_permutation_equivariant():

@@ -215,6 +215,16 @@ class FeedForwardScorer(keras.layers.Layer):
                 sequence_features=sequence_features, input_shapes=embedding_input_shapes,
                 name="scorer_embeddings")
         self.id_names = frozenset(id_rows)
+        self.make_network(hparams)
+
+    def make_network(self, hparams: ModelHparams) -> None:
+        """Creates the layers that score the entry features (here: the feed-forward network).
+
+        A subclass with another network overrides this and :meth:`call`, so that every
+        sublayer is one its ``call`` uses: Keras builds a layer by tracing ``call``, and a
+        sublayer it never reaches would stay unbuilt (Keras then warns that ``build()`` left
+        unbuilt state).
+        """
         self.input_norm = (keras.layers.BatchNormalization(name="scorer_input_bn")
                            if hparams.batch_norm else None)
         self.hidden = []

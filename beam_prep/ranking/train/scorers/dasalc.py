@@ -46,8 +46,8 @@ from beam_prep.ranking.train.reader import MASK_KEY
 class DasalcScorer(FeedForwardScorer):
     """DNN + listwise self-attention + latent cross (arguments: :class:`FeedForwardScorer`)."""
 
-    def __init__(self, *, hparams: Any, name: str = "scorer", **kwargs: Any) -> None:
-        super().__init__(hparams=hparams, name=name, **kwargs)
+    def make_network(self, hparams: Any) -> None:
+        """Creates this scorer's layers only (none of the feed-forward scorer's)."""
         hp = hparams
         self.input_bn = keras.layers.BatchNormalization(name="dasalc_input_bn")
         self.noise = (keras.layers.GaussianNoise(hp.input_noise, seed=0, name="dasalc_noise")
