@@ -53,6 +53,7 @@ from beam_prep.ranking.data.transforms import (
     WriteELWC,
     list_input_files,
 )
+from beam_prep.ranking.data.value_rules import format_code_counts
 from beam_prep.run_summary import SummaryRecorder
 
 # Beam's in-process FnApiRunner (what the DirectRunner falls back to when it cannot download
@@ -166,7 +167,8 @@ def summary(output: str) -> str:
         f"dropped too small: {ev.get('lists_dropped_too_small', 0)}, no positive: "
         f"{ev.get('lists_dropped_no_positive', 0)}",
         f"  rejected lines: {inp.get('lines_rejected', 0)}"
-        + (f" (see {filesystem.join(output, 'rejected')}/)" if inp.get("lines_rejected") else
+        + (f" ({format_code_counts(inp.get('rejected_by_reason', {}))}; see "
+           f"{filesystem.join(output, 'rejected')}/)" if inp.get("lines_rejected") else
            " (no rejected/ files written)"),
     ]
     for split, names in s["output_files"].items():
@@ -190,10 +192,13 @@ def _record_success(rec: SummaryRecorder, output: str, report: str | None = None
     """Counts and outputs of a finished run, from its stats.json."""
     s = json.loads(filesystem.read_text(filesystem.join(output, STATS_FILENAME)))
     inp, ev = s["input"], s.get("events", {})
-    counts: dict[str, int] = {
+    counts: dict[str, int | str] = {
         "lists": s["lists"], "documents": s["documents"], "queries": s["queries"],
         "input_files": inp.get("files", 0), "input_lines": inp.get("lines", 0),
         "lines_rejected": inp.get("lines_rejected", 0)}
+    by_reason = inp.get("rejected_by_reason", {})
+    if by_reason:  # "label_negative 2, value_out_of_range 1"; the dict is in details
+        counts["rejected_by_reason"] = format_code_counts(by_reason)
     for split, v in s["splits"].items():
         counts[f"{split}_lists"] = v["lists"]
         counts[f"{split}_documents"] = v["documents"]
@@ -212,7 +217,8 @@ def _record_success(rec: SummaryRecorder, output: str, report: str | None = None
     if report:
         outputs["report"] = report
     details: dict = {"output_files": {k: [filesystem.join(output, n) for n in v]
-                                      for k, v in s["output_files"].items()}}
+                                      for k, v in s["output_files"].items()},
+                     "rejected_by_reason": by_reason}
     spec = json.loads(filesystem.read_text(filesystem.join(output, "feature_spec.json")))
     encoded = spec.get("encoded") if isinstance(spec, dict) else None
     if isinstance(encoded, dict):  # --artifacts: which features hold ids / values

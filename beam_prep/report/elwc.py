@@ -3,8 +3,9 @@
 Shown (``docs/ranking_data.md``): the input counts and status, queries / lists / documents
 per split, the list-size histogram with ``--max_list_size`` marked, the label distribution
 over all documents, the list events (split, truncated, sampled, dropped), the policy, the
-feature spec, and the rejected lines counted by reason (one streaming pass over
-``rejected/rejected.jsonl``, keeping only the counts and three examples).
+feature spec, and the rejected lines counted by reason code (``input.rejected_by_reason`` of
+``stats.json``, with three example lines; ``stats.json`` files from before the codes are
+counted by reason text in one streaming pass over the ``rejected/`` files).
 
 Per list and per document (:mod:`beam_prep.report.elwc_lists`): relevant documents per list
 and the lists with none, the largest label per list, and the share of documents carrying each
@@ -82,7 +83,9 @@ def size_bins(hist: dict[int, int], cap: int | None) -> tuple[list[str], list[in
     return labels, counts, pos
 
 
-def _rejected(root: str, rel: str | None) -> tuple[collections.Counter[str], list[dict]]:
+def _rejected(root: str, rel: str | None, *, count: bool = True
+              ) -> tuple[collections.Counter[str], list[dict]]:
+    """Reason-text counts (when ``count``) and the first example rows of one rejected file."""
     reasons: collections.Counter[str] = collections.Counter()
     examples: list[dict] = []
     if not rel:
@@ -108,7 +111,7 @@ def _rejected(root: str, rel: str | None) -> tuple[collections.Counter[str], lis
                 reasons[str(row.get("reason", "?"))] += 1
                 if len(examples) < _EXAMPLES:
                     examples.append(row)
-            if not block:
+            if not block or not count and len(examples) >= _EXAMPLES:
                 break
     return reasons, examples
 
@@ -245,14 +248,19 @@ def _render_elwc(root: str) -> str:
                            "(label > 0) and the largest label.") + "".join(list_charts) +
                       "</div></div>", data_name="__labels__"))
 
+    by_code = inp.get("rejected_by_reason")  # None: a stats.json from before reason codes
     reasons: collections.Counter[str] = collections.Counter()
     examples: list[dict] = []
     # make-elwc writes rejected/rejected-SSSSS-of-NNNNN.jsonl (older runs: one rejected_file)
     for rel in st.get("rejected_files") or [st.get("rejected_file")]:
-        more, found = _rejected(root, rel)
+        if by_code is not None and len(examples) >= _EXAMPLES:
+            break
+        more, found = _rejected(root, rel, count=by_code is None)
         reasons.update(more)
         examples.extend(found[:_EXAMPLES - len(examples)])
-    rows = [(f"rejected: {r}", fmt_int(n)) for r, n in reasons.most_common(30)]
+    rows = [(f"rejected: {code}", fmt_int(n)) for code, n in sorted(by_code.items())] \
+        if by_code is not None else \
+        [(f"rejected: {r}", fmt_int(n)) for r, n in reasons.most_common(30)]
     body = kv_table(rows) if rows else note("No rejected line.")
     for ex in examples:
         body += note("example: " + text(json.dumps(ex, ensure_ascii=False), limit=300))

@@ -65,7 +65,9 @@ def test_rejected_lines_have_line_numbers_and_reasons():
     p = parse_letor(text.encode(), fmt="letor")
     assert p.qids.tolist() == ["1", "2"]
     assert [r[0] for r in p.rejected] == [2, 3, 4, 5, 6]
-    reasons = [r[1] for r in p.rejected]
+    assert [r[1].code for r in p.rejected] == [
+        "label_not_a_number", "unparsable", "missing_query_id", "unparsable", "unparsable"]
+    reasons = [r[1].reason for r in p.rejected]
     assert "label 'abc'" in reasons[0]
     assert "'1:zz'" in reasons[1]
     assert "missing qid" in reasons[2]
@@ -78,7 +80,8 @@ def test_num_features_bounds():
     p = parse_letor(b"1 qid:1 1:1 3:1\n0 qid:1 4:1\n0 qid:1 0:1\n", fmt="letor", num_features=3)
     assert p.line_numbers.tolist() == [1]
     assert [r[0] for r in p.rejected] == [2, 3]
-    assert "outside [1, 3]" in p.rejected[0][1]
+    assert "outside [1, 3]" in p.rejected[0][1].reason
+    assert {r[1].code for r in p.rejected} == {"feature_id_out_of_range"}
 
 
 def test_lightgbm_sample_matches_reference():
@@ -150,7 +153,10 @@ def test_numbers_beyond_float32_and_negative_labels_reject_their_line(fmt):
     assert p.values.tolist() == [0.5, F32_MAX, -F32_MAX, 0.0]
     assert np.isfinite(p.values).all()
     assert [r[0] for r in p.rejected] == [2, 3, 4, 5, 6, 9]
-    reasons = [r[1] for r in p.rejected]
+    assert [r[1].code for r in p.rejected] == [
+        "value_out_of_range", "label_out_of_range", "label_negative", "label_negative",
+        "value_out_of_range", "label_out_of_range"]
+    reasons = [r[1].reason for r in p.rejected]
     assert "feature 1 value 1e+39 is beyond the float32 range" in reasons[0]
     assert "label 1e+39 is beyond the float32 range" in reasons[1]
     assert "label -1.0 is negative" in reasons[2] and "padding" in reasons[2]
@@ -165,5 +171,19 @@ def test_range_checks_combine_with_num_features():
                     num_features=3)
     assert p.line_numbers.tolist() == [3]
     assert p.ids.tolist() == [1, 2] and p.values.tolist() == [1.0, 2.0]
-    assert [(r[0], r[1].split(" ")[0]) for r in p.rejected] == [(1, "feature"), (2, "label")]
-    assert "outside [1, 3]" in p.rejected[0][1]
+    assert [(r[0], r[1].code) for r in p.rejected] == [(1, "feature_id_out_of_range"),
+                                                        (2, "label_negative")]
+    assert "outside [1, 3]" in p.rejected[0][1].reason
+
+
+def test_inf_and_nan_tokens_get_the_codes_of_the_value_rules():
+    """The grammar has no inf/nan; a line holding one still gets the code of the rule it
+    breaks (as the same value in a table would), not a generic parse error."""
+    text = ("inf qid:1 1:1\n-inf qid:1 1:1\nnan qid:1 1:1\n1 qid:1 2:inf\n"
+            "1 qid:1 2:-Infinity\n1 qid:1 2:nan\n1 qid:1 1:1\n")
+    p = parse_letor(text.encode(), fmt="letor")
+    assert p.line_numbers.tolist() == [7]
+    assert [(r[0], r[1].code) for r in p.rejected] == [
+        (1, "label_out_of_range"), (2, "label_negative"), (3, "label_not_a_number"),
+        (4, "value_out_of_range"), (5, "value_out_of_range"), (6, "unparsable")]
+    assert p.rejected[3][1].reason.startswith("feature 2 value inf is beyond the float32")

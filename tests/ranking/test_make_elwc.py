@@ -133,8 +133,8 @@ def test_split_across_files_rejected_lines_and_bad_fraction(tmp_path):
     assert by_q == [("A", [1, 2, 0], [1, 0, 2]), ("A", [4, 5], [0, 1]), ("A", [6, 7], [0, 1]),
                     ("B", [9], [0])]
     rejected = read_rejected(out)
-    assert rejected == [{"file": "b.txt", "line": 2, "reason": "label 'broken' is not a number",
-                         "text": "broken line"}]
+    assert rejected == [{"code": "label_not_a_number", "file": "b.txt", "line": 2,
+                         "reason": "label 'broken' is not a number", "text": "broken line"}]
     stats = json.load(open(os.path.join(out, "stats.json")))
     assert stats["events"] == {"queries_split": 1, "extra_lists_from_split": 2}
     assert stats["list_size_histogram"] == {"1": 1, "2": 2, "3": 1}
@@ -242,7 +242,8 @@ def test_library_transform_in_test_pipeline(tmp_path):
             ("train", 0, [("7", 0, [(1.0, 0.0, 0.5), (0.0, 1.0, 0.0)]),
                           ("8", 0, [(2.0, 2.0, 0.0)])])]), label="CheckLists")
         assert_that(res["counts"], equal_to([{"documents_read": 3, "files": 1, "lines": 3,
-                                              "lines_rejected": 0}]), label="CheckCounts")
+                                              "lines_rejected": 0,
+                                              "rejected_by_reason": {}}]), label="CheckCounts")
 
 
 def test_help_explains_every_option(capsys):

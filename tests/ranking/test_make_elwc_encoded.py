@@ -137,9 +137,10 @@ def test_out_of_vocabulary_rows_are_rejected_and_counted(tmp_path, runs):
     assert want
     stats = json.load(open(os.path.join(out, "stats.json")))
     assert stats["input"]["lines_rejected"] == len(want)
+    assert stats["input"]["rejected_by_reason"] == {"out_of_vocabulary": len(want)}
     rejected = [json.loads(line) for p in sorted(glob.glob(os.path.join(out, "rejected", "*")))
                 for line in open(p)]
-    assert [r["line"] for r in rejected] == want
+    assert [(r["line"], r["code"]) for r in rejected] == [(w, "out_of_vocabulary") for w in want]
     assert all("out_of_vocabulary" in r["reason"] and "'strict'" in r["reason"]
                for r in rejected)
     assert stats["documents"] == len(docs) - len(want)

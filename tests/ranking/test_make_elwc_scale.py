@@ -211,7 +211,7 @@ def test_rejected_lines_are_range_sharded_sorted_and_independent_of_pieces(tmp_p
             position += 1
     got = [[(r["file"], r["line"], r["text"]) for r in rows] for rows in shards.values()]
     assert got == want and all(want)
-    assert all(set(r) == {"file", "line", "reason", "text"} for rows in shards.values()
+    assert all(set(r) == {"code", "file", "line", "reason", "text"} for rows in shards.values()
                for r in rows)
     stats = json.load(open(os.path.join(pieces, "stats.json")))
     assert stats["rejected_files"] == [f"rejected/{n}" for n in shards]

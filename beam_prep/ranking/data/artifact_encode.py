@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import MANIFEST
+from beam_prep.ranking.data.value_rules import OUT_OF_VOCABULARY, Problem
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, EncodedFeature, Encoding, FeatureInfo
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary
 from beam_prep.transform.per_key_buckets import to_float32
@@ -175,9 +176,9 @@ class ArtifactEncoder:
         return self.batch.encode_feature(fp, batch, (info.name,))[info.name]
 
     def oov_rows(self, infos: Iterable[FeatureInfo], columns: dict[str, list[Any]]
-                 ) -> dict[int, str]:
-        """Row -> reason for rows a lookup with ``num_oov_indices: 0`` cannot encode."""
-        out: dict[int, str] = {}
+                 ) -> dict[int, Problem]:
+        """Row -> problem for rows a lookup with ``num_oov_indices: 0`` cannot encode."""
+        out: dict[int, Problem] = {}
         for info in infos:
             fp = self.plans.get(info.name)
             if fp is None or info.name not in self.outputs or not _strict_lookup(fp):
@@ -193,9 +194,9 @@ class ArtifactEncoder:
                     break
                 except OutOfVocabulary as e:
                     for r in rows[e.rows].tolist():
-                        out.setdefault(int(r), f"out_of_vocabulary: feature {info.name!r} "
-                                       "holds a value outside its vocabulary and "
-                                       "num_oov_indices=0")
+                        out.setdefault(int(r), Problem(
+                            OUT_OF_VOCABULARY, f"out_of_vocabulary: feature {info.name!r} "
+                            "holds a value outside its vocabulary and num_oov_indices=0"))
                     rows = np.delete(rows, e.rows)
         return out
 

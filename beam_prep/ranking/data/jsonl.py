@@ -12,13 +12,14 @@ be line numbers), the file is read again line by line:
   fits any list), and so is a list mixing JSON types;
 * everything else is kept, in file order, with its 1-based line number.
 
-Rejected lines are dicts ``{"file", "line", "reason", "text"}``, the shape of
-:class:`~beam_prep.ranking.data.sources.PieceResult` rejects.
+Rejected lines are dicts ``{"file", "line", "code", "reason", "text"}``
+(:func:`~beam_prep.ranking.data.value_rules.rejected_record`): code ``unparsable`` for a line
+that is not a JSON object, ``type_mismatch`` for a value of another JSON type.
 
 Example:
     >>> t, bad, lines = read_jsonl_table(b'{"q":1,"x":1}\\n{"q":1,"x":"a"}\\nnope\\n', "f.jsonl")
-    >>> t.to_pydict(), [(b["line"], b["reason"][:22]) for b in bad], lines
-    ({'q': [1], 'x': [1]}, [(2, "column 'x' holds a str"), (3, 'malformed JSON: Expect')], [1])
+    >>> t.to_pydict(), [(b["line"], b["code"]) for b in bad], lines
+    ({'q': [1], 'x': [1]}, [(2, 'type_mismatch'), (3, 'unparsable')], [1])
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import pyarrow as pa
 import pyarrow.json as pajson
 
 from beam_prep.errors import InputError
+from beam_prep.ranking.data.value_rules import TYPE_MISMATCH, UNPARSABLE, Problem, rejected_record
 
-_TEXT_LIMIT = 200
 _MIXED = "list of mixed JSON types"
 
 
@@ -55,9 +56,9 @@ def _fits(kind: str, first: str) -> bool:
     return kind == first or kind.startswith("list") and "list" in (kind, first)
 
 
-def _reject(relpath: str, line: int, reason: str, text: bytes) -> dict[str, Any]:
-    return {"file": relpath, "line": line, "reason": reason,
-            "text": text.decode("utf-8", errors="replace")[:_TEXT_LIMIT]}
+def _reject(relpath: str, line: int, code: str, reason: str, text: bytes) -> dict[str, Any]:
+    return rejected_record(relpath, line, Problem(code, reason),
+                           text.decode("utf-8", errors="replace"))
 
 
 def read_jsonl_table(data: bytes, relpath: str
@@ -94,11 +95,12 @@ def read_jsonl_table(data: bytes, relpath: str
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
-            rejected.append(_reject(relpath, number, f"malformed JSON: {str(e)[:120]}", line))
+            rejected.append(_reject(relpath, number, UNPARSABLE,
+                                    f"malformed JSON: {str(e)[:120]}", line))
             continue
         if not isinstance(obj, dict):
-            rejected.append(_reject(relpath, number, "malformed JSON: a JSON object is "
-                                    f"required, got {type(obj).__name__}", line))
+            rejected.append(_reject(relpath, number, UNPARSABLE, "malformed JSON: a JSON "
+                                    f"object is required, got {type(obj).__name__}", line))
             continue
         parsed.append((number, line, obj))
     # A column holding a list on any line is a list column: a scalar there is a one-value
@@ -123,8 +125,8 @@ def read_jsonl_table(data: bytes, relpath: str
         if clash is not None:
             kind, (count, where) = column_kind.get(clash, ("list of one JSON type", (0, 0)))
             rejected.append(_reject(
-                relpath, number, f"column {clash!r} holds a {kinds[clash]} here but a {kind} "
-                f"on {count} other line(s) (the first: line {where})", line))
+                relpath, number, TYPE_MISMATCH, f"column {clash!r} holds a {kinds[clash]} here "
+                f"but a {kind} on {count} other line(s) (the first: line {where})", line))
             continue
         rows.append(obj)
         numbers.append(number)

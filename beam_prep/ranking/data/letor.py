@@ -5,9 +5,12 @@ Line grammar (one document per line)::
     <label> [qid:<query id>] <id>:<value> <id>:<value> ... [# comment]
 
 * ``label`` and values are decimal numbers (``1``, ``0.5``, ``.5``, ``2e-3``); ``nan``/``inf``
-  are rejected. Values are parsed as float64 and rounded to float32; a line with a label or a
-  value beyond the float32 range (``1e39``: it would become ``inf``) is rejected, and so is a
-  line with a negative label (``-1`` is the padding label of the reader output).
+  are rejected (an ``inf`` label or value with the code of a value beyond the float32 range, a
+  ``nan`` label as not a number, a ``nan`` value as unparsable). Values are parsed as float64
+  and rounded to float32; a line with a label or a value beyond the float32 range (``1e39``:
+  it would become ``inf``) is rejected, and so is a line with a negative label (``-1`` is the
+  padding label of the reader output). Every rejected line carries a reason code of
+  :data:`~beam_prep.ranking.data.value_rules.REJECT_CODES`.
 * Feature ids are non-negative integers (at most 9 digits), in any order; when an id repeats
   within a line the **last** value wins.
 * Blank lines and comment-only lines are skipped (they are not documents and not rejected).
@@ -37,7 +40,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.errors import InputError
-from beam_prep.ranking.data.value_rules import beyond_float32, label_problems, value_problem
+from beam_prep.ranking.data.value_rules import (
+    FEATURE_ID_OUT_OF_RANGE,
+    MISSING_QUERY_ID,
+    UNPARSABLE,
+    Problem,
+    beyond_float32,
+    label_not_a_number,
+    label_problems,
+    value_problem,
+)
 
 LetorFormat = Literal["letor", "lightgbm"]
 LETOR_FORMATS: tuple[str, ...] = ("letor", "lightgbm")
@@ -67,7 +79,8 @@ class ParsedLetor:
             ``ids/values[indptr[i]:indptr[i+1]]``.
         ids: int64 feature ids, duplicates already resolved (last value wins).
         values: float32 feature values.
-        rejected: ``(line number, reason, line text)`` for every line that could not be parsed.
+        rejected: ``(line number, problem, line text)`` for every line that could not be
+            parsed or kept (:class:`~beam_prep.ranking.data.value_rules.Problem`).
         num_lines: non-blank lines seen (documents + rejected).
     """
 
@@ -78,7 +91,7 @@ class ParsedLetor:
     indptr: np.ndarray
     ids: np.ndarray
     values: np.ndarray
-    rejected: tuple[tuple[int, str, str], ...]
+    rejected: tuple[tuple[int, Problem, str], ...]
     num_lines: int
 
     @property
@@ -193,7 +206,7 @@ def parse_letor(
         qid_names = group_names
         codes = groups[ok_final]
 
-    rejected: list[tuple[int, str, str]] = []
+    rejected: list[tuple[int, Problem, str]] = []
     bad_idx = np.flatnonzero(~ok_final)
     for i in bad_idx:
         line = arr[int(i)].as_py()
@@ -232,19 +245,19 @@ def _first_per_document(bad: np.ndarray, doc_of: np.ndarray) -> dict[int, int]:
 
 
 def _document_problems(labels: np.ndarray, doc_of: np.ndarray, ids: np.ndarray,
-                       vals64: np.ndarray, num_features: int | None) -> dict[int, str]:
-    """``{document index: reason}`` for well-formed lines whose numbers cannot be kept.
+                       vals64: np.ndarray, num_features: int | None) -> dict[int, Problem]:
+    """``{document index: problem}`` for well-formed lines whose numbers cannot be kept.
 
     One reason per document (the first found, in this order): a feature id outside
     ``[1, num_features]``, a negative label (``-1`` marks padding lists), a label or a
     feature value beyond the float32 range (it would be written as ``inf``).
     """
-    reasons: dict[int, str] = {}
+    reasons: dict[int, Problem] = {}
     if num_features is not None and len(ids):
         out_of_range = (ids < 1) | (ids > num_features)
         for d, pos in _first_per_document(out_of_range, doc_of).items():
-            reasons[d] = (f"feature id {int(ids[pos])} outside [1, {num_features}] "
-                          "(--num_features)")
+            reasons[d] = Problem(FEATURE_ID_OUT_OF_RANGE, f"feature id {int(ids[pos])} outside "
+                                 f"[1, {num_features}] (--num_features)")
     for d, why in label_problems(labels).items():
         reasons.setdefault(d, why)
     for d, pos in _first_per_document(beyond_float32(vals64), doc_of).items():
@@ -271,21 +284,37 @@ def _last_value_wins(
     return ids[keep], vals[keep], np.bincount(doc_of[keep], minlength=n_docs).astype(np.int64)
 
 
-def _explain(line: str, fmt: str) -> str:
-    """Human-readable reason why ``line`` did not match the grammar (slow path, bad lines only)."""
+def _float_token(token: str) -> float | None:
+    """``float(token)`` for the tokens Python reads but the grammar refuses (``inf``, ``nan``,
+    ``Infinity``), else None."""
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _explain(line: str, fmt: str) -> Problem:
+    """Why ``line`` did not match the grammar (slow path, bad lines only)."""
     body = line.split("#", 1)[0].split()
     if not _NUM_RE.match(body[0]):
-        return f"label {body[0][:40]!r} is not a number"
+        label = _float_token(body[0])  # inf / nan: the label rules say which
+        found = label_problems(np.array([label])).get(0) if label is not None else None
+        return found or label_not_a_number(body[0][:40])
     rest = body[1:]
     if rest and rest[0].startswith("qid:"):
         if len(rest[0]) == 4:
-            return "empty qid:"
+            return Problem(MISSING_QUERY_ID, "empty qid:")
         rest = rest[1:]
     elif fmt == "letor":
-        return "missing qid: after the label (use --input_format=lightgbm for .query files)"
+        return Problem(MISSING_QUERY_ID, "missing qid: after the label (use "
+                       "--input_format=lightgbm for .query files)")
     for tok in rest:
         if tok.startswith("qid:"):
-            return f"unexpected {tok[:40]!r} (qid: must follow the label)"
+            return Problem(UNPARSABLE, f"unexpected {tok[:40]!r} (qid: must follow the label)")
         if not _PAIR_RE.match(tok):
-            return f"bad feature token {tok[:40]!r} (expected <id>:<number>)"
-    return "line does not match `label [qid:Q] id:value ... [# comment]`"
+            fid, _, text = tok.partition(":")
+            value = _float_token(text) if fid.isdigit() else None
+            if value is not None and beyond_float32(np.array([value]))[0]:
+                return value_problem(fid, value)
+            return Problem(UNPARSABLE, f"bad feature token {tok[:40]!r} (expected <id>:<number>)")
+    return Problem(UNPARSABLE, "line does not match `label [qid:Q] id:value ... [# comment]`")

@@ -4,9 +4,10 @@ Every piece of an input file reports its rejected lines numbered from the piece'
 its physical line count. :class:`LineIndex` turns the line counts of all pieces into the offset of
 each piece (one sort and one pass: ``O(P log P)`` for ``P`` pieces), so numbering a rejected line
 is one dictionary lookup. Rejected lines are written by :class:`WriteRejected` as
-``rejected/rejected-SSSSS-of-NNNNN.jsonl`` (one ``{"file", "line", "reason", "text"}`` JSON
-object per line), range-partitioned by their position in the whole input: shard ``s`` holds the
-lines whose 0-based global position ``g`` (lines of earlier files + line in file - 1) satisfies
+``rejected/rejected-SSSSS-of-NNNNN.jsonl`` (one ``{"code", "file", "line", "reason", "text"}``
+JSON object per line, see :func:`~beam_prep.ranking.data.value_rules.rejected_record`),
+range-partitioned by their position in the whole input: shard ``s`` holds the lines whose
+0-based global position ``g`` (lines of earlier files + line in file - 1) satisfies
 ``g * N // total_lines == s``. So the shards, read in name order, are sorted by (file, line),
 and their bytes do not depend on the runner, the worker count or the piece size. Every shard file
 is written, possibly empty. The rejected lines never travel through a side input: each piece's
@@ -95,7 +96,8 @@ def number_rejected(piece: PieceKey, rejected: Iterable[dict[str, Any]], index: 
     """One piece's rejected lines numbered from their file's start, grouped by rejected shard.
 
     Returns ``{shard: [(file index, line, JSON text), ...]}``; the JSON object has the keys
-    ``file``, ``line``, ``reason``, ``text`` (sorted). Cost: one lookup per line.
+    of the piece's records (``code``, ``file``, ``line``, ``reason``, ``text``), sorted.
+    Cost: one lookup per line.
 
     Example:
         >>> idx = LineIndex.from_piece_lines({(0, 0): 2, (0, 1): 2})

@@ -42,7 +42,18 @@ from beam_prep.ranking.data.jsonl import read_jsonl_table
 from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes
 from beam_prep.ranking.data.lists import DocBlock, shard_of, split_of
 from beam_prep.ranking.data.options import ElwcOptions
-from beam_prep.ranking.data.value_rules import beyond_float32, label_problems, value_problem
+from beam_prep.ranking.data.value_rules import (
+    INT_OUT_OF_RANGE,
+    MISSING_QUERY_ID,
+    UNPARSABLE,
+    Problem,
+    beyond_float32,
+    count_codes,
+    label_not_a_number,
+    label_problems,
+    rejected_record,
+    value_problem,
+)
 from beam_prep.ranking.feature_spec import FeatureInfo
 
 Key = tuple[str, int]  # (split name, shard)
@@ -55,9 +66,12 @@ class PieceResult:
     Attributes:
         blocks: ``((split, shard), DocBlock)`` for every output shard the piece has documents for.
         rejected: one dict per rejected line (``file``, ``line`` counted from the piece's first
-            line, ``reason``, ``text``).
+            line, ``code``, ``reason``, ``text``; see
+            :func:`~beam_prep.ranking.data.value_rules.rejected_record`).
         counts: ``files`` (1 for a file's first piece), ``lines`` (non-blank lines),
-            ``documents_read``, ``lines_rejected``.
+            ``documents_read``, ``lines_rejected`` and ``rejected_by_reason`` (``{code:
+            lines}``, from the same ``rejected`` list: summed over pieces it is exact on any
+            runner, unlike a Beam counter).
         layout: the features seen (see :class:`LayoutCombineFn`).
         physical_lines: lines (or rows) in the piece, blank ones included: the offset of the
             line numbers of later pieces of the same file.
@@ -227,12 +241,17 @@ def _read_letor(path: str, relpath: str, file_index: int, piece: Piece,
                     num_features=opts.num_features, source=relpath)
     block = DocBlock(order=(file_index, index), qid_names=p.qid_names, qid_codes=p.qid_codes,
                      labels=p.labels, sparse=(p.indptr, _compact_ids(p.ids), p.values))
-    rejected = [{"file": relpath, "line": ln, "reason": why, "text": text[:200]}
-                for ln, why, text in p.rejected]
-    counts = {"files": int(index == 0), "lines": p.num_lines, "documents_read": len(p.labels),
-              "lines_rejected": len(rejected)}
+    rejected = [rejected_record(relpath, ln, why, text) for ln, why, text in p.rejected]
+    counts = _counts(int(index == 0), p.num_lines, len(p.labels), rejected)
     return PieceResult(key_blocks(block, opts), rejected, counts, {"ids": _id_set(p.ids)},
                        _count_lines(data))
+
+
+def _counts(files: int, lines: int, documents: int, rejected: list[dict[str, Any]]
+            ) -> dict[str, Any]:
+    """A piece's counters; the rejected ones are derived from its rejected records."""
+    return {"files": files, "lines": lines, "documents_read": documents,
+            "lines_rejected": len(rejected), "rejected_by_reason": count_codes(rejected)}
 
 
 def _arrow_kind(t: pa.DataType, column: str, relpath: str) -> list[Any]:
@@ -252,9 +271,9 @@ def _arrow_kind(t: pa.DataType, column: str, relpath: str) -> list[Any]:
                      "use numbers, strings or lists of them (or leave the column out).")
 
 
-def _beyond_int64(table: pa.Table, columns: Iterable[str]) -> dict[int, str]:
-    """Row index → reason, for rows holding a uint64 value that int64 features cannot hold."""
-    out: dict[int, str] = {}
+def _beyond_int64(table: pa.Table, columns: Iterable[str]) -> dict[int, Problem]:
+    """Row index → problem, for rows holding a uint64 value that int64 features cannot hold."""
+    out: dict[int, Problem] = {}
     for c in columns:
         t = table.schema.field(c).type
         flat = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
@@ -263,14 +282,14 @@ def _beyond_int64(table: pa.Table, columns: Iterable[str]) -> dict[int, str]:
         for i, v in enumerate(table.column(c).to_pylist()):
             big = [x for x in (v if isinstance(v, list) else [v]) if x is not None and x >= 2**63]
             if big and i not in out:
-                out[i] = f"column {c!r} holds {big[0]}, beyond int64"
+                out[i] = Problem(INT_OUT_OF_RANGE, f"column {c!r} holds {big[0]}, beyond int64")
     return out
 
 
-def _beyond_float32_rows(table: pa.Table, columns: Iterable[str]) -> dict[int, str]:
-    """Row index → reason, for rows with a float value beyond the float32 range
+def _beyond_float32_rows(table: pa.Table, columns: Iterable[str]) -> dict[int, Problem]:
+    """Row index → problem, for rows with a float value beyond the float32 range
     (:mod:`.value_rules`; one row is named by its first such column)."""
-    out: dict[int, str] = {}
+    out: dict[int, Problem] = {}
     for c in columns:
         col = table.column(c)
         t = col.type
@@ -312,12 +331,40 @@ def _read_table_file(path: str, relpath: str, fmt: str, row_group: int
         return None, [], None  # an empty file (e.g. an empty part file): no rows
     if fmt == "jsonl":
         return read_jsonl_table(data, relpath)
+    return _read_csv(data, relpath)
+
+
+def _read_csv(data: bytes, relpath: str
+              ) -> tuple[pa.Table, list[dict[str, Any]], list[int] | None]:
+    """CSV → ``(table, rejected rows, row numbers)``: a row whose field count differs from the
+    header's is rejected (code ``unparsable``), named by its data row (the header is row 0);
+    row numbers are None when no row was rejected (table row ``i`` is data row ``i + 1``)."""
     import pyarrow.csv as pacsv
-    try:
-        return pacsv.read_csv(io.BytesIO(data)), [], None
-    except pa.ArrowInvalid as e:
-        raise InputError(f"Cannot parse CSV file {relpath!r}: {e}. Fix or remove the "
-                         "file.") from e
+
+    for threads in (True, False):  # threaded parsing does not know the rows' numbers
+        bad: list[Any] = []
+
+        def skip(row: Any, bad: list[Any] = bad) -> str:
+            bad.append(row)
+            return "skip"
+
+        try:
+            table = pacsv.read_csv(io.BytesIO(data),
+                                   read_options=pacsv.ReadOptions(use_threads=threads),
+                                   parse_options=pacsv.ParseOptions(invalid_row_handler=skip))
+        except pa.ArrowInvalid as e:
+            raise InputError(f"Cannot parse CSV file {relpath!r}: {e}. Fix or remove the "
+                             "file.") from e
+        if all(row.number is not None for row in bad):
+            break
+    if not bad:
+        return table, [], None
+    rejected = [rejected_record(relpath, row.number - 1, Problem(
+        UNPARSABLE, f"{row.actual_columns} fields where the header has {row.expected_columns}"),
+        row.text) for row in sorted(bad, key=lambda r: r.number)]
+    rows = np.arange(1, table.num_rows + len(bad) + 1)
+    kept = np.setdiff1d(rows, [r["line"] for r in rejected], assume_unique=True)
+    return table, rejected, kept.tolist()
 
 
 def _read_table(path: str, relpath: str, file_index: int, row_group: int,
@@ -325,9 +372,7 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     table, parse_rejects, line_numbers = _read_table_file(path, relpath, opts.input_format,
                                                           row_group)
     if table is None:
-        return PieceResult([], [], {"files": int(row_group == 0), "lines": 0,
-                                    "documents_read": 0, "lines_rejected": 0},
-                           {"schema": {}}, 0)
+        return PieceResult([], [], _counts(int(row_group == 0), 0, 0, []), {"schema": {}}, 0)
     names = table.column_names
     for col in (opts.query_id_column, opts.label_column, *opts.context_columns):
         if col not in names:
@@ -360,11 +405,11 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     bad[list(label_why)] = True
     rejected = list(parse_rejects)
     for i in np.flatnonzero(bad):
-        why = "missing query id" if bad_qid[i] else \
-            f"label {table.column(opts.label_column)[int(i)].as_py()!r} is not a number" \
+        why = Problem(MISSING_QUERY_ID, "missing query id") if bad_qid[i] else \
+            label_not_a_number(table.column(opts.label_column)[int(i)].as_py()) \
             if bad_label[i] else label_why.get(int(i)) or too_big[int(i)]
         line = line_numbers[i] if line_numbers is not None else int(i) + 1
-        rejected.append({"file": relpath, "line": line, "reason": why, "text": ""})
+        rejected.append(rejected_record(relpath, line, why, ""))
     rejected.sort(key=lambda r: r["line"])
     good = np.flatnonzero(~bad).tolist()
     code_of: dict[str, int] = {}
@@ -381,8 +426,7 @@ def _read_table(path: str, relpath: str, file_index: int, row_group: int,
     schema = {c: _arrow_kind(table.schema.field(c).type, c, relpath)
               for c in (*example_cols, *opts.context_columns)}
     lines = table.num_rows + len(parse_rejects)
-    counts = {"files": int(row_group == 0), "lines": lines, "documents_read": len(good),
-              "lines_rejected": len(rejected)}
+    counts = _counts(int(row_group == 0), lines, len(good), rejected)
     return PieceResult(key_blocks(block, opts), rejected, counts, {"schema": schema}, lines)
 
 

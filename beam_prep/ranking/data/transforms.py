@@ -20,7 +20,8 @@ pieces by several workers. Counters, feature layout and piece line counts (small
 piece) travel in one combined ``meta`` value, so the job has few stages (each stage costs a round
 trip to every worker). Rejected lines never go through a side input: they are numbered with the
 piece offsets of ``meta``, keyed by their range shard and written sharded (see
-:mod:`beam_prep.ranking.data.rejected`); only their count is in ``meta``. The bad-fraction
+:mod:`beam_prep.ranking.data.rejected`); only their count and their count per reason code
+(``rejected_by_reason``) are in ``meta``. The bad-fraction
 check reads the counts once: the report says ``"status": "failed"`` and the launcher raises
 :class:`~beam_prep.errors.InputError` (no exception inside a DoFn, which a runner would retry).
 
@@ -213,8 +214,9 @@ class ConvertToELWC(beam.PTransform):
     derived from it ``counts`` (one dict: input totals) and ``layout`` (one dict: merged
     feature layout), and ``rejected``: ``(rejected shard, [(file index, line, JSON text),
     ...])`` batches (one per piece and shard; the JSON object has ``file``, ``line`` counted
-    from the start of the file, ``reason`` and ``text``), ``opts.num_shards`` rejected shards
-    range-partitioned by input position (see :mod:`beam_prep.ranking.data.rejected`).
+    from the start of the file, ``code``, ``reason`` and ``text``), ``opts.num_shards``
+    rejected shards range-partitioned by input position (see
+    :mod:`beam_prep.ranking.data.rejected`).
 
     Args:
         files: ``(index, path, relative name)`` from :func:`list_input_files`.
@@ -325,7 +327,10 @@ class _WriteReport(beam.DoFn):
             "format": "beam_prep.elwc_stats", "version": 1,
             "status": "failed" if error else "ok", "error": error,
             "input": {**counts, "bad_fraction": (counts.get("lines_rejected", 0) / lines)
-                      if lines else 0.0},
+                      if lines else 0.0,
+                      # {code: lines}, summed with the counts (exact on any runner); sorted
+                      "rejected_by_reason": dict(sorted(
+                          counts.get("rejected_by_reason", {}).items()))},
             "queries": stats.get("queries", 0), "lists": stats.get("lists", 0),
             "documents": stats.get("documents", 0),
             "splits": stats.get("splits", {}),
