@@ -123,7 +123,7 @@ def serving_inputs(launcher: Any) -> tuple[Any, Any]:
         return launcher.preprocessor, launcher.datasets.parse_fn
     import tensorflow as tf
 
-    from beam_prep.ranking.train.model import Preprocessor
+    from beam_prep.ranking.train.preprocessor import Preprocessor
     from beam_prep.ranking.train.reader import parse_elwc_batch
 
     raw = spec.raw()

@@ -35,8 +35,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from beam_prep.ranking.train.model import Preprocessor
-from beam_prep.ranking.train.reader import MASK_KEY
+from beam_prep.ranking.train.mask import MASK_KEY
+from beam_prep.ranking.train.preprocessor import Preprocessor
 
 ELWC_SIGNATURE = "serving_default"
 EXAMPLE_SIGNATURE = "score_examples"

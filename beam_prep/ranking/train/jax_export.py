@@ -36,7 +36,7 @@ from beam_prep.ranking.train.export import (
     example_parse_spec,
     examples_as_lists,
 )
-from beam_prep.ranking.train.model import Preprocessor
+from beam_prep.ranking.train.preprocessor import Preprocessor
 
 
 def feature_signature(element_spec: Mapping[str, Any]) -> dict[str, tf.TensorSpec]:

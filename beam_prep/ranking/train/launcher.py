@@ -39,8 +39,9 @@ from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
-from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.train.model import RankingModelBuilder
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
+from beam_prep.ranking.train.preprocessor import Preprocessor
 from beam_prep.ranking.train.scorers.ensemble import run_ensemble
 from beam_prep.ranking.train.scorers.input_stats import model_parts
 from beam_prep.ranking.train.strategy import (

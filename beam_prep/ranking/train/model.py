@@ -1,146 +1,72 @@
-"""Model builder: input creator + preprocessor + scorer (TF Ranking's design, on Keras 3).
+"""Model builder: input creator + scorer (TF Ranking's design, on Keras 3).
 
-* **Preprocessor** (:class:`Preprocessor`): maps the reader's raw features (floats, int64,
-  strings, ragged lists) to dense tensors with **static shapes** — the generated module's
-  layers (StringLookup, TextVectorization, Hashing, Normalization, ...) applied per feature,
-  variable-length ids padded/truncated to ``sequence_length``. It runs in ``tf.data`` for
-  every strategy (TPU needs lookups outside the model; Mirrored cannot take string inputs) and
-  again inside the exported serving functions, so serving takes raw features.
+This module imports Keras and never TensorFlow (an import-linter contract): the ranking model,
+its scorers, losses and metrics run on any Keras backend, e.g. JAX on a machine without
+TensorFlow. The ``tf.data`` side lives in :mod:`.preprocessor` and :mod:`.reader`.
+
+* **Model inputs** (:class:`ModelInputs`): what the scorer needs to know about the
+  preprocessed features (context / example names, id features and their table rows, list
+  size). :class:`~beam_prep.ranking.train.preprocessor.Preprocessor` has these attributes, so
+  the launcher passes it; without TensorFlow build a :class:`ModelInputs` (benchmarks).
 * **Input creator** (:func:`create_inputs`): one ``keras.Input`` per preprocessed feature,
   named after it, with the dataset's static shape and dtype.
 * **Scorer** (:class:`FeedForwardScorer`): embeds id features (:mod:`.embeddings`), flattens
   the others, broadcasts context features to every list entry, and applies the same
   feed-forward network to each entry: ``[batch, list_size]`` scores.
 
-Id conventions: a variable-length id feature is shifted by +1 and padded with 0 (so 0 always
-means "no id" and its table has one extra row); a dense sequence from TextVectorization keeps
-its own 0 = padding. An id feature's table rows come from the artifacts
-(:func:`.embeddings.table_rows`) or from the layer (``vocabulary_size()``).
+Id conventions: see :mod:`.preprocessor` (a variable-length id feature is shifted by +1 and
+padded with 0, so 0 always means "no id").
 
 Example:
-    >>> from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo
-    >>> spec = ElwcFeatureSpec(context=(), example=(FeatureInfo("f", "float", (), 0.0),))
-    >>> pre = Preprocessor(spec, {}, list_size=3)
-    >>> out = pre({"f": tf.constant([[1.0, 2.0, 0.0]])})
-    >>> tuple(out["f"].shape)
-    (1, 3, 1)
+    >>> inputs = ModelInputs(context_names=(), example_names=("f",), list_size=3)
+    >>> spec = {"f": np.zeros((2, 3, 1), "float32")}
+    >>> model = RankingModelBuilder(inputs, ModelHparams(hidden_sizes=(4,))).build(spec)
+    >>> tuple(model({"f": np.zeros((2, 3, 1), "float32")}).shape)
+    (2, 3)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import keras
-import tensorflow as tf
+import numpy as np  # noqa: F401  (doctest)
 from keras import ops
 
 from beam_prep.errors import SpecError
 from beam_prep.input_names import input_name
-from beam_prep.ranking.train.embeddings import RankingEmbeddings, table_rows_from_layer
+from beam_prep.ranking.train.embeddings import RankingEmbeddings
 from beam_prep.ranking.train.hparams import ModelHparams
-from beam_prep.ranking.train.reader import MASK_KEY
 
 
-class Preprocessor:
-    """Raw reader features -> dense, statically shaped model inputs.
-
-    Args:
-        spec: The dataset's ``ElwcFeatureSpec``.
-        layers: Feature name -> Keras layer (or callable) applied to the raw feature.
-            Features without a layer pass through (strings are refused: they need a lookup).
-        list_size: Entries per list.
-        sequence_length: Length every variable-length feature is padded/truncated to.
-        vocab_rows: Optional feature name -> embedding table rows (from the artifacts); when
-            absent the rows are read from the layer.
-        include_mask: Also output the reader's list mask (``"__mask__"``, float32 ``[B, L]``,
-            1 for real entries) for scorers that look across the list (``dasalc``).
+@dataclasses.dataclass(frozen=True)
+class ModelInputs:
+    """The preprocessed features as the scorer sees them (TensorFlow-free).
 
     Attributes:
-        id_rows: Feature name -> rows of its embedding table, for integer outputs.
-        sequence_features: Id features whose last axis is a sequence (pooled by the scorer).
+        context_names: Context features (``[B, ...]``), in order.
+        example_names: Example features (``[B, L, ...]``), in order.
+        list_size: Entries per list (``L``).
+        id_rows: Id feature -> rows of its embedding table (other features are floats).
+        sequence_features: Id features whose last axis is a sequence of ids (pooled).
     """
 
-    def __init__(self, spec: Any, layers: Mapping[str, Callable[[Any], Any]], *,
-                 list_size: int, sequence_length: int = 16,
-                 vocab_rows: Mapping[str, int] | None = None,
-                 include_mask: bool = False) -> None:
-        self.spec = spec
-        self.include_mask = bool(include_mask)
-        self.layers = dict(layers)
-        self.list_size = int(list_size)
-        self.sequence_length = int(sequence_length)
-        self.context_names = tuple(f.name for f in spec.context)
-        self.example_names = tuple(f.name for f in spec.example)
-        known = set(self.context_names) | set(self.example_names)
-        unknown = sorted(set(self.layers) - known)
-        if unknown:
-            raise SpecError(f"Preprocessing layers for unknown feature(s) {unknown}. "
-                            f"Features in feature_spec.json: {sorted(known)}")
-        vocab_rows = dict(vocab_rows or {})
-        self.id_rows: dict[str, int] = {}
-        self.sequence_features: set[str] = set()
-        self._shifted: set[str] = set()
-        for info in (*spec.context, *spec.example):
-            layer = self.layers.get(info.name)
-            if info.dtype == "string" and layer is None:
-                raise SpecError(
-                    f"Feature {info.name!r} holds strings and has no preprocessing layer. "
-                    "Pass its lookup/TextVectorization layer (e.g. from "
-                    "beam_prep.layers_from_artifacts) in `layers`, or drop the feature.")
-            if layer is None or not _emits_ids(layer):
-                continue
-            rows = vocab_rows.get(info.name)
-            rows = table_rows_from_layer(layer) if rows is None else int(rows)
-            if info.is_var_len:
-                self._shifted.add(info.name)
-                self.sequence_features.add(info.name)
-                rows += 1
-            elif _sequence_output(layer):
-                self.sequence_features.add(info.name)
-            self.id_rows[info.name] = rows
-
-    def __call__(self, features: Mapping[str, Any]) -> dict[str, Any]:
-        """Preprocesses one batch: context ``[B, ...]``, example ``[B, list_size, ...]``."""
-        out: dict[str, Any] = {}
-        for info in (*self.spec.context, *self.spec.example):
-            x = features[info.name]
-            layer = self.layers.get(info.name)
-            is_example = info.name in self.example_names
-            if layer is not None:
-                x = layer(x)
-            if isinstance(x, tf.RaggedTensor):
-                if info.name in self._shifted:
-                    x = x + tf.cast(1, x.dtype)
-                lead = [None, self.list_size] if is_example else [None]
-                x = x.to_tensor(default_value=0, shape=lead + [self.sequence_length])
-            x = tf.convert_to_tensor(x)
-            if info.name not in self.id_rows:
-                x = tf.cast(x, tf.float32)
-                if x.shape.rank == (2 if is_example else 1):
-                    x = tf.expand_dims(x, -1)
-            else:
-                x = tf.cast(x, tf.int32)
-            out[info.name] = x
-        if self.include_mask:
-            out[MASK_KEY] = tf.cast(features[MASK_KEY], tf.float32)
-        return out
+    context_names: tuple[str, ...]
+    example_names: tuple[str, ...]
+    list_size: int
+    id_rows: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    sequence_features: frozenset[str] = frozenset()
 
 
-def _emits_ids(layer: Any) -> bool:
-    mode = getattr(layer, "output_mode", "int")
-    if mode != "int":
-        return False
-    return hasattr(layer, "vocabulary_size") or hasattr(layer, "num_bins")
-
-
-def _sequence_output(layer: Any) -> bool:
-    return getattr(layer, "output_sequence_length", None) is not None
-
-
-def create_inputs(element_spec: Mapping[str, tf.TensorSpec]) -> dict[str, keras.KerasTensor]:
+def create_inputs(element_spec: Mapping[str, Any]) -> dict[str, keras.KerasTensor]:
     """One named ``keras.Input`` per preprocessed feature (batch axis left free).
+
+    Args:
+        element_spec: Feature name -> anything with ``shape`` and ``dtype`` (a
+            ``tf.TensorSpec``, a numpy array, a ``jax.ShapeDtypeStruct``).
 
     Raises:
         SpecError: A non-batch axis has no static size (TPU and the scorer need them).
@@ -151,7 +77,8 @@ def create_inputs(element_spec: Mapping[str, tf.TensorSpec]) -> dict[str, keras.
         if any(d is None for d in shape):
             raise SpecError(f"Feature {name!r} has a dynamic shape {tuple(spec.shape)} after "
                             "preprocessing; fix `data.list_size` and `data.sequence_length`.")
-        inputs[name] = keras.Input(shape=shape, dtype=spec.dtype.name, name=input_name(name))
+        inputs[name] = keras.Input(shape=shape, dtype=keras.backend.standardize_dtype(spec.dtype),
+                                   name=input_name(name))
     return inputs
 
 
@@ -241,7 +168,8 @@ class RankingModelBuilder:
     """Builds the Keras ranking model from the preprocessed dataset's element spec.
 
     Args:
-        preprocessor: The :class:`Preprocessor` whose outputs the model takes.
+        preprocessor: The preprocessed features: a :class:`ModelInputs`, or the
+            ``Preprocessor`` (same attributes) whose outputs the model takes.
         hparams: ``ModelHparams``.
         global_batch_size: Used to give keras-rs tables static shapes (TPU).
         name: Model name.
@@ -255,7 +183,7 @@ class RankingModelBuilder:
         >>> model = builder.build(preprocessed_ds.element_spec[0])     # doctest: +SKIP
     """
 
-    def __init__(self, preprocessor: Preprocessor, hparams: ModelHparams, *,
+    def __init__(self, preprocessor: Any, hparams: ModelHparams, *,
                  global_batch_size: int | None = None, name: str = "ranker",
                  scorer_cls: type | None = None,
                  transforms: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
