@@ -39,7 +39,7 @@ from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
-from beam_prep.ranking.train.model import RankingModelBuilder
+from beam_prep.ranking.train.model import RankingModelBuilder, compile_ranker
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
 from beam_prep.ranking.train.preprocessor import Preprocessor
 from beam_prep.ranking.train.scorers.ensemble import run_ensemble
@@ -291,13 +291,7 @@ class RankingLauncher:
                                         global_batch_size=hp.data.train_batch_size,
                                         **model_parts(self)).build(element_spec[0])
             if self.loop == "fit":
-                model.compile(
-                    optimizer=make_optimizer(hp.training.optimizer, hp.training.learning_rate),
-                    loss=get_loss(hp.training.loss,
-                                  softmax_targets=hp.training.softmax_targets),
-                    metrics=ranking_metrics(hp.training.metrics_k),
-                    steps_per_execution=hp.training.steps_per_execution,
-                    jit_compile=self.jit_compile)
+                compile_ranker(model, hp.training, jit_compile=self.jit_compile)
         return model
 
     def _dir(self, sub: str) -> str:

@@ -219,3 +219,31 @@ class RankingModelBuilder:
             list_size=pre.list_size, hparams=self.hparams,
             embedding_input_shapes=self.embedding_input_shapes(element_spec))
         return keras.Model(inputs=inputs, outputs=scorer(features), name=self.name)
+
+
+def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str = "auto",
+                   steps_per_execution: int | None = None) -> keras.Model:
+    """``model.compile`` with the launcher's optimizer, loss and metrics (``training`` section).
+
+    One definition for the launcher (TensorFlow and JAX) and the step benchmark
+    (``benchmarks/bench_train_step.py``), which runs without TensorFlow.
+
+    Args:
+        model: The ranking model.
+        training: ``TrainHparams`` (``optimizer``, ``learning_rate``, ``loss``,
+            ``softmax_targets``, ``metrics_k``, ``steps_per_execution``).
+        jit_compile: Passed to ``compile``.
+        steps_per_execution: Overrides ``training.steps_per_execution``.
+    """
+    from beam_prep.ranking.train.losses import get_loss
+    from beam_prep.ranking.train.metrics import ranking_metrics
+    from beam_prep.ranking.train.optimizers import make_optimizer
+
+    tr = training
+    model.compile(
+        optimizer=make_optimizer(tr.optimizer, tr.learning_rate),
+        loss=get_loss(tr.loss, softmax_targets=tr.softmax_targets),
+        metrics=ranking_metrics(tr.metrics_k),
+        steps_per_execution=steps_per_execution or tr.steps_per_execution,
+        jit_compile=jit_compile)
+    return model
