@@ -272,6 +272,16 @@ def _jax_device_ms(model: Any, batch: Any, steps: int) -> float:
     return 1000.0 * (time.perf_counter() - start) / steps
 
 
+def _launcher_callbacks(feed: str) -> list[Any]:
+    """``JaxRankingLauncher.backend_callbacks`` with the launcher's feed (``prefetch``), none
+    with Keras' own (today's launcher before the fix)."""
+    if feed == "keras":
+        return []
+    from beam_prep.ranking.train.jax_distribution import ConsistentShardings
+
+    return [ConsistentShardings()]
+
+
 def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
     """One JAX case with one feed: fit timings, device time, compiles."""
     import keras
@@ -290,12 +300,13 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
         source = _cycle(batches)
         if feed == "prefetch":
             prefetch = DevicePrefetcher(source, depth=2)
-            source = iter(prefetch)
+            source = prefetch.generator()
         valid = batches[0]
         t0 = time.perf_counter()
         model.fit(clock.wrap(source), epochs=s.epochs, steps_per_epoch=s.steps,
                   validation_data=valid, validation_batch_size=case["batch"],
-                  callbacks=[timer.callback], verbose=0, shuffle=False)
+                  callbacks=[timer.callback, *_launcher_callbacks(feed)], verbose=0,
+                  shuffle=False)
         total = time.perf_counter() - t0
         train_compiles, eval_compiles = spy.compiles("train_step"), spy.compiles("test_step")
     finally:

@@ -33,12 +33,14 @@ import tensorflow as tf
 from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import RankingHparams, check_backend_strategy
 from beam_prep.ranking.train.jax_distribution import (
+    ConsistentShardings,
     data_replicas,
     initialize_multi_host,
     make_distribution,
     mesh_shape,
     padded_rows,
 )
+from beam_prep.ranking.train.jax_feed import DevicePrefetcher
 from beam_prep.ranking.train.launcher import RankingLauncher
 
 
@@ -108,6 +110,22 @@ class JaxRankingLauncher(RankingLauncher):
                                 f"replicas/processes of strategy "
                                 f"{self.hp.distribution.strategy!r}. Received: "
                                 f"{field}={size}; use a multiple of {split}.")
+
+    def backend_callbacks(self) -> list[Any]:
+        """:class:`~.jax_distribution.ConsistentShardings`: one train-step compile per run."""
+        return [ConsistentShardings()]
+
+    def fit_input(self, train_ds: tf.data.Dataset) -> Any:
+        """Training batches already on the device, two ahead (:mod:`.jax_feed`).
+
+        One process: ``tf.data``'s numpy batches go through a
+        :class:`~.jax_feed.DevicePrefetcher` (one ``device_put`` per batch with the batch's
+        sharding, on a background thread). Several processes keep Keras' own per-process
+        distribution of the dataset.
+        """
+        if jax.process_count() > 1:
+            return train_ds
+        return DevicePrefetcher(train_ds.as_numpy_iterator(), depth=2).generator()
 
     def export(self, model: keras.Model, element_spec: Any) -> str:
         """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF."""

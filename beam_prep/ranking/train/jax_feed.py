@@ -117,6 +117,13 @@ class DevicePrefetcher:
         self.consumed += 1
         return item
 
+    def generator(self) -> Iterator[Any]:
+        """The batches as a generator (what Keras ``fit`` takes); closes the thread at its end."""
+        try:
+            yield from self
+        finally:
+            self.close()
+
     def close(self) -> None:
         """Stops the producer thread (batches already on the device are dropped)."""
         self._stop.set()

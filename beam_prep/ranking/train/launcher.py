@@ -396,6 +396,14 @@ class RankingLauncher:
             on_epoch_end=self.epoch_printer)
         return loop.run(train_ds, valid_ds)
 
+    def backend_callbacks(self) -> list[Any]:
+        """Callbacks the backend adds to ``fit`` (none on TensorFlow)."""
+        return []
+
+    def fit_input(self, train_ds: tf.data.Dataset) -> Any:
+        """What ``fit`` trains on: the dataset itself on TensorFlow (``tf.data`` prefetches)."""
+        return train_ds
+
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
              valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
         tr = self.hp.training
@@ -417,10 +425,12 @@ class RankingLauncher:
                 restore_best_weights=True))
         if self.epoch_printer is not None:
             callbacks.append(keras_callback(self.epoch_printer))
+        callbacks.extend(self.backend_callbacks())
         # shuffle=False: the dataset shuffles itself (DatasetBuilder.build); Keras ignores
         # `shuffle` for a tf.data.Dataset and warns when it is left at True.
-        history = model.fit(train_ds, epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
-                            validation_data=valid_ds, validation_steps=tr.validation_steps,
+        history = model.fit(self.fit_input(train_ds), epochs=tr.epochs,
+                            steps_per_epoch=self.steps_per_epoch(), validation_data=valid_ds,
+                            validation_steps=tr.validation_steps,
                             callbacks=callbacks, verbose=self.verbose, shuffle=False)
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps
