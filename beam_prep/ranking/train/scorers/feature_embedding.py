@@ -20,8 +20,9 @@ value ``x`` in bin ``k`` encodes as ``1`` in the bins before ``k``, its ramp (or
 bin ``k`` and ``0`` after, so ``PLE(x) @ W[d] = C[d, k] + v * W[d, k]`` with ``C`` the
 exclusive cumulative sum of ``W[d]`` over the bins: a bin index and one gather of
 ``[C | W | left edge, 1 / width, step]`` instead of a ``[N, D, T]`` tensor and a product
-(30x the dnn's device step before, BENCHMARKS.md §16). Same weights, same values (float32
-rounding of the sum aside; ``tests/ranking/test_feature_embedding_fused.py`` checks it against
+(issue 31 measured the unfused form at 30x the dnn's device step on an H200). Same
+weights, same values (float32 rounding of the sum aside;
+``tests/ranking/test_feature_embedding_fused.py`` checks it against
 :class:`~beam_prep.codegen.numeric_layers.PiecewiseLinear` + the unfused layer).
 
 On the synthetic 5k-query benchmark (BENCHMARKS.md §12) it is the change that closes most of
