@@ -14,15 +14,22 @@ OUT ?= quickstart_out
 
 .PHONY: install install-test wheel-site quickstart test test-slow test-fuzz lint clean
 
+# setuptools' editable install prints a banner ("Editable installation. Please be careful with
+# folders ... with the same name as your package") as a Python warning of its build backend;
+# this filter (passed to the backend through the environment) drops exactly that one. The
+# install keeps setuptools' default mode, whose import finder maps beam_prep.pipelines and
+# beam_prep.templates to pipelines/ and templates/ (compat mode would not).
+QUIET_EDITABLE := ignore:Editable installation
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	PYTHONWARNINGS="$(QUIET_EDITABLE)" $(BIN)/python -m pip install --quiet -e .
 
 install-test: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,jax]"
+	PYTHONWARNINGS="$(QUIET_EDITABLE)" $(BIN)/python -m pip install --quiet -e ".[test,jax]"
 
 quickstart: install
 	rm -rf $(OUT)
@@ -58,7 +65,7 @@ test-fuzz: install-test
 
 lint: wheel-site
 	$(BIN)/ruff check .
-	cd build && PYTHONPATH=$(abspath $(WHEEL_SITE)) $(abspath $(BIN))/lint-imports --config ../.importlinter
+	cd build && PYTHONPATH=$(abspath $(WHEEL_SITE)) $(abspath $(BIN))/lint-imports ../.importlinter
 
 # AddressSanitizer: a copy of the package under $(ASAN_DIR) whose _tfexample is built with
 # -fsanitize=address (the in-place build other runs use is left alone); Python is run with

@@ -13,13 +13,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 
 from beam_prep.errors import BeamPrepError
+from beam_prep.interrupts import EXIT_INTERRUPTED, is_interrupt, quiet_interrupts
 
 # sub-command -> (module, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -46,6 +49,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 HELP_PARSERS = {"analyze": "beam_prep.pipelines.analyze_args",
                 "make-elwc": "beam_prep.pipelines.make_elwc_args",
                 "transform": "beam_prep.pipelines.transform_args"}
+
+
+# The Beam jobs: their output folders are committed in one step (beam_prep.io.output).
+BEAM_JOBS = frozenset({"analyze", "transform", "make-elwc"})
+INTERRUPTED_JOB = ("the --output folder is as it was before this run (a commit already under "
+                   "way is completed by the next run). Rerun the command to finish.")
 
 
 def _usage() -> str:
@@ -84,15 +93,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         importlib.import_module(HELP_PARSERS[command]).build_parser().parse_args(rest)
         return 0
     module_name, func_name, _ = COMMANDS[command]
-    func = getattr(importlib.import_module(module_name), func_name)
+    # Ctrl-C in a Beam job: one line, exit 130 (beam_prep.interrupts); the block is entered
+    # before the job's module is imported, so an interrupt during the imports is quiet too.
+    quiet = (quiet_interrupts(children=any("multi_processing" in a for a in rest))
+             if command in BEAM_JOBS else contextlib.nullcontext())
     try:
-        return int(func(rest) or 0)
-    except BeamPrepError as e:
-        print(f"beam-prep {command}: error: {e}", file=sys.stderr)
+        with quiet:
+            func = getattr(importlib.import_module(module_name), func_name)
+            return int(func(rest) or 0)
+    except BaseException as e:  # noqa: BLE001 - each kind below, the rest re-raised
+        if is_interrupt(e):
+            after = (INTERRUPTED_JOB if command in BEAM_JOBS else
+                     "Rerun the command to finish.")
+            print(f"beam-prep {command}: interrupted; {after}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if isinstance(e, BeamPrepError):
+            print(f"beam-prep {command}: error: {e}", file=sys.stderr)
+            return 1
+        if isinstance(e, OSError):  # a path no check above named (a folder given as a file)
+            print(f"beam-prep {command}: error: {_os_error(e)}", file=sys.stderr)
+            return 1
+        line = wrapped_os_error(e) if isinstance(e, Exception) else None
+        if line is None:
+            raise
+        print(f"beam-prep {command}: error: {line}", file=sys.stderr)
         return 1
-    except OSError as e:  # a path no check above named (a folder given as a file, ...)
-        print(f"beam-prep {command}: error: {_os_error(e)}", file=sys.stderr)
-        return 1
+
+
+#: What Beam's runners make of an OSError raised in a step: ``"OSError: [Errno 28] No space
+#: left on device [while running 'Analyze/WriteVocabularies']"`` (any OSError subclass).
+_WRAPPED_OS_ERROR = re.compile(
+    r"\b(OSError|\w+Error): \[Errno (\d+)\] ([^\n]*?)(?::\s*'[^'\n]*')?"
+    r"(?: \[while running '([^'\n]*)'\])?(?:\n|$)")
+
+
+def wrapped_os_error(e: BaseException) -> str | None:
+    """One line for an OSError that a Beam runner re-raised inside its own exception (a
+    full disk, a read-only folder, a failed move while a job writes its output), else None.
+
+    The job's output policy logs, on its own line, what the failed run left and what the
+    next run does with it (``beam_prep.io.output.failed_run_note``).
+
+    Example:
+        >>> print(wrapped_os_error(RuntimeError(
+        ...     "OSError: [Errno 28] No space left on device "
+        ...     "[while running 'Analyze/WriteVocabularies']"))[:79])
+        No space left on device (OSError, errno 28) in step 'Analyze/WriteVocabularies'
+    """
+    found = _WRAPPED_OS_ERROR.search(str(e))
+    if found is None:
+        chained = [x for x in (e.__cause__, e.__context__) if isinstance(x, OSError)]
+        return _os_error(chained[0]) if chained else None
+    name, number, cause, step = found.groups()
+    where = f" in step {step!r}" if step else ""
+    return (f"{cause.strip()[:200]} ({name}, errno {number}){where}. Free space or make the "
+            "folder writable, then run the command again.")
 
 
 def _os_error(e: OSError) -> str:

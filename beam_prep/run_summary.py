@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, Any, Literal
 
+from beam_prep.interrupts import is_interrupt
+
 Status = Literal["ok", "failed", "dry_run"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "dry_run")
 
@@ -183,7 +185,9 @@ class SummaryRecorder:
                             counts=dict(counts or {}))
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
+        if exc is not None and is_interrupt(exc):  # Ctrl-C, maybe wrapped by Beam
+            self._record("failed", error="interrupted (SIGINT)", error_type="KeyboardInterrupt")
+        elif exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
             message = str(exc).strip().split("\n")[0] or type(exc).__name__
             self._record("failed", error=message, error_type=type(exc).__name__)
         elif self.summary is None:

@@ -62,7 +62,7 @@ def main() -> None:
     from beam_prep.codegen.render import generate
 
     t0 = time.perf_counter()
-    generate(art, os.path.join(work, "pp.py"))
+    generate(art, os.path.join(work, "pp.py"), overwrite=True)  # a scratch folder
     t1 = time.perf_counter()
     spec = importlib.util.spec_from_file_location("pp", os.path.join(work, "pp.py"))
     pp = importlib.util.module_from_spec(spec)

@@ -82,7 +82,7 @@ def main() -> None:
         enc.encode(batch)
         row["numpy_encode_ms"] = round((time.perf_counter() - start) * 1e3, 1)
         module_path = os.path.join(work, f"pp_{name}.py")
-        generate(out, module_path)
+        generate(out, module_path, overwrite=True)  # a scratch folder
         spec_ = importlib.util.spec_from_file_location(f"pp_{name}", module_path)
         module = importlib.util.module_from_spec(spec_)
         spec_.loader.exec_module(module)

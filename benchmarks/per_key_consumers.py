@@ -39,7 +39,7 @@ if kind in ("generated", "runtime"):
     if kind == "generated":
         from beam_prep.codegen.render import generate
         from importlib import util
-        generate(art, work + "/pp.py")
+        generate(art, work + "/pp.py", overwrite=True)  # a scratch folder
         spec = util.spec_from_file_location("pp_bench", work + "/pp.py")
         pp = util.module_from_spec(spec)
         spec.loader.exec_module(pp)

@@ -129,14 +129,33 @@ def run(argv: Sequence[str] | None = None, *,
             raise_if_failed(out.staging, args.output)  # too many rejects: nothing moved
             out.commit()  # a no-op: FinalizeOutput committed
         if cache_run and not is_dry_run(beam_args) and not args.quiet:
-            _print_cache_use(args.cache_dir, cache_run)
+            print(cache_use_line(cache_fn.cache_use(result, args.cache_dir, cache_run),
+                                 args.cache_dir), file=sys.stderr)
     return result
 
 
-def _print_cache_use(cache_dir: str, run_id: str) -> None:
-    record = cache_fn.read_run(cache_dir, run_id) or {"hits": 0, "misses": 0}
-    print(f"analysis cache: {record['hits']} split(s) from {cache_dir}, {record['misses']} "
-          "analysed and stored", file=sys.stderr)
+def cache_use_line(use: dict, cache_dir: str) -> str:
+    """The one line on the cache a run used: true counts, and what was not written.
+
+    Example:
+        >>> cache_use_line({"hits": 1, "misses": 2, "not_stored": 0, "written": True}, "c")
+        'analysis cache: 1 split(s) from c, 2 analysed and stored'
+        >>> print(cache_use_line({"hits": 0, "misses": 3, "not_stored": 3, "written": False},
+        ...                      "c"))  # doctest: +NORMALIZE_WHITESPACE
+        analysis cache: 0 split(s) from c, 3 analysed (3 not stored: c cannot be written);
+        the run record was not written, so `beam-prep cache prune` keeps no entry for this run
+    """
+    stored = use["misses"] - use["not_stored"]
+    text = f"analysis cache: {use['hits']} split(s) from {cache_dir}, {use['misses']} analysed"
+    if use["not_stored"]:
+        text += (f" ({use['not_stored']} not stored: {cache_dir} cannot be written)"
+                 if not stored else f", {stored} stored, {use['not_stored']} not stored")
+    else:
+        text += " and stored"
+    if not use["written"]:
+        text += ("; the run record was not written, so `beam-prep cache prune` keeps no "
+                 "entry for this run")
+    return text
 
 
 def _count_splits(files: Sequence[str], args: argparse.Namespace) -> int | None:
@@ -211,9 +230,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             counts["splits"] = monitor.snapshot().done
         outputs = {"artifacts": args.output, "manifest": manifest_path}
         if cache_run:
-            record = cache_fn.read_run(args.cache_dir, cache_run) or {"hits": 0, "misses": 0}
-            counts["cache_hits"], counts["cache_misses"] = record["hits"], record["misses"]
-            outputs["cache_run"] = cache_fn.run_record_path(args.cache_dir, cache_run)
+            use = cache_fn.cache_use(result, args.cache_dir, cache_run)
+            counts["cache_hits"], counts["cache_misses"] = use["hits"], use["misses"]
+            if use["not_stored"]:
+                counts["cache_entries_not_stored"] = use["not_stored"]
+            if use["written"]:
+                outputs["cache_run"] = cache_fn.run_record_path(args.cache_dir, cache_run)
+            else:  # said in the text summary and in --summary_json
+                counts["cache_run"] = "not written (the cache folder cannot be written)"
         report = None if args.no_report else write_job_report("analyze", args.output)
         if report:
             outputs["report"] = report

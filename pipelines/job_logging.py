@@ -3,8 +3,9 @@
 When a DoFn raises, Beam logs the exception with its traceback (logger
 ``apache_beam.runners.common``) before re-raising it. For a
 :class:`~beam_prep.errors.BeamPrepError` (a bad input file, a bad spec) the job's ``main``
-prints the message, which names the file and the fix; the traceback is noise. Other errors
-(bugs) keep Beam's log and their traceback.
+prints the message, which names the file and the fix; the traceback is noise. So is it for
+an OSError (a full disk, a read-only output folder: ``beam-prep`` prints one line for it,
+:func:`beam_prep.cli.wrapped_os_error`). Other errors (bugs) keep Beam's log and traceback.
 
 Multi-process mode (``--direct_running_mode=multi_processing``): the FnApiRunner relays each
 worker's warnings through the driver's logger ``apache_beam.runners.portability.
@@ -35,11 +36,12 @@ BENIGN_WORKER_NOTICES = ("No semi_persistent_directory found",)
 
 
 class _OwnErrors(logging.Filter):
-    """Drops the log records whose exception is a BeamPrepError."""
+    """Drops the log records whose exception is a BeamPrepError or an OSError (a full
+    disk, a read-only folder: the command line prints one line for it, not a bug)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        return not isinstance(error, BeamPrepError)
+        return not isinstance(error, (BeamPrepError, OSError))
 
 
 _FILTER = _OwnErrors()

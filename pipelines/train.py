@@ -6,7 +6,11 @@ Usage::
     python -m beam_prep.pipelines.train --config train.yaml training.loss=list_mle
 
 Overrides use YAML values (``model.hidden_sizes=[64,32]``). The run resumes from the state in
-``training.model_dir``; the SavedModel goes to ``training.export_dir``.
+``training.model_dir``; the SavedModel goes to ``training.export_dir`` (default
+``<model_dir>/export``). A finished run is not trained again: the command says so and leaves
+the export unchanged; ``--retrain`` starts over. Ctrl-C stops at a safe point with one line
+(``interrupted at epoch N; rerun to resume``) and exit code 130; a non-finite loss, metric or
+score stops with one line and exit code 1, and nothing is exported.
 
 Output: a line per epoch on stderr (loss, metrics, seconds; ``--verbose`` shows Keras' own
 progress bar instead), then the run summary on stdout (``--summary_json FILE`` writes it as
@@ -38,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
                           "epoch.")
     out.add_argument("--quiet", action="store_true",
                      help="Print neither the epoch lines nor the summary.")
+    p.add_argument("--retrain", action="store_true",
+                   help="Start over: delete the checkpoints and run record in "
+                        "training.model_dir and train from scratch (= training.retrain=true); "
+                        "the export is replaced when the new run ends.")
     add_summary_flag(p)
     return p
 
@@ -47,7 +55,8 @@ def run(argv: Sequence[str] | None = None) -> Any:
     return _train(_parser().parse_args(list(sys.argv[1:] if argv is None else argv)))[0]
 
 
-def _train(args: argparse.Namespace) -> tuple[Any, Any, list[int]]:
+def _train(args: argparse.Namespace,
+           interrupts: Any = None) -> tuple[Any, Any, list[int]]:
     """Loads the config and trains; returns ``(TrainResult, RankingHparams, epochs run)``
     (0-based epoch indexes, counted from the restored state)."""
     from beam_prep.quiet_tf import import_tensorflow_quietly
@@ -55,8 +64,10 @@ def _train(args: argparse.Namespace) -> tuple[Any, Any, list[int]]:
     from beam_prep.ranking.train.epoch_log import EpochPrinter
     from beam_prep.ranking.train.hparams import RankingHparams
 
+    overrides = [*args.overrides, *(["training.retrain=true"]
+                                    if getattr(args, "retrain", False) else [])]
     try:
-        hparams = RankingHparams.load(args.config, overrides=args.overrides)
+        hparams = RankingHparams.load(args.config, overrides=overrides)
     except BeamPrepError:
         raise
     except OSError as e:
@@ -69,56 +80,89 @@ def _train(args: argparse.Namespace) -> tuple[Any, Any, list[int]]:
     quiet, verbose = getattr(args, "quiet", False), getattr(args, "verbose", False)
     # Silent with --quiet / --verbose (Keras prints then): it still records the epochs run.
     printer = EpochPrinter(epochs=hparams.training.epochs, silent=quiet or verbose)
-    launcher = make_launcher(hparams, epoch_printer=printer, verbose=1 if verbose else 0)
+    launcher = make_launcher(hparams, epoch_printer=printer, verbose=1 if verbose else 0,
+                             interrupts=interrupts)
     return launcher.run(), hparams, list(printer.seen)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point: trains with epoch lines, prints the run summary; returns the exit code."""
+    """CLI entry point: trains with epoch lines, prints the run summary; returns the exit code
+    (0, 1 on an error, 130 when interrupted by Ctrl-C)."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    from beam_prep.interrupts import EXIT_INTERRUPTED
     from beam_prep.quiet_tf import native_stderr_filtered
+    from beam_prep.ranking.train.interrupt import InterruptHandler
 
+    interrupts = InterruptHandler()
     with SummaryRecorder("train", json_path=args.summary_json, quiet=args.quiet) as rec:
         try:
-            with native_stderr_filtered():  # TensorFlow's CPU-machine notices, see quiet_tf
-                result, hparams, seen = _train(args)
+            with interrupts, native_stderr_filtered():  # see quiet_tf
+                result, hparams, seen = _train(args, interrupts)
         except BeamPrepError as e:
             print(f"beam-prep train: error: {e}", file=sys.stderr)
             rec.fail(str(e), error_type=type(e).__name__)
             return 1
-        final = {k: float(v[-1]) for k, v in result.history.items() if v}
+        except KeyboardInterrupt:
+            where = ("while starting" if interrupts.epoch is None
+                     else f"at epoch {interrupts.epoch + 1}")
+            message = f"interrupted {where}; rerun to resume"
+            print(f"beam-prep train: {message}", file=sys.stderr)
+            rec.fail(message, error_type="Interrupted")
+            return EXIT_INTERRUPTED
         counts: dict[str, Any] = {"steps": int(result.steps),
                                   "epochs": len(result.history.get("loss", []))}
         counts.update(_epoch_counts(result, hparams, seen))
-        counts.update(final)
         outputs = {"model_dir": str(hparams.training.model_dir)}
-        if result.export_path:
+        if result.export_path and result.exported:
             outputs["export"] = str(result.export_path)
+        state = result.state
+        best = state.best_or_last() if state is not None else None
         rec.succeed(counts=counts, outputs=outputs,
                     details={"history": {k: [float(x) for x in v]
                                          for k, v in result.history.items()},
+                             "exported_metrics": (state.export or {}).get("metrics")
+                             if state is not None else None,
+                             "best_epoch": best,
+                             "last_epoch": state.last if state is not None else None,
                              "train_seconds": round(float(result.seconds), 3)})
     return 0
 
 
 def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
-    """Summary lines: a resumed ``model_dir``, and which epoch the exported model holds."""
-    from beam_prep.ranking.train.epoch_log import exported_epoch
+    """Summary lines: a finished or resumed run, which epoch the export holds with its
+    metrics, and the last epoch's metrics, each labelled."""
+    from beam_prep.ranking.train.epoch_log import format_metrics
 
     tr = hparams.training
-    # Both loops number epochs from the restored state: a first epoch > 0 is a resume, and
-    # a run that trained nothing after taking steps found every epoch done already.
-    done_before = seen[0] if seen else (tr.epochs if result.steps else 0)
+    state = result.state
     counts: dict[str, Any] = {}
-    if done_before:
-        counts["resumed"] = (f"{tr.model_dir} held {done_before} of {tr.epochs} epochs; "
-                             "continued from there (a new training.model_dir starts over)")
-    best = exported_epoch(result.history, first_epoch=done_before + 1,
-                          metric=tr.early_stopping_metric)
-    if best is None:
-        counts["exported_epoch"] = "the restored state (no epoch left to train)"
-    else:
-        counts["exported_epoch"] = f"{best[0]} of {tr.epochs} ({best[1]})"
+    if result.finished_before:
+        counts["finished"] = (f"{tr.model_dir} holds a finished run; nothing was trained "
+                              "(--retrain trains again)")
+    elif seen and seen[0] > 0:
+        counts["resumed"] = (f"{tr.model_dir} held {seen[0]} of {tr.epochs} epochs; "
+                             "continued from there (--retrain starts over)")
+    if state is None:
+        return counts
+    held = state.export if tr.export_dir else None
+    if held is not None and held.get("epoch") is not None:
+        best = state.best or {}
+        why = (f"best {state.monitor} {best['value']:.4f}"
+               if state.monitor and best.get("epoch") == held["epoch"]
+               and best.get("value") is not None else "last epoch")
+        counts["exported_epoch"] = f"{held['epoch']} of {tr.epochs} ({why})"
+        counts["exported_model"] = format_metrics(held.get("metrics") or {})
+        counts["export"] = ("written" if result.exported
+                            else f"unchanged: {tr.export_dir} (it holds the best epoch)")
+    elif held is not None:
+        counts["export"] = "written" if result.exported else f"unchanged: {tr.export_dir}"
+    if state.last is not None:
+        counts["last_epoch"] = (f"{state.last['epoch']} of {tr.epochs}: "
+                                f"{format_metrics(state.last['metrics'])}")
+    if state.stopped_early and state.last is not None:
+        counts["stopped_early"] = (f"after epoch {state.last['epoch']} "
+                                   f"({tr.early_stopping_patience} epochs without a better "
+                                   f"{state.monitor})")
     return counts
 
 

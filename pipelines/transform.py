@@ -96,7 +96,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
                          "--out_of_fold, or add `target_encoding:` to a feature of the spec.")
     files = expand_patterns(args.input)
     fmt = args.input_format or infer_common_format(files)
-    check_columns(files, fmt, {c: c for c in encoder.columns}, csv_delimiter=args.csv_delimiter)
+    check_columns(files, fmt, encoder.owners, csv_delimiter=args.csv_delimiter)
     splits = _splits(files, fmt, args)
     options = PipelineOptions(beam_args)
     if options.view_as(StandardOptions).runner is None:
@@ -135,14 +135,16 @@ def _our_error(e: Exception) -> str | None:
 
 
 def summarize(manifest: dict) -> str:
-    """Human-readable end-of-run summary."""
+    """What the run summary block does not say: the shards, the outputs, rejects by reason.
+
+    The row counts are in the run summary (:mod:`beam_prep.run_summary`), printed once.
+    """
     c = manifest["counts"]
-    lines = [f"rows read: {c['rows_read']:,}   written: {c['rows_written']:,}   rejected: "
-             f"{c['rows_rejected']:,}" + (f" {json.dumps(c['rejected_by_reason'])}"
-                                          if c["rows_rejected"] else ""),
-             f"  {len(manifest['files'])} {manifest['output_format']} shard(s), "
+    lines = [f"  {len(manifest['files'])} {manifest['output_format']} shard(s), "
              f"{sum(f['bytes'] for f in manifest['files']):,} bytes; "
              f"{len(manifest['outputs'])} encoded outputs"]
+    if c["rows_rejected"]:
+        lines.append(f"  rejected by reason: {json.dumps(c['rejected_by_reason'])}")
     for o in manifest["outputs"]:
         shape = "ragged" if o["ragged"] else f"width {o['width']}"
         lines.append(f"  {o['key']:<24} {o['dtype']:<8} {shape}")

@@ -232,3 +232,27 @@ def test_schemas_and_loaders_reject_a_misspelt_key():
     with pytest.raises(SpecError, match=r"`training`: `learning_rat` .*did you mean "
                                         r"`learning_rate`"):
         RankingHparams.from_dict(train_doc)
+
+
+def test_a_yaml_syntax_error_names_the_file_line_and_column(tmp_path, capsys):
+    """Spec and training config: ``path:line:col`` in one line, never "<unicode string>"."""
+    from beam_prep import cli
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("features:\n  - {name: a, kind: string\n  - {name: b, kind: string}\n")
+    config = tmp_path / "train.yaml"
+    config.write_text("data:\n  train: [a.tfrecord\nmodel: {}\n")
+    for load, path, where in ((Spec.load, spec, f"{spec}:3:5: expected ',' or '}}'"),
+                              (RankingHparams.load, config, f"{config}:3:6: expected ',' or "
+                                                            "']'")):
+        with pytest.raises(SpecError) as e:
+            load(str(path))
+        message = str(e.value)
+        assert where in message and "<unicode string>" not in message, message
+        assert "\n" not in message and f"started at {path}:2:" in message, message
+    (tmp_path / "d.csv").write_text("a,b\nx,y\n")
+    assert cli.main(["analyze", "--spec", str(spec), "--input", str(tmp_path / "d.csv"),
+                     "--output", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("beam-prep analyze: error: The spec is not valid YAML: "
+                          f"{spec}:3:5: ") and err.count("\n") == 1, err

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
 
 from beam_prep import progress
 from beam_prep.analyzers import cache_store as store
@@ -49,6 +50,12 @@ from beam_prep.spec.label_fields import has_labels
 from beam_prep.spec.target_fields import has_target_encoding
 
 CACHE = "cache"
+#: The cache-use tag of a split analysed whose entry could not be written (a miss too).
+NOT_STORED = "miss_not_stored"
+#: Namespace and names of the Beam counters of the cache use (:func:`record_run`).
+METRICS = "beam_prep"
+USE_COUNTERS = {"hits": "cache_hits", "misses": "cache_misses",
+                "not_stored": "cache_entries_not_stored", "written": "cache_run_written"}
 #: Formats whose split plan reads the whole file (record-aligned byte ranges): cached too.
 PLANNED_FORMATS = ("csv", "jsonl")
 _LOG = logging.getLogger("beam_prep.analyze")
@@ -137,12 +144,14 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             return
         result, outputs = self._compute(split)
         info = {**expected, "feature_keys": self._per_feature}
+        use = "miss"
         try:
             store.write_entry(self._cache, key, result, info)
         except Exception as e:  # noqa: BLE001 - a read-only cache still gives results
             _LOG.warning("analysis cache: cannot write entry %s (%s)", key, e)
+            use = NOT_STORED
         yield from outputs
-        yield beam.pvalue.TaggedOutput(CACHE, ("miss", key))
+        yield beam.pvalue.TaggedOutput(CACHE, (use, key))
 
     def _load_targets(self, key: str, index: dict) -> dict[str, dict] | None:
         """The entry's target-encoding tables (one per such feature), or None: the entry
@@ -289,33 +298,36 @@ class CachedListSplits(beam.DoFn):
 
 
 class CacheUseFn(beam.CombineFn):
-    """Counts hits and misses and collects the keys used (the empty input: zeros).
+    """Counts hits, misses (splits analysed) and the misses whose entry could not be
+    stored, and collects the keys used (the empty input: zeros).
 
     Example:
         >>> fn = CacheUseFn()
         >>> acc = fn.add_input(fn.create_accumulator(), ("hit", "k1"))
         >>> fn.extract_output(fn.merge_accumulators([acc, fn.add_input(
-        ...     fn.create_accumulator(), ("miss", "k2"))]))
-        {'hits': 1, 'misses': 1, 'keys': ['k1', 'k2']}
+        ...     fn.create_accumulator(), (NOT_STORED, "k2"))]))
+        {'hits': 1, 'misses': 1, 'not_stored': 1, 'keys': ['k1', 'k2']}
     """
 
-    def create_accumulator(self) -> tuple[int, int, set]:
-        return 0, 0, set()
+    def create_accumulator(self) -> tuple[int, int, int, set]:
+        return 0, 0, 0, set()
 
-    def add_input(self, acc: tuple[int, int, set], item: tuple[str, str]):
-        hits, misses, keys = acc
+    def add_input(self, acc: tuple[int, int, int, set], item: tuple[str, str]):
+        hits, misses, lost, keys = acc
         keys.add(item[1])
-        return hits + (item[0] == "hit"), misses + (item[0] == "miss"), keys
+        return (hits + (item[0] == "hit"), misses + (item[0] in ("miss", NOT_STORED)),
+                lost + (item[0] == NOT_STORED), keys)
 
-    def merge_accumulators(self, accs: Iterable[tuple[int, int, set]]):
-        hits, misses, keys = 0, 0, set()
-        for h, m, k in accs:
-            hits, misses = hits + h, misses + m
+    def merge_accumulators(self, accs: Iterable[tuple[int, int, int, set]]):
+        hits, misses, lost, keys = 0, 0, 0, set()
+        for h, m, n, k in accs:
+            hits, misses, lost = hits + h, misses + m, lost + n
             keys |= k
-        return hits, misses, keys
+        return hits, misses, lost, keys
 
-    def extract_output(self, acc: tuple[int, int, set]) -> dict:
-        return {"hits": acc[0], "misses": acc[1], "keys": sorted(acc[2])}
+    def extract_output(self, acc: tuple[int, int, int, set]) -> dict:
+        return {"hits": acc[0], "misses": acc[1], "not_stored": acc[2],
+                "keys": sorted(acc[3])}
 
 
 def run_record_path(cache_dir: str, run_id: str) -> str:
@@ -324,20 +336,55 @@ def run_record_path(cache_dir: str, run_id: str) -> str:
 
 
 def record_run(use: dict, cache_dir: str, run_id: str) -> dict:
-    """Writes the run's record (``{"run", "hits", "misses", "keys"}``); returns it.
+    """Writes the run's record (``{"run", "hits", "misses", "not_stored", "keys"}``);
+    returns it. The counts are also Beam counters (:data:`USE_COUNTERS`), so the job can
+    report them when the record cannot be written (:func:`cache_use`).
 
-    A cache that cannot be written (read-only for this job) only warns: the artifacts do
-    not depend on the record; a prune then keeps nothing for this run.
+    A cache that cannot be written (read-only or full) only warns: the artifacts do not
+    depend on the record; a prune then keeps nothing for this run.
     """
     record = {"run": run_id, "hits": use["hits"], "misses": use["misses"],
-              "keys": use["keys"]}
+              "not_stored": use.get("not_stored", 0), "keys": use["keys"]}
+    written = True
     try:
         store.write_atomic(run_record_path(cache_dir, run_id),
                            json.dumps(record, indent=1).encode("utf-8"))
     except Exception as e:  # noqa: BLE001 - a read-only cache still gives results
+        written = False
         _LOG.warning("analysis cache: cannot write the run record %s (%s)",
                      run_record_path(cache_dir, run_id), e)
+    for name, value in (("hits", record["hits"]), ("misses", record["misses"]),
+                        ("not_stored", record["not_stored"]), ("written", int(written))):
+        beam.metrics.Metrics.counter(METRICS, USE_COUNTERS[name]).inc(value)
     return record
+
+
+def cache_use(result: Any, cache_dir: str, run_id: str) -> dict:
+    """What a finished run did with the cache: ``{"hits", "misses", "not_stored",
+    "written"}`` (``written``: the run record is in the cache).
+
+    Read from the record, or, when it could not be written (or read), from the Beam
+    counters :func:`record_run` set, so the numbers are true either way.
+    """
+    try:
+        record = read_run(cache_dir, run_id)
+    except Exception:  # noqa: BLE001 - an unreadable record: the counters tell the same
+        record = None
+    if record is not None:
+        return {"hits": record["hits"], "misses": record["misses"],
+                "not_stored": record.get("not_stored", 0), "written": True}
+    counts = dict.fromkeys(USE_COUNTERS, 0)
+    try:
+        found = result.metrics().query(MetricsFilter().with_namespace(METRICS))["counters"]
+    except Exception:  # noqa: BLE001 - a runner without metrics: zeros, said unwritten
+        found = []
+    names = {v: k for k, v in USE_COUNTERS.items()}
+    for m in found:
+        if m.key.metric.name in names:
+            value = m.committed if m.committed is not None else m.attempted
+            counts[names[m.key.metric.name]] += int(value or 0)
+    return {"hits": counts["hits"], "misses": counts["misses"],
+            "not_stored": counts["not_stored"], "written": False}
 
 
 def check_cache_dir(cache_dir: str, output_dir: str) -> None:

@@ -46,7 +46,8 @@ from beam_prep.io.readers import Split
 from beam_prep.spec import Feature, Spec
 
 #: Bumped whenever the entry layout or the meaning of a key part changes.
-CACHE_FORMAT_VERSION = 4  # 2: exact moment sums; 4: sketches fed in fixed chunks
+CACHE_FORMAT_VERSION = 5  # 2: exact moment sums; 4: sketches fed in fixed chunks;
+# 5: a scalar feature's rows of several values are rejected (multiple_values), not counted
 # 3: count tables carry each token's uint64 partition hash (replay does not re-hash)
 
 

@@ -51,6 +51,7 @@ from beam_prep.analyzers.vocab_partition import token_hashes
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
 from beam_prep.io.readers import Split, read_split
+from beam_prep.io.scalar_rows import scalar_rows
 from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.label_fields import has_labels
@@ -304,18 +305,21 @@ class AnalyzeSplitFn(beam.DoFn):
                              skip_corrupt_tail=self._skip_corrupt_tail, strict_columns=True,
                              list_columns=self._lists)
         for result in (_prefetched(results) if self._pool is not None else results):
+            # a scalar feature's column holding lists: one value per row, as transform and
+            # the layers take it; rows with several values are rejected (multiple_values)
+            batch, multi = scalar_rows(result.batch, self._lists, split.path)
+            rejected = [*result.rejected, *multi]
             meta["rows_read"] += result.rows_seen
-            meta["rows_rejected"] += len(result.rejected)
+            meta["rows_rejected"] += len(rejected)
             self._rows.inc(result.rows_seen)
-            self._bad.inc(len(result.rejected))
-            for r in result.rejected:
+            self._bad.inc(len(rejected))
+            for r in rejected:
                 reasons = meta["rejected_by_reason"]
                 reasons[r.reason] = reasons.get(r.reason, 0) + 1
                 if (tail := skipped_tail(r)) is not None:
                     meta.setdefault("skipped_tails", []).append(tail)
                 key = f"{r.source}\x00{(r.row if r.row is not None else -1):020d}"
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
-            batch = result.batch
             added = self._map(add_feature, [
                 (f, feature_column(f, batch),
                  wsplit.feature_weights(f, batch) if f.name in weighted else None,

@@ -4,6 +4,7 @@ Example:
     $ beam-prep generate --artifacts artifacts/ --output my_model/preprocessing.py
     $ beam-prep generate --artifacts artifacts/ --output pp.py \\
           --default_artifacts gs://bucket/run-1/artifacts
+    $ beam-prep generate --artifacts artifacts/ --output pp.py --overwrite   # replace pp.py
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_flag(parser, "--default_artifacts", dest="default_artifacts", default=None,
              help="Artifact location the module uses when none is passed "
                   "(default: --artifacts, made absolute if local).")
+    parser.add_argument("--overwrite", action="store_true", default=False,
+                        help="Replace an existing --output (hand edits included). Without it, "
+                             "an existing --output is refused, as the jobs refuse a finished "
+                             "output.")
     add_flag(parser, "--no_overwrite", dest="overwrite", action="store_false",
-             help="Fail if --output exists.")
+             help="Fail if --output exists (now the default; kept for old scripts).")
     parser.add_argument("--quiet", action="store_true", help="Do not print the summary.")
     add_summary_flag(parser)
     return parser

@@ -242,8 +242,15 @@ def render_module(art: Artifacts, *, default_artifacts_dir: str | None = None) -
 
 
 def generate(artifacts_dir: str, output: str, *, default_artifacts_dir: str | None = None,
-             overwrite: bool = True) -> str:
+             overwrite: bool = False) -> str:
     """Renders and writes the module; returns the output path.
+
+    Args:
+        artifacts_dir: The artifact directory to render.
+        output: The module path to write.
+        default_artifacts_dir: The location the module reads when given none.
+        overwrite: Replace an existing ``output``; without it an existing file is refused
+            (as the jobs refuse a finished output without ``--overwrite``).
 
     Raises:
         ArtifactError: Incomplete artifacts, or ``output`` exists and ``overwrite`` is False.
@@ -255,8 +262,8 @@ def generate(artifacts_dir: str, output: str, *, default_artifacts_dir: str | No
         for meta in entry.get("files", {}).values()))
     if not overwrite and fs.exists(output):
         raise ArtifactError(
-            f"{output} already exists. Received: overwrite=False. Fix: pass --overwrite or "
-            "choose another --output."
+            f"{output} already exists (an earlier module, perhaps edited by hand); it was "
+            "left as it is. Fix: pass --overwrite to replace it, or choose another --output."
         )
     code = render_module(art, default_artifacts_dir=default_artifacts_dir)
     fs.write_bytes(output, code.encode("utf-8"))

@@ -46,6 +46,7 @@ from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import SpecError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.target_file import read_target
 
 STAGES = ("all", "data", "model")
 
@@ -81,20 +82,20 @@ def tf_idf_state(artifacts_dir: str, plan: TfIdfPlan, art: Artifacts | None = No
     return ["[UNK]"] + tokens, weights.numpy()
 
 
-def target_state(artifacts_dir: str, plan: TargetPlan) -> tuple[list[Any], list[Any]]:
+def target_state(art: Artifacts, name: str, plan: TargetPlan) -> tuple[list[Any], list[Any]]:
     """Tokens and ``[[global_mean], [encoding], ...]`` as float32, as the generated
-    module's ``_target_state`` reads them (row 0: OOV and missing; a null encoding: NaN)."""
+    module's ``_target_state`` reads them (row 0: OOV and missing; a null encoding: NaN),
+    read through the checked reader (:func:`beam_prep.io.target_file.read_target`)."""
     import tensorflow as tf
 
-    text = fs.read_text(_artifact_path(artifacts_dir, plan.path))
-    rows = [json.loads(line) for line in text.splitlines() if line]
-    tokens: list[Any] = [int(r[0]) if plan.integer else r[0] for r in rows]
-    values = [plan.global_mean] + [float("nan") if r[1] is None else r[1] for r in rows]
+    table = read_target(art, name)
+    tokens: list[Any] = list(table.tokens)
+    values = [plan.global_mean] + table.encoding.tolist()
     if not tokens:
         tokens = [EMPTY_VOCABULARY_INTEGER if plan.integer else EMPTY_VOCABULARY_TOKEN]
         values.append(plan.global_mean)
-    table = tf.cast(tf.constant(values, tf.float64, shape=[len(values), 1]), tf.float32)
-    return tokens, [table.numpy()]
+    table_t = tf.cast(tf.constant(values, tf.float64, shape=[len(values), 1]), tf.float32)
+    return tokens, [table_t.numpy()]
 
 
 def _keyed_state(art: Artifacts, name: str, key: Any) -> dict[str, Any]:
@@ -210,7 +211,8 @@ class PreprocessingLayers:
                 fill = [self._layer(fp.fill, None)] if fp.fill is not None else []
                 keyed = (_keyed_state(self.artifacts, fp.name, fp.keyed)
                          if fp.keyed is not None else None)
-                target = target_state(self.path, fp.target) if fp.target else None
+                target = (target_state(self.artifacts, fp.name, fp.target) if fp.target
+                          else None)
                 return {o.key: ([] if o.before_fill else fill)
                         + [self._layer(lp, state, keyed, target) for lp in o.layers]
                         for o in fp.outputs}

@@ -147,36 +147,72 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_yaml(text: str, *, what: str) -> Any:
+def _where(mark: Any, source: str | None) -> str:
+    """``path:line:col`` of a YAML mark (1-based), or ``line L, column C`` without a path."""
+    if source is None:
+        return f"line {mark.line + 1}, column {mark.column + 1}"
+    return f"{source}:{mark.line + 1}:{mark.column + 1}"
+
+
+def syntax_error_line(e: yaml.YAMLError, source: str | None) -> str:
+    """One line for a YAML syntax error: where (``path:line:col``), the problem, its context.
+
+    PyYAML's own text spans several lines and names a ``"<unicode string>"`` for parsed text.
+
+    Example:
+        >>> try:
+        ...     yaml.safe_load("a: [1, 2\\nb: 3\\n")
+        ... except yaml.YAMLError as e:
+        ...     print(syntax_error_line(e, "conf.yaml"))
+        conf.yaml:2:2: expected ',' or ']', but got ':' (while parsing a flow sequence \
+started at conf.yaml:1:4)
+    """
+    problem_mark = getattr(e, "problem_mark", None)
+    context_mark = getattr(e, "context_mark", None)
+    problem = getattr(e, "problem", None)
+    if problem_mark is None or problem is None:  # not a MarkedYAMLError: its first line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return f"{source}: {first[:300]}" if source else first[:300]
+    line = f"{_where(problem_mark, source)}: {problem}"
+    context = getattr(e, "context", None)
+    if context:
+        started = f" started at {_where(context_mark, source)}" if context_mark else ""
+        line += f" ({context}{started})"
+    return line if len(line) <= 600 else line[:597] + "..."
+
+
+def load_yaml(text: str, *, what: str, source: str | None = None) -> Any:
     """Parses YAML text with :class:`UniqueKeyLoader`.
 
     Args:
         text: The document.
         what: The document in messages, e.g. ``"The spec"``.
+        source: The file the text was read from; messages then point at ``path:line:col``.
 
     Raises:
         SpecError: Invalid YAML, or a key repeated in a mapping (naming the key and lines).
     """
+    named = f"{what} {source}" if source else what
     try:
         return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except DuplicateKeyError as e:
         first, second = e.values
         key = str(e.key) if len(str(e.key)) <= 80 else str(e.key)[:77] + "..."
         raise SpecError(
-            f"{what}: key `{key}` appears twice in one mapping (line {e.first_line} and "
+            f"{named}: key `{key}` appears twice in one mapping (line {e.first_line} and "
             f"line {e.line}). Received: {key}={shown(first)} and {key}={shown(second)}; keep "
             "one of them.") from None
     except AliasBombError as e:
         raise SpecError(
-            f"{what}: its aliases (`*name` repeating an `&name` anchor) expand to more than "
+            f"{named}: its aliases (`*name` repeating an `&name` anchor) expand to more than "
             f"{e.nodes:,} values. Received: a document of {len(text):,} characters that "
             "expands beyond that (a 'billion laughs' document?); write the values out, or "
             "use fewer nested aliases.") from None
     except yaml.YAMLError as e:
-        detail = str(e) if len(str(e)) <= 600 else str(e)[:597] + "..."
-        raise SpecError(f"{what} is not valid YAML: {detail}") from None
+        raise SpecError(f"{what} is not valid YAML: {syntax_error_line(e, source)}. Fix the "
+                        "document there.") from None
     except RecursionError:  # PyYAML composes and constructs nested nodes recursively
         raise SpecError(
-            f"{what}: its lists or mappings nest too deeply to be read (hundreds of levels, "
+            f"{named}: its lists or mappings nest too deeply to be read (hundreds of levels, "
             f"e.g. '[[[[...'). Received: a document of {len(text):,} characters. Write a "
             "flat document (a spec or config needs a few levels).") from None

@@ -28,14 +28,16 @@ _HELP = {
     "max_top_k_index_changed": "share of OLD's top-K tokens whose index changed",
     "max_mean_shift": "numeric mean shift (also: a per_key key's mean), in OLD standard "
                       "deviations",
-    "max_std_shift": "numeric standard deviation shift, in OLD standard deviations",
-    "max_boundary_shift": "largest quantile boundary shift, in OLD standard deviations",
+    "max_std_shift": "numeric standard deviation shift, in OLD standard deviations (also: "
+                     "a per_key key's std, in its own OLD std)",
+    "max_boundary_shift": "largest quantile boundary shift, in OLD standard deviations (also: "
+                          "a per_key key's min/max or bucket boundaries, in its OLD range)",
     "max_rate_change": "absolute change of the missing, NaN or infinite rate",
     "max_target_shift": "target encoding global mean shift, in OLD's estimated label std",
     "max_token_shift": "a frequent token's target encoding shift, in OLD's estimated label "
                        "std",
     "max_shifted_share": "share of frequent per_key keys' / target-encoding tokens' OLD rows "
-                         "whose mean / encoding shifted",
+                         "whose mean, std, range or boundaries / encoding shifted",
     "min_shift_rows": "rows a key or token needs on both sides to count as frequent",
     "top_k": "OLD's first tokens looked at by the top-K index stability",
     "top_n": "added / dropped tokens listed per feature",

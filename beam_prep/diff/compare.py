@@ -201,6 +201,28 @@ def per_key_flags(name: str, d: PerKeyDiff, t: DiffThresholds) -> tuple[Flag, ..
           f"{k.compared_keys} keys with >= {t.min_shift_rows} values compared, most: "
           f"{shown(k.most_shifted[0], 40)} by {k.most_shifted[1]:.4g}"
           if k.most_shifted else "")
+    _over(flags, name, "key_std_shifted_share", k.std_shifted_share, t.max_shifted_share,
+          f"share of frequent keys' OLD values whose std moved > {t.max_std_shift:g} of the "
+          "key's OLD std", _most(k.most_std_shifted))
+    _over(flags, name, "key_range_shifted_share", k.range_shifted_share, t.max_shifted_share,
+          f"share of frequent keys' OLD values whose min or max moved > "
+          f"{t.max_boundary_shift:g} of the key's OLD range", _most(k.most_range_shifted))
+    return tuple(flags)
+
+
+def _most(most: tuple[str, float] | None) -> str:
+    return f"most: {shown(most[0], 40)} by {most[1]:.4g}" if most else ""
+
+
+def bucket_flags(name: str, d: BucketDiff, t: DiffThresholds) -> tuple[Flag, ...]:
+    """Flags of a per-key bucket comparison: share of frequent keys' values whose
+    boundaries moved (in the key's OLD boundary range), as a global feature's are flagged."""
+    flags: list[Flag] = []
+    _over(flags, name, "key_boundary_shifted_share", d.shifted_share, t.max_shifted_share,
+          f"share of frequent keys' OLD values whose bucket boundaries moved > "
+          f"{t.max_boundary_shift:g} of the key's OLD boundary range",
+          f"{d.compared_keys} keys with >= {t.min_shift_rows} values compared"
+          + (f", {_most(d.most_shifted)}" if d.most_shifted else ""))
     return tuple(flags)
 
 
@@ -304,11 +326,15 @@ def _compare_one(name: str, old: Artifacts, new: Artifacts, changed: bool,
                                     old_count=old.stats(name).get("key_count"),
                                     new_count=new.stats(name).get("key_count"),
                                     tally=KeyDriftTally(_old_std(old.stats(name)),
-                                                        t.min_shift_rows, t.max_mean_shift))
-        flags = numeric_flags(name, n, t) + (per_key_flags(name, keyed, t) if keyed else ())
+                                                        t.min_shift_rows, t.max_mean_shift,
+                                                        t.max_std_shift,
+                                                        t.max_boundary_shift))
+        buckets = compare_bucket_files(old, new, name, min_rows=t.min_shift_rows,
+                                       limit=t.max_boundary_shift)
+        flags = (numeric_flags(name, n, t) + (per_key_flags(name, keyed, t) if keyed else ())
+                 + (bucket_flags(name, buckets, t) if buckets else ()))
         return FeatureDiff(name, kind, "compared", changed, numeric=n,
-                           flags=flags, per_key=keyed,
-                           per_key_buckets=compare_bucket_files(old, new, name))
+                           flags=flags, per_key=keyed, per_key_buckets=buckets)
     return FeatureDiff(name, kind, "nothing_to_compare", changed)
 
 

@@ -11,11 +11,22 @@ A key is *changed* when its boundaries differ. A key's boundary shift is the lar
 count as changed without a shift); :attr:`BucketDiff.top_shifted` lists the keys with the
 largest shifts.
 
+The drift flag looks at the keys with at least ``min_rows`` values on both sides
+(``compared_keys``; the boundaries of a few values move by chance): ``shifted_share`` is the
+share of their OLD values held by keys whose boundary shift exceeds ``limit`` (a key whose
+OLD range is 0 counts as shifted when a boundary moved; keys with another number of
+boundaries are left out, as a global feature's are), ``most_shifted`` the largest shift.
+
 Example:
     >>> d = compare_buckets(iter([b'["a",4,0,[1.0,3.0]]']),
     ...                     iter([b'["a",4,0,[2.0,3.0]]', b'["b",1,0,[5.0,5.0]]']), 3, 3)
     >>> d.old_keys, d.new_keys, d.added, d.changed, d.max_boundary_shift
     (1, 2, 1, 1, 0.5)
+    >>> d = compare_buckets(iter([b'["a",4,0,[1.0,3.0]]', b'["b",4,0,[0.0,4.0]]']),
+    ...                     iter([b'["a",4,0,[2.5,3.0]]', b'["b",8,0,[0.0,4.0]]']), 3, 3,
+    ...                     min_rows=4, limit=0.5)
+    >>> d.compared_keys, d.shifted_share, d.most_shifted
+    (2, 0.5, ('a', 0.75))
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
+from beam_prep.diff.per_key_drift import ShiftShare, relative_shift
 from beam_prep.io.per_key_buckets_file import iter_rows
 
 TOP = 5
@@ -43,6 +55,11 @@ class BucketDiff:
         max_boundary_shift: Largest boundary shift of a key in its OLD boundary range
             (None if none).
         top_shifted: Up to five ``(key, shift)`` with the largest shifts, largest first.
+        compared_keys: Keys with at least ``min_rows`` values on both sides and as many
+            boundaries.
+        shifted_share: Share of the compared keys' OLD values in keys whose boundary
+            shift exceeds the limit (None without a compared key).
+        most_shifted: ``(key, shift)`` of the largest finite shift among compared keys.
     """
 
     old_keys: int
@@ -52,6 +69,9 @@ class BucketDiff:
     changed: int
     max_boundary_shift: float | None
     top_shifted: tuple[tuple[str, float], ...]
+    compared_keys: int = 0
+    shifted_share: float | None = None
+    most_shifted: tuple[str, float] | None = None
 
 
 def _shift(old: list[float], new: list[float]) -> float | None:
@@ -64,9 +84,11 @@ def _shift(old: list[float], new: list[float]) -> float | None:
 def compare_buckets(old_lines: Iterator[bytes], new_lines: Iterator[bytes],
                     old_buckets: int, new_buckets: int, *, old_where: str = "OLD",
                     new_where: str = "NEW", old_count: int | None = None,
-                    new_count: int | None = None) -> BucketDiff:
+                    new_count: int | None = None, min_rows: int = 100,
+                    limit: float = 0.5) -> BucketDiff:
     """Compares two bucket files given as line iterators (bytes without ``\\n``), with
-    each side's ``num_buckets`` and, when known, its manifest's ``bucket_key_count``."""
+    each side's ``num_buckets`` and, when known, its manifest's ``bucket_key_count``
+    (``min_rows``, ``limit``: the drift share's settings, see the module docstring)."""
     old = ((r[0].encode("utf-8"), r) for r in iter_rows(old_lines, old_where, old_buckets,
                                                         old_count))
     new = ((r[0].encode("utf-8"), r) for r in iter_rows(new_lines, new_where, new_buckets,
@@ -74,6 +96,7 @@ def compare_buckets(old_lines: Iterator[bytes], new_lines: Iterator[bytes],
     a, b = next(old, None), next(new, None)
     counts = {"old": 0, "new": 0, "added": 0, "removed": 0, "changed": 0}
     shifted: list[tuple[float, str]] = []
+    drift = ShiftShare(limit)
     best = None
     while a is not None or b is not None:
         if b is None or (a is not None and a[0] < b[0]):
@@ -87,6 +110,7 @@ def compare_buckets(old_lines: Iterator[bytes], new_lines: Iterator[bytes],
         else:
             counts["old"] += 1
             counts["new"] += 1
+            _tally(drift, a[1], b[1], min_rows)
             if a[1][3] != b[1][3]:
                 counts["changed"] += 1
                 shift = _shift(a[1][3], b[1][3])
@@ -98,10 +122,20 @@ def compare_buckets(old_lines: Iterator[bytes], new_lines: Iterator[bytes],
             a, b = next(old, None), next(new, None)
     top = tuple((k, v) for v, k in sorted(shifted, key=lambda x: (-x[0], x[1])))
     return BucketDiff(counts["old"], counts["new"], counts["added"], counts["removed"],
-                      counts["changed"], best, top)
+                      counts["changed"], best, top, drift.compared, drift.share, drift.most)
 
 
-def compare_artifacts(old: Any, new: Any, name: str) -> BucketDiff | None:
+def _tally(drift: ShiftShare, old: tuple, new: tuple, min_rows: int) -> None:
+    """Adds a key on both sides to the drift share (frequent keys, as many boundaries)."""
+    a, b = old[3], new[3]
+    if min(old[1], new[1]) < min_rows or len(a) != len(b):
+        return
+    moved = max(abs(y - x) for x, y in zip(a, b))
+    drift.add(old[0], old[1], relative_shift(0.0, moved, a[-1] - a[0]))
+
+
+def compare_artifacts(old: Any, new: Any, name: str, *, min_rows: int = 100,
+                      limit: float = 0.5) -> BucketDiff | None:
     """The boundary drift of feature ``name`` when both artifact folders (opened
     :class:`~beam_prep.io.artifacts.Artifacts`) have per-key buckets for it, else None."""
     role = "per_key_buckets"
@@ -112,4 +146,4 @@ def compare_artifacts(old: Any, new: Any, name: str) -> BucketDiff | None:
         int(old.spec.feature(name).num_buckets), int(new.spec.feature(name).num_buckets),
         old_where=old.file_path(name, role), new_where=new.file_path(name, role),
         old_count=old.stats(name).get("bucket_key_count"),
-        new_count=new.stats(name).get("bucket_key_count"))
+        new_count=new.stats(name).get("bucket_key_count"), min_rows=min_rows, limit=limit)

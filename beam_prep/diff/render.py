@@ -194,18 +194,26 @@ def _per_key_section(features: list[FeatureDiff]) -> list[str]:
         k = d.drift
         rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
                      str(d.changed), _num(d.max_mean_shift),
-                     *([_pct(k.added_share), _pct(k.removed_share), _pct(k.shifted_share)]
-                       if k is not None else ["-"] * 3),
-                     ",".join(x.metric for x in f.flags if x.metric.startswith("key_")) or "-"])
+                     *([_pct(k.added_share), _pct(k.removed_share), _pct(k.shifted_share),
+                        _pct(k.std_shifted_share), _pct(k.range_shifted_share)]
+                       if k is not None else ["-"] * 5),
+                     _key_flags(f, "key_boundary_")])
         for label, items in (("shifted", d.top_shifted), ("added", d.top_added),
                              ("removed", d.top_removed)):
             if items:
                 notes.append(f"  {f.name} {label}: " + ", ".join(
                     f"{_tok(k)} ({_num(v) if isinstance(v, float) else v})" for k, v in items))
     header = ["feature", "keys", "added", "removed", "changed", "max mean shift",
-              "added values", "removed values", "shifted values", "flags"]
+              "added values", "removed values", "shifted values", "std shifted",
+              "range shifted", "flags"]
     return ["Per-key statistics (mean shift in the key's OLD std units)",
             *_grid(header, rows), *notes]
+
+
+def _key_flags(f: FeatureDiff, but: str) -> str:
+    """The ``key_`` flags of a feature, except those starting with ``but``."""
+    return ",".join(x.metric for x in f.flags
+                    if x.metric.startswith("key_") and not x.metric.startswith(but)) or "-"
 
 
 def _bucket_section(features: list[FeatureDiff]) -> list[str]:
@@ -214,11 +222,15 @@ def _bucket_section(features: list[FeatureDiff]) -> list[str]:
         d = f.per_key_buckets
         assert d is not None
         rows.append([f.name, f"{d.old_keys} -> {d.new_keys}", str(d.added), str(d.removed),
-                     str(d.changed), _num(d.max_boundary_shift)])
+                     str(d.changed), _num(d.max_boundary_shift), str(d.compared_keys),
+                     _pct(d.shifted_share),
+                     ",".join(x.metric for x in f.flags
+                              if x.metric.startswith("key_boundary_")) or "-"])
         if d.top_shifted:
             notes.append(f"  {f.name} shifted: " + ", ".join(
                 f"{_tok(k)} ({_num(v)})" for k, v in d.top_shifted))
-    header = ["feature", "keys", "added", "removed", "changed", "max boundary shift"]
+    header = ["feature", "keys", "added", "removed", "changed", "max boundary shift",
+              "compared", "shifted values", "flags"]
     return ["Per-key bucket boundaries (shift in the key's OLD boundary range)",
             *_grid(header, rows), *notes]
 

@@ -27,11 +27,10 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from typing import Any
 
-from beam_prep.errors import ArtifactError
+from beam_prep.io.target_file import rows_of
 
 __all__ = ["TargetDiff", "compare_target"]
 
@@ -78,20 +77,6 @@ class TargetDiff:
 def _number(v: Any) -> float | None:
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     return float(v) if ok else None
-
-
-def _line(line: bytes, art: Any, name: str) -> tuple[str, float | None, list[int], list]:
-    try:
-        row = json.loads(line)
-        if not isinstance(row, list) or len(row) != 5 or not isinstance(row[3], list) or not all(
-                isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in row[2]):
-            raise ValueError("not [token, encoding, [rows], [sums], [out_of_fold]]")
-        return str(row[0]), _number(row[1]), row[2], row[3]
-    except (ValueError, TypeError) as e:
-        raise ArtifactError(
-            f"Feature {name!r}: a line of {art.file_path(name, 'target_encoding')} is not a "
-            f"target-encoding line ({e}). Received: {line[:80]!r}. Fix: re-run `beam-prep "
-            "analyze`; the file is written by the analysis and must not be edited.") from None
 
 
 class _LabelSpread:
@@ -141,16 +126,14 @@ def compare_target(old: Any, new: Any, name: str, *, min_rows: int = 100,
         return None
     spread = _LabelSpread(_number(a.get("global_mean")))
     before: dict[str, tuple[float | None, int]] = {}
-    for line in old.iter_lines(name, "target_encoding"):
-        tok, enc, rows, sums = _line(line, old, name)
+    for tok, enc, rows, sums, _ in rows_of(old, name):
         before[tok] = (enc, sum(rows))
         spread.add(rows, sums)
     std = spread.std()
     change, token, shared = None, None, 0
     new_rows = added = kept_old = weight = shifted = compared = 0
     top: tuple[float, str] | None = None
-    for line in new.iter_lines(name, "target_encoding"):
-        tok, enc, rows, _ = _line(line, new, name)
+    for tok, enc, rows, _, _ in rows_of(new, name):
         new_rows += sum(rows)
         if tok not in before:
             added += sum(rows)

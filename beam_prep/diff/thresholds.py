@@ -35,16 +35,20 @@ class DiffThresholds:
         max_top_k_index_changed: Share of OLD's first ``top_k`` tokens whose index changed
             (or that left the vocabulary).
         max_mean_shift: ``|new mean - old mean| / old std`` of a numeric feature.
-        max_std_shift: ``|new std - old std| / old std``.
-        max_boundary_shift: Largest ``|new - old|`` quantile boundary, in OLD std units.
+        max_std_shift: ``|new std - old std| / old std`` (of a ``per_key`` key: in the
+            key's own OLD std).
+        max_boundary_shift: Largest ``|new - old|`` quantile boundary, in OLD std units (of
+            a ``per_key`` key: its min/max or bucket boundaries, in its OLD range).
         max_rate_change: Absolute change of the missing, NaN or infinite rate (per row).
         max_target_shift: ``|new - old|`` global mean of a target encoding, in OLD's
             estimated label std units.
         max_token_shift: ``|new - old|`` encoding of one token, in OLD's estimated label std
             units, above which the token counts as shifted.
         max_shifted_share: Share of the frequent keys' (``per_key``) or tokens' (target
-            encoding) OLD rows whose mean or encoding shifted (keys: by more than
-            ``max_mean_shift`` OLD global std units; tokens: ``max_token_shift``).
+            encoding) OLD rows whose mean, std, range, boundaries or encoding shifted (keys:
+            mean by more than ``max_mean_shift`` OLD global std units, std by more than
+            ``max_std_shift``, range or boundaries by more than ``max_boundary_shift``;
+            tokens: ``max_token_shift``).
         min_shift_rows: Rows a key or token needs on both sides to count as frequent.
         top_k: How many of OLD's first tokens the top-K index stability looks at.
         top_n: How many added / dropped tokens are listed per feature.

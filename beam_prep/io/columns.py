@@ -234,3 +234,4 @@ def missing_mask(arr: pa.Array) -> np.ndarray:
         lengths = pc.fill_null(pc.list_value_length(arr), 0)
         return np.asarray(pc.equal(lengths, 0).to_numpy(zero_copy_only=False), dtype=bool)
     return np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), dtype=bool)
+

@@ -172,6 +172,26 @@ def _read_journal(staging: str) -> list[str] | None:
     return [str(f) for f in files]
 
 
+def failed_run_note(job: str, run_id: str, folder: str, staging: str) -> str:
+    """One line on what a failed run left and what the next run into ``folder`` does.
+
+    A run that failed before its commit left ``folder`` unchanged: the next run removes its
+    staging folder. A run that failed during its commit (the journal is staged: e.g. the
+    disk filled up while moving files) left the commit part-way: the next run finishes it
+    first (:meth:`OutputRun._finish_interrupted_commits`).
+    """
+    try:
+        committing = fs.exists(fs.join(staging, COMMIT_JOURNAL))
+    except OSError:
+        committing = False
+    if committing:
+        return (f"{job} run {run_id} failed while moving its finished output into "
+                f"{folder}: the commit stopped part-way (its journal is in {staging}); the "
+                f"next run into {folder} finishes this commit first, then works as usual")
+    return (f"{job} run {run_id} failed before its commit: {folder} is unchanged; its "
+            f"partial output in {staging} is removed by the next run into {folder}")
+
+
 def commit_staging(folder: str, staging: str, policy: OutputPolicy) -> bool:
     """Moves a staged output into ``folder``; safe to repeat after a crash at any point.
 
@@ -373,8 +393,8 @@ class OutputRun:
             self._locked = False
             return
         if exc_type is not None and not is_empty(self.staging):
-            _LOG.warning("%s run %s failed; its partial output stays in %s (removed by the "
-                         "next run)", self.policy.job, self.run_id, self.staging)
+            _LOG.warning("%s", failed_run_note(self.policy.job, self.run_id, self.folder,
+                                               self.staging))
         else:  # failed with nothing staged, or ended without commit (e.g. a dry run)
             delete_tree(self.staging)
         self._release()

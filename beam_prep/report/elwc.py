@@ -49,6 +49,14 @@ def _share(part: float, whole: float) -> float | None:
     return part / whole if whole else None
 
 
+def _list_size_note(marks: list) -> str:
+    """The note under the list-size chart: the red line is named only when it is drawn."""
+    if marks:
+        return ("Documents per list after the list policy; the red line is max_list_size "
+                "(longer queries were split, truncated or sampled).")
+    return "Documents per list after the list policy (no max_list_size: no list was cut)."
+
+
 def size_bins(hist: dict[int, int], cap: int | None) -> tuple[list[str], list[int], float | None]:
     """Bars of the list-size histogram: one per size 1..max, or ``MAX_BARS`` equal bins.
 
@@ -218,8 +226,7 @@ def _render_elwc(root: str) -> str:
     parts.append(card("List sizes", '<div class="row"><div>' + kv_table(rows) + "</div><div>" +
                       svg.columns(labels, counts, marks=marks, title="list size histogram",
                                   x_label="documents per list", y_label="lists") +
-                      note("Documents per list after the list policy; the red line is "
-                           "max_list_size (longer queries were split, truncated or sampled).")
+                      note(_list_size_note(marks))
                       + "</div></div>", data_name="__lists__"))
 
     lab = sorted(st.get("label_histogram", {}).items(), key=lambda kv: float(kv[0]))

@@ -94,9 +94,12 @@ class Spec:
         return cls(features_from_document(raw))
 
     @classmethod
-    def from_yaml_text(cls, text: str) -> Spec:
-        """Parses YAML text (see :meth:`from_dict`); a key repeated in a mapping is an error."""
-        return cls.from_dict(parse_yaml(text))
+    def from_yaml_text(cls, text: str, *, source: str | None = None) -> Spec:
+        """Parses YAML text (see :meth:`from_dict`); a key repeated in a mapping is an error.
+
+        ``source``, the file the text came from, is named in a syntax error (``path:line:col``).
+        """
+        return cls.from_dict(parse_yaml(text, source=source))
 
     @classmethod
     def load(cls, path: str) -> Spec:
@@ -120,4 +123,4 @@ class Spec:
         if not text.strip():
             raise SpecError(f"The spec file {path!r} is empty. Received: 0 features; "
                             "declare them under `features:` (see README: Feature spec).")
-        return cls.from_yaml_text(text)
+        return cls.from_yaml_text(text, source=path)

@@ -112,9 +112,12 @@ def features_from_document(raw: Any) -> tuple[Feature, ...]:
     return tuple(feature_from_dict(f, i) for i, f in enumerate(features))
 
 
-def parse_yaml(text: str) -> Any:
-    """The parsed spec document; SpecError on invalid YAML or a repeated key."""
-    return load_yaml(text, what=WHERE)
+def parse_yaml(text: str, *, source: str | None = None) -> Any:
+    """The parsed spec document; SpecError on invalid YAML or a repeated key.
+
+    ``source`` (the spec file) makes a syntax error point at ``path:line:col``.
+    """
+    return load_yaml(text, what=WHERE, source=source)
 
 
 def spec_json_schema() -> dict[str, Any]:

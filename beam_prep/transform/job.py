@@ -44,10 +44,11 @@ from beam_prep.io import filesystem as fs
 from beam_prep.io import output
 from beam_prep.io.formats import RejectedRow
 from beam_prep.io.readers import Split, read_split
+from beam_prep.io.scalar_rows import scalar_rows
 from beam_prep.transform import hashing
 from beam_prep.transform.examples import serialize_examples
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary
-from beam_prep.transform.values import flatten_scalar_columns, list_columns
+from beam_prep.transform.values import list_columns
 
 OutputFormat = Literal["tfrecord", "parquet"]
 OUTPUT_FORMATS: tuple[str, ...] = ("tfrecord", "parquet")
@@ -155,32 +156,6 @@ def _reject_oov(batch: pa.RecordBatch, error: OutOfVocabulary, split: Split
     return batch.filter(pa.array(keep)), bad
 
 
-REASON_MULTIPLE_VALUES = "multiple_values"
-
-
-def _reject_multiple_values(batch: pa.RecordBatch, flat: pa.RecordBatch,
-                            multi: list[tuple[str, np.ndarray]], split: Split
-                            ) -> tuple[pa.RecordBatch, list[RejectedRow]]:
-    """``flat`` without the rows whose scalar column holds several values, and those rows
-    (as read, from ``batch``) with a reason naming the column and the fix."""
-    import json
-
-    bad = np.zeros(batch.num_rows, bool)
-    column = np.full(batch.num_rows, "", object)
-    for name, rows in reversed(multi):  # the first column named wins
-        bad |= rows
-        column[rows] = name
-    idx = np.nonzero(bad)[0]
-    rows = batch.take(pa.array(idx)).to_pylist()
-    out = [RejectedRow(split.path, None, REASON_MULTIPLE_VALUES,
-                       f"column {column[i]!r} holds {len(r[column[i]])} values in this row but "
-                       "a scalar feature reads it (one value per row, as the generated layers "
-                       "take it). Fix: declare the feature `shape: list` in the spec, or write "
-                       "one value per row", json.dumps(r, default=str)[:2000])
-           for i, r in zip(idx, rows)]
-    return flat.filter(pa.array(~bad)), out
-
-
 class TransformSplitFn(beam.DoFn):
     """Encodes one ``(index, split)`` into its shard; yields its counts, tags rejected rows."""
 
@@ -214,10 +189,8 @@ class TransformSplitFn(beam.DoFn):
                                  skip_corrupt_tail=self._skip_tail, strict_columns=True,
                                  list_columns=self._lists):
             rejected = list(result.rejected)
-            batch, multi = flatten_scalar_columns(result.batch, self._lists)
-            if multi:
-                batch, bad = _reject_multiple_values(result.batch, batch, multi, split)
-                rejected.extend(bad)
+            batch, bad = scalar_rows(result.batch, self._lists, split.path)
+            rejected.extend(bad)
             while True:
                 try:
                     encoded = self._encoder.encode(batch)

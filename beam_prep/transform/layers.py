@@ -56,6 +56,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from beam_prep.analyzers.spec_columns import column_owners
 from beam_prep.analyzers.text import tokenize
 from beam_prep.codegen.per_key_plan import per_key_state
 from beam_prep.codegen.plan import (
@@ -74,7 +75,7 @@ from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
 from beam_prep.transform import hashing, scaling
 from beam_prep.transform.key_index import KeyIndex
-from beam_prep.transform.per_key_buckets import PerKeyBuckets, flush32
+from beam_prep.transform.per_key_buckets import PerKeyBuckets, flush32, to_float32
 from beam_prep.transform.rows import bincount_rows, cross_hash, one_hot, pad_rows
 from beam_prep.transform.target import OutOfFold, target_tables
 from beam_prep.transform.values import (
@@ -279,6 +280,9 @@ class BatchEncoder:
     Attributes:
         plan: The layer plan (the same the code generator renders).
         columns: Data column -> Arrow type to read.
+        owners: Data column -> the feature that reads it (the first in the spec; a
+            ``per_key`` or ``fold_column`` column names the feature it belongs to), for
+            messages.
         outputs: ``(key, dtype)`` of every output, in plan order.
     """
 
@@ -288,7 +292,7 @@ class BatchEncoder:
         self._art = art
         self.plan: ModulePlan = plan_from_artifacts(art)
         self.columns = read_columns(self.plan.features)
-        self._targets = {fp.name: target_tables(path, fp.target,
+        self._targets = {fp.name: target_tables(art, fp.name, fp.target,
                                                 art.stats(fp.name)["target_encoding"])
                          for fp in self.plan.features if fp.target is not None}
         self._oof: dict[str, OutOfFold] = {}
@@ -298,6 +302,8 @@ class BatchEncoder:
                 self._oof[fp.name + TARGET_SUFFIX] = OutOfFold(self._targets[fp.name][2],
                                                                 te.fold_column, te.folds)
                 self.columns.setdefault(te.fold_column, "string")
+        owners = column_owners(art.spec)
+        self.owners = {c: owners.get(c, c) for c in self.columns}
         self._spec = {f.name: f for f in art.spec.features}
         self.outputs = tuple((o.key, "float32" if o.dtype == "float32" else "int64")
                              for o in self.plan.outputs())
@@ -335,7 +341,7 @@ class BatchEncoder:
         if cls == "Activation":
             return _sigmoid
         if cls == "Discretization":
-            bounds = np.asarray(args["bin_boundaries"], np.float32)
+            bounds = to_float32(args["bin_boundaries"])
             return lambda v: np.searchsorted(bounds, v, side="right").astype(np.int64)
         if cls == "SignedLog1p":
             return scaling.signed_log1p
@@ -404,8 +410,8 @@ class _PerKey:
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.index = KeyIndex(state["keys"])  # built once: millions of keys
-        self.shifts = flush32(np.asarray(state["shifts"], np.float64).astype(np.float32))
-        self.scales = flush32(np.asarray(state["scales"], np.float64).astype(np.float32))
+        self.shifts = flush32(state["shifts"])
+        self.scales = flush32(state["scales"])
         self.sigmoid = np.asarray(state["sigmoid"], bool)
         # scaling none (per-key buckets alone): every row is (x - 0) / 1, x itself
         self.identity = not (self.sigmoid.any() or self.shifts.any()
@@ -435,5 +441,5 @@ def _as_encoded(x: Any, output: OutputPlan) -> Encoded:
     if isinstance(x, Encoded):
         return x
     if output.dtype == "float32":
-        return Encoded("float32", np.asarray(x, np.float32).reshape(-1, 1))
+        return Encoded("float32", to_float32(x).reshape(-1, 1))
     return Encoded("int64", np.asarray(x, np.int64).reshape(-1, 1))

@@ -27,6 +27,20 @@ from beam_prep.transform.key_index import KeyIndex
 _TINY = np.float32(np.finfo(np.float32).tiny)
 
 
+def to_float32(x: Any) -> np.ndarray:
+    """``x`` rounded to float32 as TensorFlow's cast rounds it: a value beyond float32's
+    range (a boundary stored as ±1.7976931348623157e308 for a column of many infinite
+    values, a raw value of 1e300) becomes ±inf, silently (numpy's cast would print a
+    RuntimeWarning with a source path).
+
+    Example:
+        >>> to_float32([1.7976931348623157e308, -1e300, 0.5]).tolist()
+        [inf, -inf, 0.5]
+    """
+    with np.errstate(over="ignore"):
+        return np.asarray(x, np.float64).astype(np.float32)
+
+
 def flush32(x: Any) -> np.ndarray:
     """float32 ``x`` with subnormals flushed to a zero of their sign (as TensorFlow's CPU
     kernels read and write float32).
@@ -35,7 +49,7 @@ def flush32(x: Any) -> np.ndarray:
         >>> flush32(np.array([1e-40, -1e-40, 1.0], np.float32)).tolist()
         [0.0, -0.0, 1.0]
     """
-    x = np.asarray(x, np.float32)
+    x = x if isinstance(x, np.ndarray) and x.dtype == np.float32 else to_float32(x)
     return np.where(np.abs(x) < _TINY, np.copysign(np.float32(0), x), x).astype(np.float32)
 
 
@@ -49,7 +63,7 @@ class PerKeyBuckets:
 
     def __init__(self, state: dict[str, list]) -> None:
         self.index = KeyIndex(pa.array(state["bucket_keys"], pa.string()))  # built once
-        self.rows = flush32(np.asarray(state["boundaries"], np.float64).astype(np.float32))
+        self.rows = flush32(state["boundaries"])
         width = self.rows.shape[1]
         self.valid = np.arange(width)[None, :] < np.asarray(state["lengths"])[:, None]
 

@@ -39,21 +39,25 @@ def piecewise_linear(x: np.ndarray, edges: list[list[float]]) -> np.ndarray:
     Empty bins (equal edges) are steps (1 at or above the edge); the first bin is not
     clipped below, the last not above; NaN gives NaN.
     """
-    row = np.asarray(edges[0], np.float64)
-    width = np.diff(row)
-    left = row[:-1].astype(np.float32)
-    inv = np.where(width > 0, 1.0 / np.where(width > 0, width, 1.0), 0.0).astype(np.float32)
-    is_step = (width <= 0).astype(np.float32)
-    bins = len(width)
-    low = np.where(np.arange(bins) == 0, -np.inf, 0.0).astype(np.float32)
-    high = np.where(np.arange(bins) == bins - 1, np.inf, 1.0).astype(np.float32)
-    v = np.asarray(x, np.float32)[:, None]
-    # ramp * (1 - is_step) + step * is_step, in place (same float32 operations, fewer copies)
-    value = np.subtract(v, left)
-    value *= inv
-    value *= np.float32(1.0) - is_step
-    step = np.greater_equal(v, left).astype(np.float32)
-    step *= is_step
-    value += step
-    np.maximum(value, low, out=value)
-    return np.minimum(value, high, out=value)
+    # Edges of ±1.7976931348623157e308 (a column of many infinite values) overflow float32
+    # and their widths; inf * 0 is NaN: TensorFlow computes the same values without a word,
+    # so numpy's RuntimeWarnings are silenced here.
+    with np.errstate(over="ignore", invalid="ignore"):
+        row = np.asarray(edges[0], np.float64)
+        width = np.diff(row)
+        left = row[:-1].astype(np.float32)
+        inv = np.where(width > 0, 1.0 / np.where(width > 0, width, 1.0), 0.0).astype(np.float32)
+        is_step = (width <= 0).astype(np.float32)
+        bins = len(width)
+        low = np.where(np.arange(bins) == 0, -np.inf, 0.0).astype(np.float32)
+        high = np.where(np.arange(bins) == bins - 1, np.inf, 1.0).astype(np.float32)
+        v = np.asarray(x, np.float32)[:, None]
+        # ramp * (1 - is_step) + step * is_step, in place (same float32 ops, fewer copies)
+        value = np.subtract(v, left)
+        value *= inv
+        value *= np.float32(1.0) - is_step
+        step = np.greater_equal(v, left).astype(np.float32)
+        step *= is_step
+        value += step
+        np.maximum(value, low, out=value)
+        return np.minimum(value, high, out=value)

@@ -10,12 +10,11 @@ analysis) gets column ``k`` of the out-of-fold table: statistics of the other fo
 so a training row never sees its own label (docs/target_encoding.md).
 
 Example:
-    >>> vocab, serving, oof = target_tables("artifacts/", plan, stats)  # doctest: +SKIP
+    >>> vocab, serving, oof = target_tables(art, "city", plan, stats)  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -27,31 +26,28 @@ from beam_prep.codegen.plan_types import (
     EMPTY_VOCABULARY_TOKEN,
     TargetPlan,
 )
-from beam_prep.io import filesystem as fs
+from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.target_file import read_target
 
 __all__ = ["OutOfFold", "target_tables"]
 
 
-def _nan(v: Any) -> float:
-    return float("nan") if v is None else float(v)
-
-
-def target_tables(path: str, plan: TargetPlan, stats: dict
+def target_tables(art: Artifacts, name: str, plan: TargetPlan, stats: dict
                   ) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """(vocabulary, serving float32 ``(V + 1,)``, out-of-fold float32 ``(V + 1, folds)``)."""
-    text = fs.read_text(path.rstrip("/") + "/" + plan.path)
-    rows = [json.loads(line) for line in text.splitlines() if line]
-    tokens: list[Any] = [int(r[0]) if plan.integer else r[0] for r in rows]
-    serving = [plan.global_mean] + [_nan(r[1]) for r in rows]
-    oof_means = [_nan(v) if v is not None else 0.0 for v in stats["out_of_fold_means"]]
-    oof = [oof_means] + [[_nan(v) for v in r[4]] for r in rows]
+    """(vocabulary, serving float32 ``(V + 1,)``, out-of-fold float32 ``(V + 1, folds)``)
+    of feature ``name``, read through the checked reader
+    (:func:`beam_prep.io.target_file.read_target`: a damaged line is one ArtifactError)."""
+    table = read_target(art, name)
+    tokens: list[Any] = list(table.tokens)
+    oof_means = [0.0 if v is None else float(v) for v in stats["out_of_fold_means"]]
+    serving = np.concatenate([[plan.global_mean], table.encoding])
+    oof = np.concatenate([np.asarray(oof_means, np.float64)[None, :], table.out_of_fold])
     if not tokens:
         tokens = [EMPTY_VOCABULARY_INTEGER if plan.integer else EMPTY_VOCABULARY_TOKEN]
-        serving.append(plan.global_mean)
-        oof.append(oof_means)
+        serving = np.append(serving, plan.global_mean)
+        oof = np.concatenate([oof, oof[:1]])
     vocabulary = pa.array(tokens, pa.int64() if plan.integer else pa.string())
-    return (vocabulary, np.asarray(serving, np.float64).astype(np.float32),
-            np.asarray(oof, np.float64).astype(np.float32).reshape(len(tokens) + 1, -1))
+    return vocabulary, serving.astype(np.float32), oof.astype(np.float32)
 
 
 class OutOfFold:

@@ -38,7 +38,9 @@ import pyarrow.compute as pc
 from beam_prep.codegen.plan import MISSING_INTEGER, FeaturePlan
 from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
+from beam_prep.io.scalar_rows import flatten_scalar_columns  # noqa: F401 (re-exported)
 from beam_prep.spec.derived import ARROW_TYPES, input_types
+from beam_prep.transform.per_key_buckets import to_float32
 
 #: Arrow type each raw layer dtype is read as.
 READ_TYPES = {"string": "string", "int64": "int64", "float32": "float64"}
@@ -104,7 +106,7 @@ def _scalar(arr: pa.Array, dtype: str, *, keep_dictionary: bool = False) -> Any:
         return np.asarray(pc.fill_null(arr.cast(pa.int64()), MISSING_INTEGER)
                           .to_numpy(zero_copy_only=False), np.int64)
     floats = pc.fill_null(arr.cast(pa.float64()), float("nan"))
-    return np.asarray(floats.to_numpy(zero_copy_only=False), np.float64).astype(np.float32)
+    return to_float32(floats.to_numpy(zero_copy_only=False))
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -115,38 +117,6 @@ def list_columns(features: tuple[FeaturePlan, ...]) -> frozenset[str]:
     """The data columns read as a list per row (list features' own columns)."""
     return frozenset(fp.column for fp in features
                      if fp.list_input and fp.derived is None and not fp.crossed)
-
-
-def flatten_scalar_columns(batch: pa.RecordBatch, lists: frozenset[str]
-                           ) -> tuple[pa.RecordBatch, list[tuple[str, np.ndarray]]]:
-    """``batch`` with every list-typed column outside ``lists`` made flat, and the rows that
-    cannot be: ``[(column, rows with more than one value)]``.
-
-    A scalar feature's column arrives as a list when its file stores lists (a Parquet list
-    column; a tf.Example batch where some record holds several values). A row with no value
-    is missing (null), a row with one value is that value; a row with more has no value the
-    generated layers (input ``(batch, 1)``) could take and must be rejected by the caller.
-
-    Example:
-        >>> b = pa.record_batch({"a": pa.array([["x"], [], ["y", "z"]])})
-        >>> flat, bad = flatten_scalar_columns(b, frozenset())
-        >>> flat.column(0).to_pylist(), [(c, m.tolist()) for c, m in bad]
-        (['x', None, 'y'], [('a', [False, False, True])])
-    """
-    arrays, bad = [], []
-    for name, arr in zip(batch.schema.names, batch.columns):
-        if name in lists or not _is_list(arr.type):
-            arrays.append(arr)
-            continue
-        lengths = np.asarray(pc.fill_null(pc.list_value_length(arr), 0)
-                             .to_numpy(zero_copy_only=False), np.int64)
-        if (lengths > 1).any():
-            bad.append((name, lengths > 1))
-        # Each row's first value (if any) at its row: nulls where the row has none.
-        starts = np.cumsum(lengths) - lengths
-        take = pa.array(np.where(lengths > 0, starts, 0), mask=lengths == 0)
-        arrays.append(pc.list_flatten(arr).take(take))
-    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names), bad
 
 
 def _ragged(arr: pa.Array, dtype: str) -> Ragged:

@@ -199,3 +199,22 @@ def test_module_with_renamed_inputs_and_missing_layers_is_ruff_clean(tmp_path) -
     path = tmp_path / "preprocessing.py"
     path.write_text(code, encoding="utf-8")
     _assert_ruff_clean(path)
+
+
+def test_cli_refuses_an_existing_module_without_overwrite(all_kinds_artifacts: str, tmp_path,
+                                                         capsys) -> None:
+    """Like the jobs: an existing --output (hand edits included) is kept unless --overwrite."""
+    from beam_prep.cli import main
+
+    out = tmp_path / "pp.py"
+    argv = ["generate", "--artifacts", all_kinds_artifacts, "--output", str(out), "--quiet"]
+    assert main(argv) == 0
+    rendered = out.read_text(encoding="utf-8")
+    out.write_text(rendered + "# my hand edit\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already exists" in err and "--overwrite" in err, err
+    assert out.read_text(encoding="utf-8") == rendered + "# my hand edit\n"
+    assert main(argv + ["--overwrite"]) == 0
+    assert out.read_text(encoding="utf-8") == rendered

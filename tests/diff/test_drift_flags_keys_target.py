@@ -104,7 +104,8 @@ def test_per_key_flags_match_the_oracle(key_pair):
     (f,) = diff_artifacts(a, b).features
     assert _measures(f.per_key) == pytest.approx(want["measures"], rel=1e-9)
     assert f.per_key.drift.compared_keys == want["compared"] == 9
-    assert {x.metric for x in f.flags if x.metric.startswith("key_")} == want["flags"]
+    # the std / range shares have their own oracle (test_per_key_spread_flags.py)
+    assert {x.metric for x in f.flags if x.metric in want["measures"]} == want["flags"]
     assert f.per_key.drift.most_shifted[0] in ("k0", "k2")
 
 

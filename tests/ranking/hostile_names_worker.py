@@ -23,7 +23,7 @@ def main(backend: str, tmp: str) -> None:
     from beam_prep.ranking.train.backend import make_launcher
     from beam_prep.ranking.train.hparams import RankingHparams
     from tests.ranking.test_hostile_feature_names import RENAMED, _renamed
-    from tests.ranking.train_fixtures import SAMPLE, SPEC, config_yaml, copy_sample
+    from tests.ranking.train_fixtures import SAMPLE, SPEC, config_yaml, copy_sample, served_like
 
     paths = copy_sample(tmp)
     records = [_renamed(r.numpy()) for r in tf.data.TFRecordDataset(SAMPLE)]
@@ -45,7 +45,8 @@ def main(backend: str, tmp: str) -> None:
     launcher = make_launcher(hp, layers=layers)
     result = launcher.run()
     features, _ = launcher.datasets.parse_fn(tf.constant(records))
-    want = np.asarray(result.model(launcher.preprocessor(features), training=False))
+    want = served_like(result.model(launcher.preprocessor(features), training=False),
+                       features["__mask__"])
     loaded = tf.saved_model.load(os.path.join(tmp, "export"))
     got = loaded.signatures["serving_default"](serialized=tf.constant(records))["scores"]
     print(json.dumps({"max_diff": float(np.abs(got.numpy() - want).max()),

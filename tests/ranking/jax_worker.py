@@ -118,6 +118,7 @@ def launcher(tmp: str) -> dict:
 
     from beam_prep.ranking.train.backend import make_launcher as build_launcher
     from tests.ranking import test_launcher as tl
+    from tests.ranking.train_fixtures import served_like
 
     out: dict = {}
     # 1. Early stopping + TensorBoard on the synthetic data (fit on data_parallel).
@@ -147,7 +148,7 @@ def launcher(tmp: str) -> dict:
     records = [r.numpy() for r in tf.data.TFRecordDataset(tf.io.gfile.glob(paths["train"]))]
     feats, _ = lau.datasets.parse_fn(tf.constant(records))
     scores = np.asarray(res.model(lau.preprocessor(feats), training=False))
-    np.save(os.path.join(sample_tmp, "jax_scores.npy"), scores)
+    np.save(os.path.join(sample_tmp, "jax_scores.npy"), served_like(scores, feats["__mask__"]))
     shutil.copytree(paths["dir"], os.path.join(sample_tmp, "records"))
     out["sample"] = {"history": res.history, "steps": res.steps, "export": res.export_path,
                      "ckpts": sorted(os.listdir(os.path.join(sample_tmp, "model", "ckpt")))}

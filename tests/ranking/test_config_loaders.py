@@ -46,7 +46,8 @@ def test_training_config_duplicate_key_names_key_and_lines():
      "`training`: `epoch` must be one of the known keys ['model_dir', 'loss', "
      "'softmax_targets', 'optimizer', 'learning_rate', 'epochs', 'steps_per_epoch', "
      "'validation_steps', 'steps_per_execution', 'metrics_k', 'checkpoint_every_steps', "
-     "'early_stopping_metric', 'early_stopping_patience', 'export_dir', 'loop', 'seed'] "
+     "'early_stopping_metric', 'early_stopping_patience', 'export_dir', 'loop', 'seed', "
+     "'retrain'] "
      "(did you mean `epochs`?). Received: epoch=3"),
     ("", ("training.learning_rate=.inf",),
      "`training`: `learning_rate` must be a number > 0.0 and finite. Received: "

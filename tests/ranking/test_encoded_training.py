@@ -20,12 +20,14 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from beam_prep.pipelines import make_elwc  # noqa: E402
+from tensorflow_serving.apis import input_pb2  # noqa: E402
 
 from beam_prep.errors import SpecError  # noqa: E402
 from beam_prep.ranking.train.encoded_input import serving_inputs  # noqa: E402
 from beam_prep.ranking.train.hparams import RankingHparams  # noqa: E402
 from beam_prep.ranking.train.launcher import RankingLauncher  # noqa: E402
 from tests.ranking import encoded_fixtures as fx  # noqa: E402
+from tests.ranking.train_fixtures import served_like  # noqa: E402
 
 EXAMPLE_COLUMNS = "city,store_id,price,brand,tags,other"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -93,10 +95,13 @@ def test_encoded_inputs_equal_raw_inputs_through_the_layers(data, tmp_path):
     for k in want:
         np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]), err_msg=k)
     # The export's preprocessor is the raw one: same inputs from the raw records.
+    # Serving parses the lists whole: padded to the longest list (6 documents), not to 8.
     pre, parse = serving_inputs(enc)
-    served = pre(parse(tf.constant(_records(data["raw"])))[0])
+    served = pre.with_list_size(None)(parse(tf.constant(_records(data["raw"])))[0])
+    assert served["city"].shape[1] == 6
     for k in want:
-        np.testing.assert_array_equal(np.asarray(served[k]), np.asarray(want[k]), err_msg=k)
+        w = np.asarray(want[k])[:, :6] if k in pre.example_names else np.asarray(want[k])
+        np.testing.assert_array_equal(np.asarray(served[k]), w, err_msg=k)
 
 
 _SCORE = """
@@ -107,6 +112,18 @@ scores = tf.saved_model.load(export).signatures["serving_default"](
     serialized=tf.constant(data))["scores"].numpy()
 np.save(out, scores)
 """
+
+
+def _long_list(records: list[bytes], n: int) -> bytes:
+    """One ELWC: the first record's context and the documents of all records, repeated to
+    ``n`` (the same documents in the same order for the raw and the encoded files)."""
+    lists = [input_pb2.ExampleListWithContext.FromString(r) for r in records]
+    out = input_pb2.ExampleListWithContext()
+    out.context.CopyFrom(lists[0].context)
+    docs = [d for e in lists for d in e.examples]
+    for i in range(n):
+        out.examples.add().CopyFrom(docs[i % len(docs)])
+    return out.SerializeToString()
 
 
 def test_export_scores_raw_features_like_the_model_scores_encoded(data, tmp_path):
@@ -120,7 +137,19 @@ def test_export_scores_raw_features_like_the_model_scores_encoded(data, tmp_path
     assert result.export_path == export_dir
     features, _ = launcher.datasets.parse_fn(tf.constant(_records(data["enc"])))
     want = result.model(launcher.preprocessor(features), training=False).numpy()
+    want = served_like(want, features["__mask__"])
     assert np.ptp(want) > 1e-4
+    # A list of 200 documents (list_size 8): the in-process model on the encoded documents in
+    # lists of 8 (dnn: each document scored alone) vs the export on the raw list.
+    long_enc = input_pb2.ExampleListWithContext.FromString(
+        _long_list(_records(data["enc"]), 200))
+    want_long = []
+    for i in range(0, 200, 8):
+        part = input_pb2.ExampleListWithContext(context=long_enc.context,
+                                                examples=long_enc.examples[i:i + 8])
+        f, _ = launcher.datasets.parse_fn(tf.constant([part.SerializeToString()]))
+        want_long.append(result.model(launcher.preprocessor(f), training=False).numpy()[0])
+    want_long = np.concatenate(want_long)
     del result, launcher
     shutil.rmtree(art)  # serving must not need the artifact directory
     raw_files = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))
@@ -131,6 +160,14 @@ def test_export_scores_raw_features_like_the_model_scores_encoded(data, tmp_path
     got = np.load(out)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    long_raw = str(tmp_path / "long.tfrecord")
+    with tf.io.TFRecordWriter(long_raw) as w:
+        w.write(_long_list(_records(data["raw"]), 200))
+    subprocess.run([sys.executable, "-c", _SCORE, export_dir, long_raw, out], check=True,
+                   cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
+    got_long = np.load(out)
+    assert got_long.shape == (1, 200)
+    np.testing.assert_allclose(got_long[0], want_long, rtol=1e-5, atol=1e-6)
 
 
 def test_other_artifacts_are_refused_naming_both_fingerprints(data, tmp_path):
@@ -155,6 +192,7 @@ _JAX_TRAIN = """
 import os, sys, numpy as np, tensorflow as tf
 from beam_prep.ranking.train.backend import make_launcher
 from beam_prep.ranking.train.hparams import RankingHparams
+from tests.ranking.train_fixtures import served_like
 config, enc_records, out = sys.argv[1:4]
 hp = RankingHparams.from_yaml_text(open(config).read(),
                                    overrides=["distribution.backend=jax"])
@@ -164,7 +202,7 @@ result = launcher.run()
 data = [r.numpy() for r in tf.data.TFRecordDataset(enc_records)]
 features, _ = launcher.datasets.parse_fn(tf.constant(data))
 inputs = {k: np.asarray(v) for k, v in launcher.preprocessor(features).items()}
-np.save(out, np.asarray(result.model(inputs, training=False)))
+np.save(out, served_like(result.model(inputs, training=False), features["__mask__"]))
 print("EXPORTED", result.export_path)
 """
 

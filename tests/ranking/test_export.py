@@ -22,6 +22,7 @@ from tests.ranking.train_fixtures import (
     elwc_parse_fn,
     hand_elwc,
     sample_examples,
+    served_like,
 )
 
 
@@ -57,13 +58,17 @@ def test_export_reload_both_signatures_after_artifacts_deleted(tmp_path):
     records = [r.numpy() for r in tf.data.TFRecordDataset(SAMPLE)] + [hand_elwc()]
     features, _ = launcher.datasets.parse_fn(tf.constant(records))
     want = result.model(launcher.preprocessor(features), training=False).numpy()
+    mask = features["__mask__"].numpy()
     del result, launcher, layers
     shutil.rmtree(art)  # the export must not need the artifact directory any more
 
     loaded = tf.saved_model.load(export_dir)
-    got = loaded.signatures[ELWC_SIGNATURE](serialized=tf.constant(records))["scores"].numpy()
-    assert got.shape == (len(records), 4)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    out = loaded.signatures[ELWC_SIGNATURE](serialized=tf.constant(records))
+    got = out["scores"].numpy()
+    # padded to the longest list of the request (3 documents), not to list_size (4)
+    assert got.shape == (len(records), 3)
+    np.testing.assert_array_equal(out["num_documents"].numpy(), mask.sum(axis=1))
+    np.testing.assert_allclose(got, served_like(want, mask), rtol=1e-5, atol=1e-5)
     assert np.ptp(got[-1, :3]) > 1e-4  # scores depend on the documents
 
     # tf.Example signature: each document (with its list's context) scores as inside the list.

@@ -117,6 +117,7 @@ import tensorflow as tf
 from beam_prep.ranking.train.backend import make_launcher
 from beam_prep.ranking.train.scorers.feature_dropout import FeatureDropout
 from tests.ranking import test_launcher as tl
+from tests.ranking.train_fixtures import served_like
 tmp = sys.argv[1]
 paths = tl._write_data(os.path.join(tmp, "data"))
 hp = tl._hparams(paths, os.path.join(tmp, "model"), epochs=2, early_stopping_metric=None)
@@ -129,7 +130,7 @@ feats, _ = lau.datasets.parse_fn(tf.constant(records))
 pre = lau.preprocessor(feats)
 scores = np.asarray(res.model(pre, training=False))
 trained = np.asarray(res.model(pre, training=True))
-np.save(os.path.join(tmp, "jax_scores.npy"), scores)
+np.save(os.path.join(tmp, "jax_scores.npy"), served_like(scores, feats["__mask__"]))
 print("RESULT " + json.dumps({
     "valid": paths["valid"], "steps": res.steps, "export": res.export_path,
     "dropout_layers": sum(isinstance(x, FeatureDropout) for x in res.model.layers),

@@ -23,6 +23,7 @@ from tests.ranking.train_fixtures import (
     copy_sample,
     elwc_parse_fn,
     sample_layers,
+    served_like,
 )
 
 L = 5
@@ -107,7 +108,8 @@ def test_scorer_config_errors_name_field_and_value(tmp_path, override, match):
 
 
 def test_input_transform_auto_resolves_per_scorer():
-    assert ModelHparams().resolved_input_transform == "none"
+    # log1p for every scorer: finite for any float32 (tests/ranking/test_run_safety.py).
+    assert ModelHparams().resolved_input_transform == "log1p"
     assert ModelHparams(scorer="dasalc").resolved_input_transform == "log1p"
     assert ModelHparams(scorer="dasalc", input_transform="robust"
                         ).resolved_input_transform == "robust"
@@ -169,7 +171,7 @@ def test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process(tmp_path,
     pre = launcher.preprocessor(features)
     per_member = [np.asarray(m(pre, training=False)) for m in members]
     assert np.abs(per_member[0] - per_member[1]).max() > 1e-4  # different seeds
-    want = np.mean(per_member, axis=0)
+    want = served_like(np.mean(per_member, axis=0), features["__mask__"])
     out = str(tmp_path / "scores.npy")
     subprocess.run([sys.executable, "-c", LOAD_SCRIPT, export_dir, SAMPLE, out], check=True,
                    capture_output=True, timeout=300)
@@ -199,7 +201,11 @@ def test_feature_stats_use_real_entries_only_and_match_numpy():
     assert tuple(layers["f"](f).shape) == (6, L, 1, 4)
     with pytest.raises(SpecError, match="needs statistics of feature 'g'"):
         input_transforms(ModelHparams(input_transform="robust"), ["g"], stats)
-    assert input_transforms(ModelHparams(), ["f"], stats) == {}
+    assert input_transforms(ModelHparams(input_transform="none"), ["f"], stats) == {}
+    # The default (auto) is log1p for every scorer: finite for any float32.
+    default = input_transforms(ModelHparams(), ["f"], stats)["f"]
+    assert type(default).__name__ == "SignedLog1p"
+    np.testing.assert_allclose(default(np.float32([[3e38]])), [[np.log1p(3e38)]], rtol=1e-6)
 
 
 @pytest.mark.parametrize("expand", [False, True])

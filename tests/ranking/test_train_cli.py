@@ -147,7 +147,9 @@ def test_one_list_trains_and_exports(tmp_path, capsys):
     assert got["outputs"]["model_dir"] == str(tmp_path / "model")
     epoch_lines = [x for x in captured.err.splitlines() if x.startswith("epoch ")]
     assert len(epoch_lines) == 1 and epoch_lines[0].startswith("epoch 1/1: loss ")
-    assert f"loss {got['counts']['loss']:.4f}" in epoch_lines[0]
+    last = got["details"]["last_epoch"]
+    assert last["epoch"] == 1 and f"loss {last['metrics']['loss']:.4f}" in epoch_lines[0]
+    assert got["details"]["exported_metrics"] == last["metrics"]  # no validation: the last
     assert captured.out.startswith("beam-prep train: ok in ")
     assert f"  wrote export: {export}" in captured.out
     assert not [w for w in caught if "shuffle" in str(w.message)]

@@ -9,50 +9,61 @@ from types import SimpleNamespace
 import pytest
 from beam_prep.pipelines.train import _epoch_counts
 
-from beam_prep.ranking.train.epoch_log import EpochPrinter, exported_epoch
+from beam_prep.ranking.train.epoch_log import EpochPrinter
+from beam_prep.ranking.train.run_state import EpochTracker, RunState
 
 
 def _hp(epochs: int, metric: str | None = "val_ndcg_10"):
     return SimpleNamespace(training=SimpleNamespace(epochs=epochs, model_dir="out/ranker",
-                                                    early_stopping_metric=metric))
+                                                    export_dir="out/ranker/export",
+                                                    early_stopping_metric=metric,
+                                                    early_stopping_patience=1))
 
 
-@pytest.mark.parametrize("history, first, metric, want", [
-    # The best value is reached first at epoch 2 (a tie later does not move it).
-    ({"loss": [3, 2, 1], "val_ndcg_10": [0.5, 0.8, 0.8]}, 1, "val_ndcg_10",
-     (2, "best val_ndcg_10 0.8000")),
-    # A loss is minimised.
-    ({"loss": [3, 2, 1], "val_loss": [1.0, 0.5, 0.7]}, 1, "val_loss", (2, "best val_loss 0.5000")),
-    # Resumed after 5 epochs: this run's epochs are 6 and 7.
-    ({"loss": [3, 2], "val_ndcg_10": [0.9, 0.1]}, 6, "val_ndcg_10", (6, "best val_ndcg_10 0.9000")),
-    # No validation: the model holds the last epoch.
-    ({"loss": [3, 2, 1]}, 1, "val_ndcg_10", (3, "last epoch")),
-    ({"loss": [3, 2, 1]}, 1, None, (3, "last epoch")),
-    ({}, 1, "val_ndcg_10", None),
-])
-def test_exported_epoch(history, first, metric, want):
-    assert exported_epoch(history, first_epoch=first, metric=metric) == want
+def _result(state, *, epochs, first=0, exported=True, finished_before=False):
+    tracker = EpochTracker(state, patience=1)
+    history = {"loss": [], "val_ndcg_10": []}
+    for i, value in enumerate(epochs):
+        history["loss"].append(1.0)
+        history["val_ndcg_10"].append(value)
+        tracker.epoch_end(first + i, {"loss": 1.0, "val_ndcg_10": value})
+    best = state.best_or_last()
+    if state.export is None:  # the record of the export (this run's or an earlier one's)
+        state.export = {"path": "out/ranker/export", "epoch": best["epoch"],
+                        "metrics": best["metrics"]}
+    return SimpleNamespace(history=history, steps=30, state=state, exported=exported,
+                           finished_before=finished_before)
 
 
-def test_summary_of_a_fresh_run_names_the_best_epoch():
-    result = SimpleNamespace(history={"loss": [3, 2, 1], "val_ndcg_10": [0.5, 0.8, 0.7]},
-                             steps=30)
+def test_summary_labels_the_exported_and_the_last_epoch():
+    result = _result(RunState(epochs=3, monitor="val_ndcg_10"), epochs=[0.5, 0.8, 0.7])
     counts = _epoch_counts(result, _hp(3), [0, 1, 2])
-    assert counts == {"exported_epoch": "2 of 3 (best val_ndcg_10 0.8000)"}
+    assert counts == {
+        "exported_epoch": "2 of 3 (best val_ndcg_10 0.8000)",
+        "exported_model": "loss 1.0000, val_ndcg_10 0.8000",
+        "export": "written",
+        "last_epoch": "3 of 3: loss 1.0000, val_ndcg_10 0.7000",
+        "stopped_early": "after epoch 3 (1 epochs without a better val_ndcg_10)",
+    }
 
 
 def test_summary_of_a_resumed_run_says_so():
-    result = SimpleNamespace(history={"loss": [2, 1], "val_ndcg_10": [0.6, 0.9]}, steps=40)
-    counts = _epoch_counts(result, _hp(4), [2, 3])
+    state = RunState(epochs=4, monitor="val_ndcg_10", epochs_done=2,
+                     best={"epoch": 1, "value": 0.9, "metrics": {"val_ndcg_10": 0.9}})
+    result = _result(state, epochs=[0.6], first=2, exported=True)
+    counts = _epoch_counts(result, _hp(4), [2])
     assert counts["resumed"].startswith("out/ranker held 2 of 4 epochs")
-    assert counts["exported_epoch"] == "4 of 4 (best val_ndcg_10 0.9000)"
+    assert counts["exported_epoch"] == "1 of 4 (best val_ndcg_10 0.9000)"
+    assert counts["last_epoch"] == "3 of 4: loss 1.0000, val_ndcg_10 0.6000"
 
 
-def test_summary_of_a_run_with_nothing_left_to_train():
-    result = SimpleNamespace(history={}, steps=40)
-    counts = _epoch_counts(result, _hp(4), [])
-    assert counts["resumed"].startswith("out/ranker held 4 of 4 epochs")
-    assert counts["exported_epoch"] == "the restored state (no epoch left to train)"
+def test_summary_of_a_finished_run_says_nothing_was_trained():
+    state = RunState(epochs=1, monitor="val_ndcg_10")
+    result = _result(state, epochs=[0.5], exported=False, finished_before=True)
+    result.history = {}
+    counts = _epoch_counts(result, _hp(1), [])
+    assert counts["finished"].startswith("out/ranker holds a finished run; nothing")
+    assert counts["export"] == "unchanged: out/ranker/export (it holds the best epoch)"
 
 
 def test_silent_printer_records_epochs_and_prints_nothing():
@@ -82,12 +93,14 @@ def test_cli_summary_after_a_resume(tmp_path, capsys):
     assert main(["train", "--config", config, watch, "--summary_json", str(summary)]) == 0
     first = json.loads(summary.read_text())["counts"]
     assert "resumed" not in first and first["exported_epoch"].startswith("1 of 1 (best ")
+    assert "resumed" not in first and first["export"] == "written"
     capsys.readouterr()
     assert main(["train", "--config", config, watch, "training.epochs=2",
                  "--summary_json", str(summary)]) == 0
     out = capsys.readouterr().out
     second = json.loads(summary.read_text())["counts"]
     assert second["resumed"].startswith(f"{tmp_path / 'model'} held 1 of 2 epochs")
-    assert second["exported_epoch"].startswith("2 of 2 (best ")
+    assert second["exported_epoch"].startswith(("1 of 2 (best ", "2 of 2 (best "))
+    assert second["last_epoch"].startswith("2 of 2: loss ")
     assert f"  resumed: {second['resumed']}" in out
     assert f"  exported_epoch: {second['exported_epoch']}" in out

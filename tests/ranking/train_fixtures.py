@@ -116,3 +116,20 @@ def hand_elwc() -> bytes:
         feature { key: "document_tokens" value { bytes_list { value: ["irrelevant"] } } } } }
     """, input_pb2.ExampleListWithContext())
     return e.SerializeToString()
+
+
+def served_like(want, mask):
+    """In-process ``[B, list_size]`` scores of lists no longer than ``list_size`` as
+    ``serving_default`` returns them: cut to the longest list, padding ``PADDING_SCORE``.
+
+    Args:
+        want: The model's scores of the parsed lists.
+        mask: The parsed features' ``"__mask__"`` (True / 1 for real documents).
+    """
+    import numpy as np
+
+    from beam_prep.ranking.train.export import PADDING_SCORE
+
+    mask = np.asarray(mask).astype(bool)
+    longest = int(mask.sum(axis=1).max())
+    return np.where(mask, np.asarray(want), np.float32(PADDING_SCORE))[:, :longest]

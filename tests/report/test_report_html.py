@@ -323,3 +323,22 @@ def test_report_of_a_local_folder_imports_no_beam(which, analysis, elwc):
                             timeout=300, check=True)
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr
     assert os.path.getsize(out) > 1000
+
+
+def test_elwc_list_sizes_name_the_red_line_only_when_it_is_drawn(tmp_path):
+    import json
+
+    root = str(tmp_path / "elwc")
+    make_elwc_dir(root)
+    with_cap = render_report(root)
+    stats_path = os.path.join(root, "stats.json")
+    with open(stats_path, encoding="utf-8") as f:
+        stats = json.load(f)
+    stats["policy"]["max_list_size"] = None
+    with open(stats_path, "w", encoding="utf-8") as f:
+        json.dump(stats, f)
+    without = render_report(root)
+    for html, drawn in ((with_cap, True), (without, False)):
+        card = html[html.index("List sizes"):html.index("Labels", html.index("List sizes"))]
+        assert ('class="cut"' in card) is drawn
+        assert ("red line" in card) is drawn, card[-600:]

@@ -4,6 +4,7 @@ output folder policy; the CLI verb and its summary."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from beam_prep.pipelines import analyze, transform
@@ -83,9 +84,14 @@ def test_cli_verb_help_and_summary(artifacts, tmp_path, capsys):
     out = tmp_path / "enc"
     assert cli.main(["transform", "--artifacts", artifacts, "--input", _serve(tmp_path),
                      "--output", str(out), "--max_bad_fraction", "1"]) == 0
-    printed = capsys.readouterr().out
-    assert "rows read: 5   written: 3   rejected: 2" in printed
-    assert "color" in printed and "size" in printed
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err
+    # the counts are printed once (the run summary block), not restated after it
+    assert len(re.findall(r"rows[ _]read", printed)) == 1, printed
+    assert "rows_read: 5\n" in printed and "rows_written: 3\n" in printed
+    assert "rows_rejected: 2\n" in printed
+    assert 'rejected by reason: {"' in printed
+    assert "color" in captured.out and "size" in captured.out
 
 
 def test_shards_follow_splits_and_concatenate_to_the_same_records(artifacts, tmp_path):

@@ -49,6 +49,7 @@ from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import MANIFEST
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, EncodedFeature, Encoding, FeatureInfo
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary
+from beam_prep.transform.per_key_buckets import to_float32
 
 #: ELWC dtype each layer input dtype is written as (``FeaturePlan.dtype``).
 _ELWC_DTYPE = {"string": "string", "int64": "int64", "float32": "float"}
@@ -223,7 +224,7 @@ def _cell(v: Any, dtype: str) -> Any:
         return v.decode("utf-8") if isinstance(v, bytes) else str(v)
     if dtype == "int64":
         return int(v)
-    return float(np.float32(v))
+    return float(to_float32(v))
 
 
 def rows_as_lists(encoded: Encoded) -> list[list[Any]]:

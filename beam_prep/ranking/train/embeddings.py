@@ -141,16 +141,16 @@ class RankingEmbeddings(keras.layers.Layer):
     def call(self, inputs: Mapping[str, Any]) -> dict[str, Any]:  # noqa: D102
         flat: dict[str, Any] = {}
         weights: dict[str, Any] = {}
-        middle: dict[str, tuple[int, ...]] = {}
+        lead: dict[str, tuple[Any, ...]] = {}  # output axes before dim (list axis dynamic)
         for feat in self.rows:
             ids = ops.cast(inputs[feat], "int32")
             if feat in self.sequence_features:
-                middle[feat] = tuple(ids.shape[1:-1])
+                lead[feat] = tuple(ops.shape(ids)[:-1])
                 ids2 = ops.reshape(ids, (-1, ids.shape[-1]))
                 m = ops.cast(ops.not_equal(ids2, 0), self.compute_dtype)
                 w = ops.divide_no_nan(m, ops.sum(m, axis=-1, keepdims=True))
             else:
-                middle[feat] = tuple(ids.shape[1:])
+                lead[feat] = tuple(ops.shape(ids))
                 ids2 = ops.reshape(ids, (-1, 1))
                 w = ops.ones_like(ops.cast(ids2, self.compute_dtype))
             flat[feat], weights[feat] = ids2, w
@@ -161,7 +161,7 @@ class RankingEmbeddings(keras.layers.Layer):
         for feat, layer in self.small.items():
             e = layer(flat[feat])                                   # [N, T, dim]
             out[feat] = ops.sum(e * ops.expand_dims(weights[feat], -1), axis=1)
-        return {k: ops.reshape(out[k], (-1, *middle[k], self.dim)) for k in self.rows}
+        return {k: ops.reshape(out[k], (*lead[k], self.dim)) for k in self.rows}
 
     def get_config(self) -> dict[str, Any]:  # noqa: D102
         return {**super().get_config(), "rows": self.rows, "dim": self.dim,

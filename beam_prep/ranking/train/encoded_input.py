@@ -112,19 +112,28 @@ def input_layers(artifacts: str | None, spec: Any, layers: Mapping[str, Any] | N
     return auto_layers, (auto_rows if vocab_rows is None else vocab_rows)
 
 
+def serving_parser(parse: Any) -> Any:
+    """The parser the export puts in front of the model: the reader's keeps every document
+    (``ElwcParser.full_lists``); a custom ``parse_fn`` is used as given."""
+    from beam_prep.ranking.train.reader import ElwcParser
+
+    return parse.full_lists() if isinstance(parse, ElwcParser) else parse
+
+
 def serving_inputs(launcher: Any) -> tuple[Any, Any]:
     """``(preprocessor, parse_fn)`` the export puts in front of the model.
 
     The launcher's own for raw ELWC; for encoded ELWC a Preprocessor of the raw spec with the
-    artifacts' real layers and the reader's parser for the raw spec (same model inputs).
+    artifacts' real layers and the reader's parser for the raw spec (same model inputs). The
+    parser keeps every document of a list (:func:`serving_parser`).
     """
     spec = launcher.spec
     if spec.encoded is None:
-        return launcher.preprocessor, launcher.datasets.parse_fn
+        return launcher.preprocessor, serving_parser(launcher.datasets.parse_fn)
     import tensorflow as tf
 
     from beam_prep.ranking.train.preprocessor import Preprocessor
-    from beam_prep.ranking.train.reader import parse_elwc_batch
+    from beam_prep.ranking.train.reader import ElwcParser
 
     raw = spec.raw()
     data = launcher.hp.data
@@ -134,11 +143,10 @@ def serving_inputs(launcher: Any) -> tuple[Any, Any]:
     pre = Preprocessor(raw, {**extra, **layers}, list_size=trained.list_size,
                        sequence_length=trained.sequence_length, vocab_rows=rows,
                        include_mask=trained.include_mask)
-
-    def parse(serialized: Any) -> Any:  # the launcher's default_parse_fn, for the raw spec
-        return parse_elwc_batch(serialized, raw, list_size=data.list_size, mask_dtype=tf.int32)
-
-    build_layers(pre, parse(tf.constant([b""]))[0])
+    parse = ElwcParser(raw, None, mask_dtype=tf.int32)  # the launcher's for the raw spec, whole
+    # Built on one-entry lists: a layer whose state takes the input's last axis (Normalization
+    # with axis=-1 on a [B, L] float) then broadcasts over lists of any length L.
+    build_layers(pre, ElwcParser(raw, 1, mask_dtype=tf.int32)(tf.constant([b""]))[0])
     return pre, parse
 
 

@@ -16,10 +16,9 @@ Example:
 
 from __future__ import annotations
 
-import math
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 
@@ -32,12 +31,21 @@ def format_epoch(epoch: int, epochs: int, logs: Mapping[str, float], seconds: fl
         >>> format_epoch(2, 3, {"val_loss": 1.0, "mrr": 0.25, "loss": 2.0}, 0.42)
         'epoch 3/3: loss 2.0000, mrr 0.2500, val_loss 1.0000 (0.4s)'
     """
+    return f"epoch {epoch + 1}/{epochs}: {format_metrics(logs)} ({seconds:.1f}s)"
+
+
+def format_metrics(logs: Mapping[str, float]) -> str:
+    """``<name> <value>, ...``: training values first (``loss`` leading), then ``val_`` ones.
+
+    Example:
+        >>> format_metrics({"val_ndcg_10": 0.8, "loss": 0.5})
+        'loss 0.5000, val_ndcg_10 0.8000'
+    """
     def order(name: str) -> tuple[bool, bool, str]:
         base = name[4:] if name.startswith("val_") else name
         return name.startswith("val_"), base != "loss", base
 
-    values = ", ".join(f"{name} {float(logs[name]):.4f}" for name in sorted(logs, key=order))
-    return f"epoch {epoch + 1}/{epochs}: {values} ({seconds:.1f}s)"
+    return ", ".join(f"{name} {float(logs[name]):.4f}" for name in sorted(logs, key=order))
 
 
 class EpochPrinter:
@@ -74,36 +82,6 @@ class EpochPrinter:
         stream = self._stream or sys.stderr
         stream.write(format_epoch(epoch, self.epochs, logs, seconds) + "\n")
         stream.flush()
-
-
-def exported_epoch(history: Mapping[str, Sequence[float]], *, first_epoch: int,
-                   metric: str | None) -> tuple[int, str] | None:
-    """The 1-based epoch whose weights the trained (and exported) model holds, and why.
-
-    Early stopping keeps the best epoch of this run by ``metric`` (the first one reaching the
-    best value; ``min`` when the name holds ``loss``, else ``max``), as both loops do;
-    without that metric in ``history`` the model holds the last epoch. ``first_epoch`` is the
-    1-based number of this run's first epoch (> 1 after a resume). None when no epoch ran.
-
-    Example:
-        >>> exported_epoch({"loss": [3, 2, 1], "val_ndcg_10": [0.5, 0.7, 0.7]}, first_epoch=1,
-        ...                metric="val_ndcg_10")
-        (2, 'best val_ndcg_10 0.7000')
-        >>> exported_epoch({"loss": [3, 2]}, first_epoch=4, metric="val_ndcg_10")
-        (5, 'last epoch')
-    """
-    n = len(history.get("loss", ()))
-    if n == 0:
-        return None
-    values = list(history.get(metric, ())) if metric else []
-    if len(values) != n:
-        return first_epoch + n - 1, "last epoch"
-    sign = -1.0 if "loss" in (metric or "") else 1.0
-    best = 0
-    for i, value in enumerate(values):
-        if math.isnan(values[best]) or sign * value > sign * values[best]:
-            best = i
-    return first_epoch + best, f"best {metric} {values[best]:.4f}"
 
 
 def keras_callback(printer: EpochPrinter) -> Any:

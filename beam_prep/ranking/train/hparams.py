@@ -51,6 +51,9 @@ ScorerName = Literal["dnn", "dasalc"]
 InputTransform = Literal["auto", "none", "log1p", "piecewise_linear", "robust"]
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+#: ``training.export_dir`` when the config does not set it; ``{model_dir}`` is replaced by
+#: ``training.model_dir``, so a new ``model_dir`` never overwrites an earlier run's export.
+DEFAULT_EXPORT_DIR = "{model_dir}/export"
 BACKENDS: tuple[str, ...] = get_args(Backend)
 # Strategies of each Keras backend (``default`` = one device on either).
 TF_STRATEGIES: tuple[str, ...] = ("default", "mirrored", "multi_worker", "tpu")
@@ -104,7 +107,8 @@ class DataHparams:
         feature_spec: Path of the ``feature_spec.json`` written by ``make-elwc``.
         train_pattern: Glob of training TFRecord files of serialized ELWC.
         valid_pattern: Glob of validation files (optional).
-        list_size: Examples per list after padding/truncation (fixed: static shapes).
+        list_size: Training examples per list: padded, or a seeded random subset of a longer
+            list (fixed: static shapes); validation and serving read whole lists.
         train_batch_size: Global training batch size (lists per step, over all replicas).
         valid_batch_size: Global validation batch size.
         shuffle_buffer: Lists in the shuffle buffer (0 disables shuffling).
@@ -156,8 +160,9 @@ class ModelHparams:
         input_transform: Transform of float features before the scorer: ``none``,
             ``log1p`` (``sign(x) log1p(|x|)``), ``piecewise_linear`` (Gorishniy et al. 2022,
             ``piecewise_bins`` quantile bins per value), ``robust`` (``(x - median) / IQR``)
-            or ``auto`` (``log1p`` for ``dasalc``, ``none`` for ``dnn``). Statistics are
-            computed on the training lists only.
+            or ``auto`` (``log1p``, for every scorer: it maps every finite float32, up to
+            3.4e38, into [-88.8, 88.8], so a huge value cannot overflow the network).
+            Statistics are computed on the training lists only.
         piecewise_bins: Bins per value of ``piecewise_linear``.
         feature_embedding_dim: ``N > 0``: every float value, after ``input_transform``,
             goes through its own Dense(N) + ReLU before the scorer (Gorishniy et al. 2022;
@@ -224,10 +229,8 @@ class ModelHparams:
 
     @property
     def resolved_input_transform(self) -> str:
-        """``input_transform`` with ``auto`` resolved for the scorer."""
-        if self.input_transform != "auto":
-            return self.input_transform
-        return "log1p" if self.scorer == "dasalc" else "none"
+        """``input_transform`` with ``auto`` resolved (``log1p``: finite for any float32)."""
+        return "log1p" if self.input_transform == "auto" else self.input_transform
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,7 +257,13 @@ class TrainHparams:
         early_stopping_metric: Validation metric watched by early stopping, e.g.
             ``val_ndcg_10`` (null disables early stopping).
         early_stopping_patience: Epochs without improvement before stopping.
-        export_dir: Where the SavedModel is written after training (null = no export).
+        export_dir: Where the SavedModel is written after training (null = no export;
+            default ``<model_dir>/export``: ``{model_dir}`` in the value is replaced by
+            ``model_dir``). Written to ``<export_dir>.staging`` first and swapped in whole.
+        retrain: Start over: delete the checkpoints, logs and run record in ``model_dir``
+            (not the export, which is replaced when the new run ends) and train from
+            scratch. Without it a finished run is not trained again (``beam-prep train
+            --retrain`` sets it).
         loop: ``fit`` (Keras), ``custom`` (``strategy.run`` loop) or ``auto`` (custom for
             ``multi_worker``, where Keras ``fit`` cannot run; fit elsewhere).
         seed: Random seed (weights, shuffling, dropout).
@@ -273,9 +282,15 @@ class TrainHparams:
     checkpoint_every_steps: int = 0
     early_stopping_metric: str | None = None
     early_stopping_patience: int = 3
-    export_dir: str | None = None
+    export_dir: str | None = DEFAULT_EXPORT_DIR
     loop: TrainingLoop = "auto"
     seed: int = 0
+    retrain: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.export_dir, str) and isinstance(self.model_dir, str):
+            object.__setattr__(self, "export_dir", self.export_dir.replace(
+                "{model_dir}", self.model_dir.rstrip("/") or self.model_dir))
 
     def validate(self) -> None:  # noqa: D102
         check_fields(self, where="`training`")
@@ -387,16 +402,21 @@ class RankingHparams:
         return from_mapping(cls, raw)
 
     @classmethod
-    def from_yaml_text(cls, text: str, overrides: Sequence[str] = ()) -> RankingHparams:
-        """Parses YAML text (see :meth:`from_dict`); a key repeated in a mapping is an error."""
-        return cls.from_dict(load_yaml(text, what="The training config"), overrides)
+    def from_yaml_text(cls, text: str, overrides: Sequence[str] = (), *,
+                       source: str | None = None) -> RankingHparams:
+        """Parses YAML text (see :meth:`from_dict`); a key repeated in a mapping is an error.
+
+        ``source``, the file the text came from, is named in a syntax error (``path:line:col``).
+        """
+        return cls.from_dict(load_yaml(text, what="The training config", source=source),
+                             overrides)
 
     @classmethod
     def load(cls, path: str, overrides: Sequence[str] = ()) -> RankingHparams:
         """Reads a YAML config from any Beam filesystem path."""
         from beam_prep.io.filesystem import read_text
 
-        return cls.from_yaml_text(read_text(path), overrides)
+        return cls.from_yaml_text(read_text(path), overrides, source=path)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (lists for tuples), suitable for YAML/JSON."""

@@ -11,7 +11,7 @@ Same config, data, model, losses and metrics as the TensorFlow launcher
   ``model_dir`` and the export.
 * **Training loop**: Keras ``fit``, compiled with XLA (``jit_compile=True``); callbacks as on
   TensorFlow (``ModelCheckpoint`` weights, ``BackupAndRestore``, ``TensorBoard``,
-  ``EarlyStopping`` keeping the best epoch). The custom ``tf.function`` loop is TensorFlow
+  the best-epoch tracker of :mod:`.run_state`). The custom ``tf.function`` loop is TensorFlow
   only.
 * **Embeddings**: keras-rs ``DistributedEmbedding`` takes its JAX path (SparseCore on TPU
   when ``jax-tpu-embedding`` is installed, plain lookups elsewhere).
@@ -127,11 +127,12 @@ class JaxRankingLauncher(RankingLauncher):
             return train_ds
         return DevicePrefetcher(train_ds.as_numpy_iterator(), depth=2).generator()
 
-    def export(self, model: keras.Model, element_spec: Any) -> str:
-        """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF."""
+    def export(self, model: keras.Model, element_spec: Any, *, path: str | None = None) -> str:
+        """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF,
+        at ``path`` (default ``training.export_dir``)."""
         from beam_prep.ranking.train.encoded_input import serving_inputs
         from beam_prep.ranking.train.jax_export import export_jax_ranker
 
         pre, parse = serving_inputs(self)  # raw features in, even from encoded ELWC
-        return export_jax_ranker(model, pre, self.hp.training.export_dir,
+        return export_jax_ranker(model, pre, path or self.hp.training.export_dir,
                                  parse_fn=parse, feature_spec=element_spec[0])

@@ -4,9 +4,11 @@ Under ``KERAS_BACKEND=jax`` Keras' ``ExportArchive`` turns an endpoint into Tens
 ``jax2tf``, which accepts numeric tensors only: the string parsing and the lookups of the
 serving functions cannot go through it. So the export has two layers:
 
-1. the model alone (preprocessed features -> ``[batch, list_size]`` scores) becomes a
-   TensorFlow function through ``jax2tf`` (``model.stateless_call`` converted with native
-   serialization; the weights are stored as TF variables, the batch axis is polymorphic);
+1. the model alone (preprocessed features -> ``[batch, L]`` scores) becomes a TensorFlow
+   function through ``jax2tf`` (``model.stateless_call`` converted with native
+   serialization; the weights are stored as TF variables; the batch axis ``b`` and the list
+   axis ``l`` of the example features and the mask are polymorphic, so lists of any length
+   are scored, as on TensorFlow);
 2. ``serving_default`` (serialized ELWC) and ``score_examples`` (serialized tf.Example) are
    plain TensorFlow functions: the ELWC reader / ``tf.io.parse_example``, the preprocessing
    layers (which run on TensorFlow in any Keras backend, as they do in ``tf.data``), then the
@@ -24,7 +26,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import keras
@@ -33,16 +35,24 @@ import tensorflow as tf
 from beam_prep.ranking.train.export import (
     ELWC_SIGNATURE,
     EXAMPLE_SIGNATURE,
+    example_inputs,
     example_parse_spec,
-    examples_as_lists,
+    serving_outputs,
 )
 from beam_prep.ranking.train.preprocessor import Preprocessor
 
 
-def feature_signature(element_spec: Mapping[str, Any]) -> dict[str, tf.TensorSpec]:
-    """The preprocessed features' specs with a free batch axis (the converted model's input)."""
-    return {name: tf.TensorSpec([None, *spec.shape[1:]], spec.dtype, name=name)
-            for name, spec in element_spec.items()}
+def feature_signature(element_spec: Mapping[str, Any], list_features: Collection[str] = ()
+                      ) -> dict[str, tf.TensorSpec]:
+    """The preprocessed features' specs with a free batch axis (the converted model's input);
+    the list axis (axis 1) of ``list_features`` is free too."""
+    out = {}
+    for name, spec in element_spec.items():
+        rest = list(spec.shape[1:])
+        if name in list_features and rest:
+            rest[0] = None
+        out[name] = tf.TensorSpec([None, *rest], spec.dtype, name=name)
+    return out
 
 
 def tf_resources(layer: keras.layers.Layer) -> list[Any]:
@@ -70,7 +80,10 @@ def _tf_variable(v: Any, prefix: str) -> tf.Variable:
 
 
 def convert_model(model: keras.Model, signature: Mapping[str, tf.TensorSpec]) -> Any:
-    """The model as a TF function of TF variables (``jax2tf``), batch axis polymorphic.
+    """The model as a TF function of TF variables (``jax2tf``), free axes polymorphic.
+
+    The batch axis is ``b``; a free axis 1 (``None`` in ``signature``: the list axis) is
+    ``l``, shared by all features (they come from the same lists).
 
     Returns:
         ``(fn, variables)``: ``fn(features) -> scores`` and the ``tf.Variable`` list it reads
@@ -88,9 +101,12 @@ def convert_model(model: keras.Model, signature: Mapping[str, tf.TensorSpec]) ->
     def poly(v: Any) -> str:
         return "(" + ", ".join(str(d) for d in v.shape) + ")"
 
+    def poly_input(spec: tf.TensorSpec) -> str:
+        dims = ["b", *("l" if d is None else str(d) for d in spec.shape[1:])]
+        return "(" + ", ".join(dims) + ")"
+
     shapes = [[poly(v) for v in trainable], [poly(v) for v in frozen],
-              {k: "(b, " + ", ".join(str(d) for d in s.shape[1:]) + ")"
-               for k, s in signature.items()}]
+              {k: poly_input(s) for k, s in signature.items()}]
     converted = jax2tf.convert(stateless, polymorphic_shapes=shapes, with_gradient=False)
 
     def fn(features: Mapping[str, Any]) -> Any:
@@ -109,13 +125,14 @@ def export_jax_ranker(model: keras.Model, preprocessor: Preprocessor, path: str,
         preprocessor: The training preprocessor (its tables are tracked: vocabularies become
             assets).
         path: Output directory.
-        parse_fn: Batch ELWC parser, serialized ``[B]`` -> (features, labels).
+        parse_fn: Batch ELWC parser, serialized ``[B]`` -> (features, labels), keeping every
+            document (``ElwcParser.full_lists``).
         feature_spec: Element spec of the preprocessed features (the dataset's
             ``element_spec[0]``): the converted model's input signature.
     """
     spec = preprocessor.spec
-    list_size = preprocessor.list_size
-    signature = feature_signature(feature_spec)
+    pre = preprocessor.with_list_size(None)  # lists of any length
+    signature = feature_signature(feature_spec, pre.list_features)
     score, variables = convert_model(model, signature)
     root = tf.Module()
     root.model_variables = variables
@@ -125,18 +142,17 @@ def export_jax_ranker(model: keras.Model, preprocessor: Preprocessor, path: str,
     serialized = [tf.TensorSpec([None], tf.string, name="serialized")]
 
     def model_inputs(features: Mapping[str, Any]) -> dict[str, Any]:
-        pre = preprocessor(features)
-        return {k: tf.cast(pre[k], signature[k].dtype) for k in signature}
+        out = pre(features)
+        return {k: tf.cast(out[k], signature[k].dtype) for k in signature}
 
     @tf.function(input_signature=serialized, autograph=False)
     def score_elwc(serialized: Any) -> dict[str, Any]:
         features, _ = parse_fn(serialized)
-        return {"scores": score(model_inputs(features))}
+        return serving_outputs(score(model_inputs(features)), features)
 
     @tf.function(input_signature=serialized, autograph=False)
     def score_examples(serialized: Any) -> dict[str, Any]:
-        parsed = tf.io.parse_example(serialized, parse_spec)
-        lists = examples_as_lists(parsed, spec, list_size)
+        lists = example_inputs(serialized, spec, parse_spec, include_mask=pre.include_mask)
         return {"scores": score(model_inputs(lists))[:, 0]}
 
     root.score_elwc, root.score_examples = score_elwc, score_examples

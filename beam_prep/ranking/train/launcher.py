@@ -2,16 +2,24 @@
 
 :class:`DatasetBuilder` reads TFRecord files of serialized ELWC, shuffles serialized records,
 batches them (``drop_remainder`` for static shapes), parses each batch with the ELWC reader
-(``reader.parse_elwc_batch``: padded to ``list_size``, labels ``-1`` on padding) and runs the
-:class:`~beam_prep.ranking.train.model.Preprocessor` in ``tf.data``.
+(``reader.parse_elwc_batch``: training lists padded to ``list_size`` or cut to a seeded random
+subset of it, validation lists whole; labels ``-1`` on padding) and runs the
+:class:`~beam_prep.ranking.train.preprocessor.Preprocessor` in ``tf.data``.
 
 :class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
 (callbacks: ``ModelCheckpoint`` every N steps, ``BackupAndRestore`` for preemption,
-``TensorBoard``, ``EarlyStopping``) or the custom loop of :mod:`.loop` (``strategy.run`` inside
+``TensorBoard``, the best-epoch tracker) or the custom loop of :mod:`.loop` (``strategy.run`` inside
 a ``tf.function`` looping ``steps_per_execution`` times; ``tf.train.CheckpointManager``, resume
 from the latest checkpoint, TensorBoard scalars, early stopping). Only the chief writes to
 ``model_dir``; other workers write to a scratch directory (Keras 3 callbacks have no chief
 logic). Then it exports the SavedModel (:mod:`.export`).
+
+Run safety (docs/training.md, "Reruns, resumes, Ctrl-C and non-finite values"):
+``<model_dir>/run_state.json`` and ``best.weights.h5`` (:mod:`.run_state`) keep the best epoch
+across resumes, and a finished run is not trained again (``training.retrain`` starts over);
+:mod:`.guard` stops at the first non-finite loss or metric, checks the final scores and
+writes the export to a staging directory swapped in whole; :mod:`.interrupt` makes Ctrl-C
+stop at a safe point.
 
 Example:
     >>> hp = RankingHparams.load("train.yaml")                       # doctest: +SKIP
@@ -21,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
@@ -33,15 +42,18 @@ import tensorflow as tf
 
 from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
+from beam_prep.ranking.train import guard, run_state
 from beam_prep.ranking.train.encoded_input import input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
+from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
 from beam_prep.ranking.train.model import RankingModelBuilder, compile_ranker
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
 from beam_prep.ranking.train.preprocessor import Preprocessor
+from beam_prep.ranking.train.reader import ElwcParser
 from beam_prep.ranking.train.scorers.ensemble import run_ensemble
 from beam_prep.ranking.train.scorers.input_stats import model_parts
 from beam_prep.ranking.train.strategy import (
@@ -57,33 +69,47 @@ ParseFn = Callable[[Any], tuple[dict[str, Any], Any]]
 def default_parse_fn(spec: ElwcFeatureSpec, list_size: int) -> ParseFn:
     """The ELWC reader's batch parser: serialized ``[B]`` -> (features, labels ``[B, L]``).
 
-    Uses :func:`beam_prep.ranking.train.reader.parse_elwc_batch` (mask as int32; the model does not
-    take it: padded entries are recognised by their label ``-1``).
+    A :class:`beam_prep.ranking.train.reader.ElwcParser` (mask as int32; padded entries are
+    also recognised by their label ``-1``): :meth:`DatasetBuilder.build` feeds it a seed per
+    training batch and parses validation lists whole; the export parses requests whole.
     """
-    from beam_prep.ranking.train.reader import parse_elwc_batch
+    from beam_prep.ranking.train.reader import ElwcParser
 
-    def parse(serialized: Any) -> tuple[dict[str, Any], Any]:
-        return parse_elwc_batch(serialized, spec, list_size=list_size, mask_dtype=tf.int32)
-
-    return parse
+    return ElwcParser(spec, list_size, mask_dtype=tf.int32)
 
 
 class DatasetBuilder:
     """Training / validation datasets of ``(preprocessed features, labels)``.
+
+    Lists longer than ``data.list_size`` (with the default parser, an ``ElwcParser``):
+
+    * training keeps a **seeded random subset** of each list: every batch gets a ``[2]``
+      seed from ``tf.data.Dataset.random(seed)``, each list is shuffled with it before it is
+      cut to ``list_size`` (TF Ranking's shuffle-then-truncate); a new subset each time the
+      list is read, the same sequence for the same ``training.seed``;
+    * validation (and the ``input_transform`` statistics) read **every document**
+      (``full_valid_lists``, padded to a multiple of ``list_size``, so the metrics are those
+      of the full lists, as served); with ``full_valid_lists=False`` (TPU: static shapes) a
+      seeded random subset that is the same at every evaluation.
+
+    A custom ``parse_fn`` is used as given (no seed, no change of length).
 
     Args:
         data: ``DataHparams``.
         preprocessor: Applied per batch in ``tf.data``.
         parse_fn: Batch parser (default: the ELWC reader for ``preprocessor.spec``).
         seed: Shuffle seed.
+        full_valid_lists: Validate on whole lists (False: the seeded ``list_size`` subset).
     """
 
     def __init__(self, data: DataHparams, preprocessor: Preprocessor, *,
-                 parse_fn: ParseFn | None = None, seed: int = 0) -> None:
+                 parse_fn: ParseFn | None = None, seed: int = 0,
+                 full_valid_lists: bool = True) -> None:
         self.data = data
         self.preprocessor = preprocessor
         self.parse_fn = parse_fn or default_parse_fn(preprocessor.spec, data.list_size)
         self.seed = seed
+        self.full_valid_lists = full_valid_lists
 
     def files(self, pattern: str) -> list[str]:
         """Sorted files matching ``pattern``; InputError when there is none."""
@@ -126,6 +152,14 @@ class DatasetBuilder:
         ds = ds.batch(batch_size, drop_remainder=self.data.drop_remainder or training)
         pre = self.preprocessor
         parse = self.parse_fn
+        if isinstance(parse, ElwcParser):  # seeded subsets / full lists (class docstring)
+            if not training and self.full_valid_lists:
+                parse = parse.full_lists(pad_multiple=self.data.list_size)
+                pre = pre.with_list_size(None)
+            else:
+                seeds = tf.data.Dataset.random(seed=self.seed,
+                                               rerandomize_each_iteration=training)
+                ds = tf.data.Dataset.zip((ds, seeds.batch(2)))
 
         static = self.data.drop_remainder or training
 
@@ -133,8 +167,8 @@ class DatasetBuilder:
             # Parsing loses the static batch size; TPUs need it back (drop_remainder holds).
             return tf.ensure_shape(x, [batch_size, *x.shape[1:]]) if static else x
 
-        def transform(serialized: Any) -> tuple[dict[str, Any], Any]:
-            features, labels = parse(serialized)
+        def transform(serialized: Any, *seed: Any) -> tuple[dict[str, Any], Any]:
+            features, labels = parse(serialized, *seed)
             out = {k: fix(v) for k, v in pre(features).items()}
             return out, fix(tf.cast(labels, tf.float32))
 
@@ -168,18 +202,26 @@ class TrainResult:
     """What :meth:`RankingLauncher.run` returns.
 
     Attributes:
-        model: The trained Keras model (preprocessed features -> scores).
-        history: Metric name -> per-epoch values (``loss``, ``val_ndcg_10``, ...).
+        model: The trained Keras model (preprocessed features -> scores) holding the best
+            epoch's weights; None when the run was already finished (nothing built).
+        history: Metric name -> per-epoch values of this run (``loss``, ``val_ndcg_10``...).
         steps: Optimizer steps taken (including those restored from a checkpoint).
         seconds: Wall time of training.
-        export_path: Where the SavedModel was written (None if not exported).
+        export_path: Where the export is (None if there is none).
+        state: The run record after this run (:class:`.run_state.RunState`; None for an
+            ensemble's averaged model).
+        finished_before: The run was finished already: nothing was trained.
+        exported: This run wrote the export (False: it was left unchanged).
     """
 
-    model: keras.Model
+    model: keras.Model | None
     history: dict[str, list[float]]
     steps: int
     seconds: float
     export_path: str | None = None
+    state: run_state.RunState | None = None
+    finished_before: bool = False
+    exported: bool = False
 
 
 class ValidationRemainderWarning(UserWarning):
@@ -244,15 +286,19 @@ class RankingLauncher:
         epoch_printer: Shows a line per epoch (loss, metrics, seconds) in both loops
             (``beam-prep train``; see :mod:`.epoch_log`). Default: none.
         verbose: Keras ``fit`` verbosity (0 silent, 1 progress bar, 2 a line per epoch).
+        interrupts: The installed Ctrl-C handler (``beam-prep train``; :mod:`.interrupt`):
+            the loops stop at a safe point. Default: none (Python's own handling).
     """
 
     def __init__(self, hparams: RankingHparams, *, layers: Mapping[str, Any] | None = None,
                  vocab_rows: Mapping[str, int] | None = None, parse_fn: ParseFn | None = None,
                  strategy: tf.distribute.Strategy | None = None,
-                 epoch_printer: EpochPrinter | None = None, verbose: int = 0) -> None:
+                 epoch_printer: EpochPrinter | None = None, verbose: int = 0,
+                 interrupts: InterruptHandler | None = None) -> None:
         self.hp = hparams
         self.epoch_printer = epoch_printer
         self.verbose = verbose
+        self.interrupts = interrupts
         # First: MultiWorkerMirroredStrategy must exist before TensorFlow runs any op.
         self.strategy = strategy or make_strategy(hparams.distribution.strategy,
                                                   tpu=hparams.distribution.tpu)
@@ -264,9 +310,11 @@ class RankingLauncher:
                                          vocab_rows=vocab_rows,
                                          include_mask=hparams.model.scorer == "dasalc")
         self._shared = dict(layers=layers, vocab_rows=vocab_rows, parse_fn=parse_fn,
-                            strategy=self.strategy, epoch_printer=epoch_printer, verbose=verbose)
+                            strategy=self.strategy, epoch_printer=epoch_printer, verbose=verbose,
+                            interrupts=interrupts)
         self.datasets = DatasetBuilder(hparams.data, self.preprocessor, parse_fn=parse_fn,
-                                       seed=hparams.training.seed)
+                                       seed=hparams.training.seed,
+                                       full_valid_lists=hparams.distribution.strategy != "tpu")
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
                                  hparams.training.steps_per_execution)
         self.chief = is_chief(self.strategy)
@@ -297,45 +345,168 @@ class RankingLauncher:
     def _dir(self, sub: str) -> str:
         if self.chief:
             return os.path.join(self.hp.training.model_dir, sub)
-        return os.path.join(tempfile.mkdtemp(prefix="beam_prep_worker_"), sub)
+        if getattr(self, "_scratch", None) is None:
+            self._scratch = tempfile.mkdtemp(prefix="beam_prep_worker_")
+        return os.path.join(self._scratch, sub)
 
     def run(self) -> TrainResult:
         """Trains (resuming if ``model_dir`` holds state), then exports if configured.
 
+        A run that ``model_dir`` records as finished is not trained again: its export is
+        left as it is (re-made from ``best.weights.h5`` only when it is missing).
+
         Raises:
             InputError: The training or validation files are missing or hold no record.
+            NonFiniteError: A loss, metric or final score is not finite (nothing exported).
         """
+        tr = self.hp.training
+        state = self._begin()
+        ensemble = self.hp.model.ensemble > 1
+        finished = self._members_finished() if ensemble else state.is_finished(tr.epochs)
+        if finished and tr.export_dir and self._export_is_current(state):
+            return TrainResult(None, {}, 0, 0.0, self._export_path(), state,
+                               finished_before=True)
         self.datasets.check_inputs()
-        if self.hp.model.ensemble > 1:  # N members, one averaged model (scorers.ensemble)
-            return run_ensemble(self, RankingLauncher, TrainResult)
+        if ensemble:  # N members, one averaged model (scorers.ensemble)
+            result = run_ensemble(self, RankingLauncher, TrainResult)
+            if result.export_path:
+                self._record_export(state)
+            return dataclasses.replace(result, state=state, exported=bool(result.export_path))
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
         self.check_validation_remainder()
         model = self.build_model(train_ds.element_spec)
+        tracker = run_state.EpochTracker(
+            state, patience=tr.early_stopping_patience,
+            save_best=lambda: run_state.save_weights_atomic(model, self._best_path()),
+            store=lambda s: run_state.save_state(self._dir(""), s))
         start = time.perf_counter()
-        if self.epoch_printer is not None:
-            self.epoch_printer.begin()
-        if self.loop == "fit":
-            history, steps = self._fit(model, train_ds, valid_ds)
-        else:
-            history, steps = self._custom(model, train_ds, valid_ds)
+        history: dict[str, list[float]] = {}
+        steps = 0
+        finished_before = state.is_finished(tr.epochs)
+        if not finished_before:
+            if self.epoch_printer is not None:
+                self.epoch_printer.begin()
+            safe_points: Any = contextlib.nullcontext()
+            if self.interrupts is not None:  # Ctrl-C raises at the loops' safe points
+                self.interrupts.epoch = state.epochs_done
+                safe_points = self.interrupts.safe_points()
+            try:
+                with safe_points:
+                    if self.loop == "fit":
+                        history, steps = self._fit(model, train_ds, valid_ds, tracker)
+                    else:
+                        history, steps = self._custom(model, train_ds, valid_ds, tracker)
+            except guard.Diverged as e:
+                raise self._diverged(e) from e
+        if not tracker.best_is_in_memory() and tf.io.gfile.exists(self._best_path()):
+            model.load_weights(self._best_path())
         seconds = time.perf_counter() - start
-        return TrainResult(model, history, steps, seconds,
-                           self._export(model, train_ds.element_spec))
+        exported = False
+        if not self._export_is_current(state):
+            exported = self._export(model, train_ds.element_spec) is not None
+            if exported:
+                self._record_export(state)
+        return TrainResult(model, history, steps, seconds, self._export_path(), state,
+                           finished_before=finished_before, exported=exported)
+
+    def _begin(self) -> run_state.RunState:
+        """``training.retrain`` clears ``model_dir``; returns its recorded (or a new) state."""
+        tr = self.hp.training
+        model_dir = self._dir("")
+        if tr.export_dir and self.chief:
+            guard.recover_export(tr.export_dir)
+        if tr.retrain and self.chief:
+            members = tuple(f"member_{i}" for i in range(self.hp.model.ensemble))
+            run_state.clear_training_state(model_dir, members if len(members) > 1 else ())
+        # Every worker reads the chief's record: they all take the same decisions.
+        state = run_state.load_state(tr.model_dir)
+        monitor = tr.early_stopping_metric if self.hp.data.valid_pattern else None
+        if state is None:
+            return run_state.RunState(epochs=tr.epochs, monitor=monitor)
+        state.epochs, state.monitor = tr.epochs, monitor
+        if not state.is_finished(tr.epochs):
+            state.finished = state.stopped_early = False
+        return state
+
+    def _best_path(self) -> str:
+        return os.path.join(self._dir(""), run_state.BEST_WEIGHTS)
+
+    def _export_path(self) -> str | None:
+        return self.hp.training.export_dir if self.chief else None
+
+    def _members_finished(self) -> bool:
+        """True when every ``model.ensemble`` member's record says it is finished."""
+        from beam_prep.ranking.train.scorers.ensemble import member_hparams
+
+        for i in range(self.hp.model.ensemble):
+            member = member_hparams(self.hp, i).training
+            state = run_state.load_state(member.model_dir)
+            if state is None or not state.is_finished(member.epochs):
+                return False
+        return True
+
+    def _export_is_current(self, state: run_state.RunState) -> bool:
+        """True when no export is configured, or the export holds the state's best epoch
+        (for an ensemble, whose record has no epoch: the export recorded is there)."""
+        path = self.hp.training.export_dir
+        if not path:
+            return True
+        held = state.export
+        best = state.best_or_last()
+        return (held is not None and held.get("path") == path
+                and held.get("epoch") == (best["epoch"] if best else None)
+                and tf.io.gfile.exists(os.path.join(path, "saved_model.pb")))
+
+    def _record_export(self, state: run_state.RunState) -> None:
+        best = state.best_or_last()  # None for an ensemble: its members hold the epochs
+        state.export = {"path": self._export_path(),
+                        "epoch": best["epoch"] if best else None,
+                        "metrics": dict(best["metrics"]) if best else {}}
+        run_state.save_state(self._dir(""), state)
+
+    def _diverged(self, error: guard.Diverged) -> guard.NonFiniteError:
+        """The one-line error for ``error``, naming the out-of-range feature when found."""
+        hp, pre = self.hp, self.preprocessor
+        limit = 100_000
+        batches = self.datasets.build(hp.data.train_pattern, hp.data.train_batch_size,
+                                      training=False)
+        culprit = guard.find_out_of_range(batches.as_numpy_iterator(),
+                                          [*pre.context_names, *pre.example_names],
+                                          max_lists=limit)
+        return guard.NonFiniteError(guard.diverged_message(
+            error, culprit, transform=hp.model.resolved_input_transform,
+            learning_rate=hp.training.learning_rate,
+            lists_scanned=f"up to {limit:,} training lists"))
 
     def _export(self, model: keras.Model, element_spec: Any) -> str | None:
-        """:meth:`export` if ``training.export_dir`` is set and this is the chief, else None."""
-        if not (self.hp.training.export_dir and self.chief):
-            return None
-        return self.export(model, element_spec)
+        """:meth:`export` if ``training.export_dir`` is set and this is the chief, else None.
 
-    def export(self, model: keras.Model, element_spec: Any) -> str:
-        """Writes the SavedModel to ``training.export_dir`` (:mod:`.export`); returns it."""
+        The final model's scores on one validation batch (training batch without validation
+        data) must be finite; the SavedModel is written to ``<export_dir>.staging`` and
+        swapped in whole (:func:`.guard.write_staged`).
+        """
+        path = self._export_path()
+        if not path:
+            return None
+        pattern = self.hp.data.valid_pattern or self.hp.data.train_pattern
+        what = "a validation batch" if self.hp.data.valid_pattern else "a training batch"
+        batches = self.datasets.build(pattern, self.hp.data.resolved_valid_batch_size,
+                                      training=False)
+        for features, labels in batches.take(1):
+            guard.check_scores(model(features, training=False), labels, what=what)
+        if self.interrupts is not None:
+            self.interrupts.check()
+        return guard.write_staged(path, lambda staging: self.export(model, element_spec,
+                                                                    path=staging))
+
+    def export(self, model: keras.Model, element_spec: Any, *, path: str | None = None) -> str:
+        """Writes the SavedModel to ``path`` (default ``training.export_dir``); returns it."""
         from beam_prep.ranking.train.export import export_ranker
 
         pre, parse = serving_inputs(self)  # raw features in, even from encoded ELWC
-        return export_ranker(model, pre, self.hp.training.export_dir, parse_fn=parse)
+        return export_ranker(model, pre, path or self.hp.training.export_dir, parse_fn=parse)
 
     def steps_per_epoch(self) -> int:
         """``training.steps_per_epoch`` or one pass over the training files."""
@@ -375,7 +546,8 @@ class RankingLauncher:
         return dropped
 
     def _custom(self, model: keras.Model, train_ds: tf.data.Dataset,
-                valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
+                valid_ds: tf.data.Dataset | None,
+                tracker: run_state.EpochTracker) -> tuple[dict[str, list[float]], int]:
         tr = self.hp.training
         settings = LoopSettings(
             epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
@@ -393,7 +565,7 @@ class RankingLauncher:
             loss=loss, make_metrics=lambda: ranking_metrics(tr.metrics_k), settings=settings,
             checkpoint_dir=self._dir("ckpt"),
             log_dir=self._dir("logs") if tensorboard_available() else None,
-            on_epoch_end=self.epoch_printer)
+            on_epoch_end=self.epoch_printer, tracker=tracker, interrupts=self.interrupts)
         return loop.run(train_ds, valid_ds)
 
     def backend_callbacks(self) -> list[Any]:
@@ -405,10 +577,15 @@ class RankingLauncher:
         return train_ds
 
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
-             valid_ds: tf.data.Dataset | None) -> tuple[dict[str, list[float]], int]:
+             valid_ds: tf.data.Dataset | None,
+             tracker: run_state.EpochTracker) -> tuple[dict[str, list[float]], int]:
         tr = self.hp.training
         save_freq: Any = tr.checkpoint_every_steps or "epoch"
+        # The finite guard first (it raises before a checkpoint of a failing step is
+        # written), the best-epoch tracker before the checkpoints, Ctrl-C's check last.
         callbacks: list[Any] = [
+            guard.keras_callback(),
+            run_state.keras_callback(tracker),
             keras.callbacks.BackupAndRestore(self._dir("backup"), save_freq=save_freq,
                                              delete_checkpoint=False),
             keras.callbacks.ModelCheckpoint(
@@ -418,13 +595,10 @@ class RankingLauncher:
         if tensorboard_available():
             callbacks.append(keras.callbacks.TensorBoard(self._dir("logs"), update_freq="epoch",
                                                          write_graph=False))
-        if tr.early_stopping_metric and valid_ds is not None:
-            callbacks.append(keras.callbacks.EarlyStopping(
-                monitor=tr.early_stopping_metric, patience=tr.early_stopping_patience,
-                mode="min" if "loss" in tr.early_stopping_metric else "max",
-                restore_best_weights=True))
         if self.epoch_printer is not None:
             callbacks.append(keras_callback(self.epoch_printer))
+        if self.interrupts is not None:
+            callbacks.append(self.interrupts.keras_callback())
         callbacks.extend(self.backend_callbacks())
         # shuffle=False: the dataset shuffles itself (DatasetBuilder.build); Keras ignores
         # `shuffle` for a tf.data.Dataset and warns when it is left at True.

@@ -18,10 +18,15 @@ What it does, in order:
   dataset is given) runs on each worker over the whole validation set, or
   ``validation_steps`` batches, without collectives, so every worker takes the same
   early-stopping decision; ``val_<metric>`` goes to the history and to TensorBoard;
-* early stopping on ``early_stopping_metric``: a strict improvement resets the patience
-  (lower is better when the name contains ``loss``); at the end the model gets the weights of
-  the best epoch back, as Keras ``EarlyStopping(restore_best_weights=True)`` does in ``fit``.
-  Checkpoints keep the last state.
+* early stopping on ``early_stopping_metric`` by :class:`.run_state.EpochTracker`, the rule
+  ``fit`` uses too: a strict improvement resets the patience (lower is better when the name
+  contains ``loss``). Without a ``tracker`` argument the loop keeps the best weights in
+  memory and puts them back at the end; with one (the launcher's) the tracker saves them
+  to ``best.weights.h5`` and the launcher loads them. Checkpoints keep the last state;
+* a non-finite loss (after every execution) or validation metric raises
+  :class:`.guard.Diverged` before that step's checkpoint is written; with ``interrupts``
+  (:class:`.interrupt.InterruptHandler`) Ctrl-C stops at the next execution or epoch
+  boundary.
 
 The per-replica loss is ``sum(per-list losses) / global_batch_size``, summed over replicas.
 
@@ -44,6 +49,9 @@ import keras
 import tensorflow as tf
 
 from beam_prep.errors import SpecError
+from beam_prep.ranking.train.guard import check_logs
+from beam_prep.ranking.train.interrupt import InterruptHandler
+from beam_prep.ranking.train.run_state import EpochTracker, RunState
 
 History = dict[str, list[float]]
 
@@ -100,6 +108,9 @@ class CustomLoop:
         log_dir: TensorBoard directory (None = no TensorBoard logs).
         on_epoch_end: Called as ``on_epoch_end(epoch, history values of that epoch)`` after
             each epoch (``beam-prep train`` prints a line).
+        tracker: Best-epoch / early-stopping record (default: a new one in memory from
+            ``settings``, whose best weights are restored at the end of :meth:`run`).
+        interrupts: Ctrl-C handler whose flag is checked at every execution and epoch end.
     """
 
     def __init__(self, model: keras.Model, *, strategy: tf.distribute.Strategy,
@@ -108,8 +119,18 @@ class CustomLoop:
                  make_metrics: Callable[[], Sequence[keras.metrics.Metric]],
                  settings: LoopSettings, checkpoint_dir: str,
                  log_dir: str | None = None,
-                 on_epoch_end: Callable[[int, dict[str, float]], None] | None = None) -> None:
+                 on_epoch_end: Callable[[int, dict[str, float]], None] | None = None,
+                 tracker: EpochTracker | None = None,
+                 interrupts: InterruptHandler | None = None) -> None:
         self.model = model
+        self.interrupts = interrupts
+        self._best_weights: list[Any] | None = None
+        self._own_tracker = tracker is None
+        if tracker is None:
+            state = RunState(epochs=settings.epochs, monitor=settings.early_stopping_metric)
+            tracker = EpochTracker(state, patience=settings.early_stopping_patience,
+                                   save_best=self._keep_best)
+        self.tracker = tracker
         self.on_epoch_end = on_epoch_end
         self.strategy = strategy
         self.loss = loss
@@ -125,6 +146,14 @@ class CustomLoop:
             self.checkpoint.restore(self.manager.latest_checkpoint)
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
         self.train_steps = self._make_train_steps()
+
+    def _keep_best(self) -> None:
+        self._best_weights = self.model.get_weights()
+
+    def _check_interrupt(self, epoch: int) -> None:
+        if self.interrupts is not None:
+            self.interrupts.epoch = epoch
+            self.interrupts.check()
 
     @property
     def step(self) -> int:
@@ -170,6 +199,8 @@ class CustomLoop:
             n = min(s.steps_per_execution, end - self.step)
             losses.append(float(self.train_steps(iterator, tf.constant(n))))
             step = self.step
+            check_logs({"loss": losses[-1]}, step=step, epoch=epoch)
+            self._check_interrupt(epoch)
             self._scalar("loss", losses[-1], step)
             if s.checkpoint_every_steps and step - last_ckpt >= s.checkpoint_every_steps:
                 self.manager.save(checkpoint_number=step)
@@ -193,31 +224,26 @@ class CustomLoop:
         s = self.settings
         iterator = iter(self.strategy.experimental_distribute_dataset(train_ds))
         history: History = {}
-        best: float | None = None
-        bad_epochs = 0
-        best_weights: list[Any] | None = None
         for epoch in range(self.step // s.steps_per_epoch, s.epochs):
+            self._check_interrupt(epoch)
             history.setdefault("loss", []).append(self.train_epoch(iterator, epoch))
             if valid_ds is not None:
-                for name, value in self.evaluate(valid_ds).items():
+                values = self.evaluate(valid_ds)
+                check_logs(values, epoch=epoch)
+                for name, value in values.items():
                     history.setdefault(name, []).append(value)
                     self._scalar(name, value, self.step)
             self.manager.save(checkpoint_number=self.step)
+            logs = {k: v[-1] for k, v in history.items()}
             if self.on_epoch_end is not None:
-                self.on_epoch_end(epoch, {k: v[-1] for k, v in history.items()})
-            watch = s.early_stopping_metric
-            if watch and watch in history:
-                value = history[watch][-1]
-                sign = -1.0 if "loss" in watch else 1.0
-                if best is None or sign * value > sign * best:
-                    best, bad_epochs = value, 0
-                    best_weights = self.model.get_weights()
-                else:
-                    bad_epochs += 1
-                    if bad_epochs >= s.early_stopping_patience:
-                        break
-        if best_weights is not None:
-            self.model.set_weights(best_weights)
+                self.on_epoch_end(epoch, logs)
+            stop = self.tracker.epoch_end(epoch, logs)
+            self._check_interrupt(epoch + 1)  # this epoch is saved: a rerun starts the next
+            if stop:
+                break
+        if (self._own_tracker and self._best_weights is not None
+                and not self.tracker.best_is_in_memory()):
+            self.model.set_weights(self._best_weights)
         if self.writer is not None:
             self.writer.flush()
         return history, self.step

@@ -14,6 +14,12 @@ TensorFlow. The ``tf.data`` side lives in :mod:`.preprocessor` and :mod:`.reader
   the others, broadcasts context features to every list entry, and applies the same
   feed-forward network to each entry: ``[batch, list_size]`` scores.
 
+**List axis.** The model's inputs leave the list axis free (``keras.Input`` shape
+``(None, ...)`` for example features and the mask): the model trains on ``[B, list_size]``
+batches and scores lists of any length ``L`` (validation on full lists, serving), with the
+same weights. Every reshape of the scorers reads ``L`` from the tensor, never from
+``list_size``. ``Preprocessor.with_list_size`` gives the preprocessor for such lists.
+
 Id conventions: see :mod:`.preprocessor` (a variable-length id feature is shifted by +1 and
 padded with 0, so 0 always means "no id").
 
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import keras
@@ -40,6 +46,7 @@ from beam_prep.errors import SpecError
 from beam_prep.input_names import input_name
 from beam_prep.ranking.train.embeddings import RankingEmbeddings
 from beam_prep.ranking.train.hparams import ModelHparams
+from beam_prep.ranking.train.mask import list_axis_features
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,32 +56,44 @@ class ModelInputs:
     Attributes:
         context_names: Context features (``[B, ...]``), in order.
         example_names: Example features (``[B, L, ...]``), in order.
-        list_size: Entries per list (``L``).
+        list_size: Entries per list (``L``) of the training batches.
         id_rows: Id feature -> rows of its embedding table (other features are floats).
         sequence_features: Id features whose last axis is a sequence of ids (pooled).
+        include_mask: The inputs include the list mask (``"__mask__"``, ``[B, L]``).
     """
 
     context_names: tuple[str, ...]
     example_names: tuple[str, ...]
-    list_size: int
+    list_size: int | None
     id_rows: Mapping[str, int] = dataclasses.field(default_factory=dict)
     sequence_features: frozenset[str] = frozenset()
+    include_mask: bool = False
+
+    @property
+    def list_features(self) -> tuple[str, ...]:
+        """Inputs whose axis 1 is the list axis: example features (and the mask)."""
+        return list_axis_features(self.example_names, include_mask=self.include_mask)
 
 
-def create_inputs(element_spec: Mapping[str, Any]) -> dict[str, keras.KerasTensor]:
+def create_inputs(element_spec: Mapping[str, Any], *,
+                  list_features: Collection[str] = ()) -> dict[str, keras.KerasTensor]:
     """One named ``keras.Input`` per preprocessed feature (batch axis left free).
 
     Args:
         element_spec: Feature name -> anything with ``shape`` and ``dtype`` (a
             ``tf.TensorSpec``, a numpy array, a ``jax.ShapeDtypeStruct``).
+        list_features: Features whose axis 1 is the list axis: left free too, so the model
+            scores lists of any length.
 
     Raises:
-        SpecError: A non-batch axis has no static size (TPU and the scorer need them).
+        SpecError: Another axis has no static size (TPU and the scorer need them).
     """
     inputs = {}
     for name, spec in element_spec.items():
         shape = tuple(spec.shape[1:])
-        if any(d is None for d in shape):
+        if name in list_features and shape:
+            shape = (None, *shape[1:])
+        if any(d is None for d in shape[1 if name in list_features else 0:]):
             raise SpecError(f"Feature {name!r} has a dynamic shape {tuple(spec.shape)} after "
                             "preprocessing; fix `data.list_size` and `data.sequence_length`.")
         inputs[name] = keras.Input(shape=shape, dtype=keras.backend.standardize_dtype(spec.dtype),
@@ -91,7 +110,8 @@ class FeedForwardScorer(keras.layers.Layer):
         example_names: Example features (``[B, L, ...]``).
         id_rows: Id feature -> embedding table rows.
         sequence_features: Id features with a trailing id-sequence axis.
-        list_size: L.
+        list_size: The training list size (the scorer reads L from its inputs, so it scores
+            lists of any length).
         hparams: ``ModelHparams``.
         embedding_input_shapes: Static ``(N, T)`` per distributed table (TPU).
         name: Layer name.
@@ -131,33 +151,37 @@ class FeedForwardScorer(keras.layers.Layer):
 
     def call(self, features: Mapping[str, Any], training: bool | None = None) -> Any:  # noqa: D102
         x = self.entry_features(features)
-        size = self.list_size
+        lead = ops.shape(x)[:2]
         x = ops.reshape(x, (-1, x.shape[-1]))
         if self.input_norm is not None:
             x = self.input_norm(x, training=training)
         for block in self.hidden:
             for layer in block:
                 x = layer(x, training=training) if _takes_training(layer) else layer(x)
-        return ops.reshape(self.output_dense(x), (-1, size))
+        return ops.reshape(self.output_dense(x), lead)
 
     def entry_features(self, features: Mapping[str, Any]) -> Any:
         """``[B, L, F]``: every entry's features (ids embedded, context broadcast)."""
         emb = {}
         if self.embeddings is not None:
             emb = self.embeddings({k: features[k] for k in sorted(self.id_names)})
-        size = self.list_size
-        ctx = [ops.reshape(emb.get(n, features[n]), (-1, _width(emb.get(n, features[n]), 1)))
-               for n in self.context_names]
-        ex = [ops.reshape(emb.get(n, features[n]), (-1, size, _width(emb.get(n, features[n]), 2)))
-              for n in self.example_names]
+        ctx = [_flatten_after(emb.get(n, features[n]), 1) for n in self.context_names]
+        ex = [_flatten_after(emb.get(n, features[n]), 2) for n in self.example_names]
         if ctx:
             c = ops.concatenate(ctx, axis=-1) if len(ctx) > 1 else ctx[0]
-            ex.append(ops.repeat(ops.expand_dims(c, 1), size, axis=1))
+            lead = ops.shape(ex[0])[:2]
+            ex.append(ops.broadcast_to(ops.expand_dims(c, 1), (*lead, c.shape[-1])))
         return ops.concatenate(ex, axis=-1) if len(ex) > 1 else ex[0]
 
 
-def _width(x: Any, lead: int) -> int:
-    return int(math.prod(x.shape[lead:])) if len(x.shape) > lead else 1
+def _flatten_after(x: Any, lead: int) -> Any:
+    """``x`` as ``[*x.shape[:lead], W]`` (the static trailing axes flattened into W)."""
+    if len(x.shape) == lead:
+        return ops.expand_dims(x, -1)
+    if len(x.shape) == lead + 1:
+        return x
+    width = int(math.prod(x.shape[lead:]))
+    return ops.reshape(x, (*ops.shape(x)[:lead], width))
 
 
 def _takes_training(layer: Any) -> bool:
@@ -210,7 +234,7 @@ class RankingModelBuilder:
     def build(self, element_spec: Mapping[str, Any]) -> keras.Model:
         """Input creator + scorer -> ``keras.Model`` mapping the feature dict to ``[B, L]``."""
         pre = self.preprocessor
-        inputs = create_inputs(element_spec)
+        inputs = create_inputs(element_spec, list_features=pre.list_features)
         tr = self.transforms
         features = {n: tr[n](x) if n in tr else x for n, x in inputs.items()}
         scorer = self.scorer_cls(

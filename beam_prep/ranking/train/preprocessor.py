@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,7 +32,7 @@ import tensorflow as tf
 
 from beam_prep.errors import SpecError
 from beam_prep.ranking.train.embeddings import table_rows_from_layer
-from beam_prep.ranking.train.mask import MASK_KEY
+from beam_prep.ranking.train.mask import MASK_KEY, list_axis_features
 
 
 class Preprocessor:
@@ -41,7 +42,7 @@ class Preprocessor:
         spec: The dataset's ``ElwcFeatureSpec``.
         layers: Feature name -> Keras layer (or callable) applied to the raw feature.
             Features without a layer pass through (strings are refused: they need a lookup).
-        list_size: Entries per list.
+        list_size: Entries per list; None = whatever the parsed lists hold (serving).
         sequence_length: Length every variable-length feature is padded/truncated to.
         vocab_rows: Optional feature name -> embedding table rows (from the artifacts); when
             absent the rows are read from the layer.
@@ -56,13 +57,13 @@ class Preprocessor:
     """
 
     def __init__(self, spec: Any, layers: Mapping[str, Callable[[Any], Any]], *,
-                 list_size: int, sequence_length: int = 16,
+                 list_size: int | None, sequence_length: int = 16,
                  vocab_rows: Mapping[str, int] | None = None,
                  include_mask: bool = False) -> None:
         self.spec = spec
         self.include_mask = bool(include_mask)
         self.layers = dict(layers)
-        self.list_size = int(list_size)
+        self.list_size = None if list_size is None else int(list_size)
         self.sequence_length = int(sequence_length)
         self.context_names = tuple(f.name for f in spec.context)
         self.example_names = tuple(f.name for f in spec.example)
@@ -93,6 +94,17 @@ class Preprocessor:
             elif _sequence_output(layer):
                 self.sequence_features.add(info.name)
             self.id_rows[info.name] = rows
+
+    def with_list_size(self, list_size: int | None) -> Preprocessor:
+        """The same preprocessor (same layers and tables) for lists of ``list_size`` entries."""
+        out = copy.copy(self)
+        out.list_size = list_size
+        return out
+
+    @property
+    def list_features(self) -> tuple[str, ...]:
+        """Outputs whose axis 1 is the list axis: example features (and the mask)."""
+        return list_axis_features(self.example_names, include_mask=self.include_mask)
 
     def __call__(self, features: Mapping[str, Any]) -> dict[str, Any]:
         """Preprocesses one batch: context ``[B, ...]``, example ``[B, list_size, ...]``."""

@@ -18,7 +18,14 @@ labels                 ``[B, L]`` float32      label of each example, ``-1`` for
 
 Lists longer than ``L`` are truncated (after the optional per-list shuffle, so with
 ``shuffle_examples`` the kept examples are a random subset). ``drop_remainder=True`` plus an
-integer ``list_size`` gives fully static shapes (TPU).
+integer ``list_size`` gives fully static shapes (TPU). With ``list_size=None`` no document is
+dropped: ``L`` is the longest list of the batch, rounded up to a multiple of ``pad_multiple``
+(fewer distinct shapes, so fewer retraces / XLA compilations).
+
+:class:`ElwcParser` is :func:`parse_elwc_batch` with its settings bound: the launcher's
+default parser, which training feeds a ``[2]`` seed per batch (a seeded random subset of every
+list longer than ``list_size``, as TF Ranking shuffles before truncating), and which validation
+and serving use with ``list_size=None`` (full lists).
 
 How it works: records are batched first, then split with ``tf.io.decode_proto`` into the
 serialized context and the serialized examples of each list; lists are padded with empty
@@ -33,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import posixpath
 from typing import Any
@@ -92,7 +100,8 @@ def resolve_feature_spec(feature_spec: Any, file_pattern: str | None = None) -> 
         return ElwcFeatureSpec.from_json(f.read())
 
 
-def _parse_spec(features: tuple[FeatureInfo, ...]) -> dict[str, Any]:
+def feature_parse_spec(features: tuple[FeatureInfo, ...]) -> dict[str, Any]:
+    """``tf.io.parse_example`` features: var-length -> ragged, fixed shapes with defaults."""
     out: dict[str, Any] = {}
     for f in features:
         dtype = _TF_DTYPES[f.dtype]
@@ -114,18 +123,25 @@ def parse_elwc_batch(
     list_size: int | None,
     shuffle_seed: tf.Tensor | None = None,
     mask_dtype: tf.DType = tf.bool,
+    pad_multiple: int = 1,
 ) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
     """Parses a ``[B]`` string tensor of serialized ELWC into ``(features, labels)``.
 
     Args:
         serialized: serialized ``ExampleListWithContext``, shape ``[B]``.
         spec: feature spec.
-        list_size: pad/truncate lists to this size; None = longest list in the batch.
-        shuffle_seed: optional ``[2]`` int seed; shuffles the examples of every list first.
+        list_size: pad/truncate lists to this size; None = longest list in the batch (no
+            document dropped).
+        shuffle_seed: optional ``[2]`` int seed; shuffles the examples of every list first
+            (so a list longer than ``list_size`` keeps a random subset).
         mask_dtype: dtype of ``features["__mask__"]``.
+        pad_multiple: with ``list_size=None``, the padded length is rounded up to a multiple
+            of this.
     """
     if list_size is not None and list_size < 1:
         raise SpecError(f"`list_size` must be a positive integer or None. Received: {list_size}")
+    if pad_multiple < 1:
+        raise SpecError(f"`pad_multiple` must be a positive integer. Received: {pad_multiple}")
     static_b = serialized.shape[0]
     sizes, (examples, context) = tf.io.decode_proto(
         serialized, _ELWC, ["examples", "context"], [tf.string, tf.string],
@@ -138,8 +154,11 @@ def parse_elwc_batch(
         valid = tf.sequence_mask(n, tf.shape(examples)[1])
         keys = tf.where(valid, keys, 2.0)
         examples = tf.gather(examples, tf.argsort(keys, axis=1, stable=True), batch_dims=1)
-    length = tf.constant(list_size) if list_size is not None else \
-        tf.maximum(tf.reduce_max(tf.concat([n, [0]], 0)), 0)
+    if list_size is not None:
+        length = tf.constant(list_size)
+    else:
+        longest = tf.reduce_max(tf.concat([n, [0]], 0))
+        length = (longest + pad_multiple - 1) // pad_multiple * pad_multiple
     examples = examples[:, :length]
     pad = tf.maximum(length - tf.shape(examples)[1], 0)
     examples = tf.pad(examples, [[0, 0], [0, pad]], constant_values="")
@@ -150,7 +169,7 @@ def parse_elwc_batch(
 
     label_dtype = _TF_DTYPES[spec.label.dtype]
     label_default = int(spec.label.padding) if spec.label.dtype == "int64" else spec.label.padding
-    ex_spec = _parse_spec(spec.example)
+    ex_spec = feature_parse_spec(spec.example)
     ex_spec[spec.label.name] = tf.io.FixedLenFeature([], label_dtype, default_value=label_default)
     parsed = tf.io.parse_example(tf.reshape(examples, [-1]), ex_spec)
     features: dict[str, tf.Tensor] = {}
@@ -164,9 +183,41 @@ def parse_elwc_batch(
     labels = tf.cast(features.pop(spec.label.name), tf.float32)
     labels = tf.where(mask, labels, tf.constant(spec.label.padding, tf.float32))
     if spec.context:
-        features.update(tf.io.parse_example(context, _parse_spec(spec.context)))
+        features.update(tf.io.parse_example(context, feature_parse_spec(spec.context)))
     features[MASK_KEY] = tf.cast(mask, mask_dtype)
     return features, labels
+
+
+@dataclasses.dataclass(frozen=True)
+class ElwcParser:
+    """:func:`parse_elwc_batch` with its settings bound: ``parser(serialized, shuffle_seed)``.
+
+    Attributes:
+        spec: The feature spec.
+        list_size: Pad/truncate lists to this size; None = the batch's longest list.
+        mask_dtype: dtype of ``features["__mask__"]``.
+        pad_multiple: With ``list_size=None``, round the padded length up to a multiple.
+
+    Example:
+        >>> full = ElwcParser(spec, list_size=32).full_lists(pad_multiple=32)  # doctest: +SKIP
+        >>> features, labels = full(serialized)                                 # doctest: +SKIP
+    """
+
+    spec: ElwcFeatureSpec
+    list_size: int | None
+    mask_dtype: tf.DType = tf.bool
+    pad_multiple: int = 1
+
+    def __call__(self, serialized: tf.Tensor, shuffle_seed: tf.Tensor | None = None
+                 ) -> tuple[dict[str, tf.Tensor], tf.Tensor]:
+        """Parses ``serialized`` ``[B]``; ``shuffle_seed`` ``[2]`` shuffles each list first."""
+        return parse_elwc_batch(serialized, self.spec, list_size=self.list_size,
+                                shuffle_seed=shuffle_seed, mask_dtype=self.mask_dtype,
+                                pad_multiple=self.pad_multiple)
+
+    def full_lists(self, pad_multiple: int = 1) -> ElwcParser:
+        """The same parser keeping every document (``list_size=None``)."""
+        return dataclasses.replace(self, list_size=None, pad_multiple=pad_multiple)
 
 
 def make_dataset(

@@ -14,7 +14,9 @@ model builder, e.g. ``sign(x) log1p(|x|)``):
 4. **Latent cross**: ``(1 + W a) * h``, then a Dense to one logit per entry.
 
 There is no positional input, so the scorer is permutation-equivariant: permuting a list's
-entries permutes its scores, and padding entries never change the scores of real entries.
+entries permutes its scores, and padding entries never change the scores of real entries (nor
+does the padded length: the scorer takes lists of any length ``L``, e.g. 1,000 documents at
+serving after training on ``list_size`` 32).
 The mask comes from the preprocessor (``Preprocessor(include_mask=True)``, key
 ``"__mask__"``); the launcher turns it on for this scorer. Every layer uses ``keras.ops``.
 
@@ -87,7 +89,8 @@ class DasalcScorer(FeedForwardScorer):
             if drop is not None:
                 h = drop(h, training=training)
         a = self.project(x)
-        keys = ops.repeat(ops.expand_dims(mask, 1), self.list_size, axis=1)  # [B, L, L]
+        # [B, L, L]: every query entry sees the real keys (L read from the input, not fixed).
+        keys = ops.logical_and(ops.expand_dims(ops.ones_like(mask), 2), ops.expand_dims(mask, 1))
         for mha, ln_a, ff1, ff2, ln_b in self.blocks:
             a = ln_a(a + mha(a, a, attention_mask=keys, training=training))
             a = ln_b(a + ff2(ff1(a)))

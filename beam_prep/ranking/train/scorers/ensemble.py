@@ -25,8 +25,16 @@ from beam_prep.errors import SpecError
 
 
 def average_model(members: Sequence[keras.Model], element_spec: Mapping[str, Any], *,
+                  list_features: Sequence[str] = (),
                   name: str = "ranker_ensemble") -> keras.Model:
     """One model: the members' inputs -> mean of their scores.
+
+    Args:
+        members: The trained member models.
+        element_spec: The preprocessed features' specs.
+        list_features: Features whose list axis is left free (lists of any length, as the
+            members take them; ``Preprocessor.list_features``).
+        name: Model name.
 
     Raises:
         SpecError: No member.
@@ -37,7 +45,7 @@ def average_model(members: Sequence[keras.Model], element_spec: Mapping[str, Any
         raise SpecError("`model.ensemble` must be a positive integer. Received: 0 members")
     for i, m in enumerate(members):  # unique names: one functional graph holds them all
         m.name = f"{m.name.split('__member_')[0]}__member_{i}"
-    inputs = create_inputs(element_spec)
+    inputs = create_inputs(element_spec, list_features=list_features)
     scores = [m(inputs) for m in members]
     out = scores[0] if len(scores) == 1 else ops.mean(ops.stack(scores, axis=0), axis=0)
     return keras.Model(inputs=inputs, outputs=out, name=name)
@@ -81,7 +89,8 @@ def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
     results = [launcher_cls(member_hparams(hp, i), **launcher._shared).run()
                for i in range(hp.model.ensemble)]
     element_spec = launcher.datasets.train_dataset().element_spec
-    model = average_model([r.model for r in results], element_spec[0])
+    model = average_model([r.model for r in results], element_spec[0],
+                          list_features=launcher.preprocessor.list_features)
     return result_cls(model, merged_history([r.history for r in results]),
                       sum(r.steps for r in results), sum(r.seconds for r in results),
                       launcher._export(model, element_spec))

@@ -1,0 +1,252 @@
+"""What a training run has done, kept in ``model_dir`` so reruns and resumes keep the best model.
+
+``<model_dir>/run_state.json`` (human-readable, rewritten whole after every epoch through a
+temporary file and a rename) records:
+
+==================  ==========================================================================
+key                 meaning
+==================  ==========================================================================
+``epochs``          the configured ``training.epochs`` of the last run
+``epochs_done``     epochs trained so far (all runs together)
+``finished``        true when training ended: every epoch done, or early stopping fired
+``stopped_early``   true when early stopping fired
+``monitor``         the metric that chooses the best epoch (null: the last epoch is the best)
+``best``            ``{"epoch": E, "value": V, "metrics": {...}}``: the best epoch so far
+                    (1-based) and every metric of it; its weights are ``best.weights.h5``
+``bad_epochs``      epochs since ``best`` without a strict improvement (early stopping's
+                    patience counter, carried across a resume)
+``last``            ``{"epoch": E, "metrics": {...}}``: the last epoch trained
+``export``          ``{"path": P, "epoch": E, "metrics": {...}}``: what the export holds
+==================  ==========================================================================
+
+:class:`EpochTracker` applies the one rule both training loops (Keras ``fit`` on TensorFlow
+and JAX, and the custom loop) use: an epoch is the new best when its ``monitor`` value is
+strictly better than the best so far (lower is better when the name contains ``loss``);
+``patience`` epochs in a row without that stop training. A resumed run starts from the
+recorded best and counter, so it never replaces a better model with a worse one.
+
+Example:
+    >>> state = RunState(epochs=3, monitor="val_ndcg_10")
+    >>> tracker = EpochTracker(state, patience=1)
+    >>> tracker.epoch_end(0, {"loss": 1.0, "val_ndcg_10": 0.5})
+    False
+    >>> tracker.epoch_end(1, {"loss": 0.9, "val_ndcg_10": 0.4})
+    True
+    >>> state.best["epoch"], state.stopped_early, state.finished
+    (1, True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from beam_prep.errors import InputError
+
+STATE_FILE = "run_state.json"
+BEST_WEIGHTS = "best.weights.h5"
+FORMAT = "beam_prep.run_state"
+VERSION = 1
+#: What ``training.retrain`` deletes from ``model_dir`` (the export is swapped at the end).
+TRAINING_STATE = ("ckpt", "backup", "logs", STATE_FILE, BEST_WEIGHTS)
+
+
+def _gfile() -> Any:
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def lower_is_better(monitor: str) -> bool:
+    """A metric is minimised when its name contains ``loss`` (as Keras' ``mode="auto"``)."""
+    return "loss" in monitor
+
+
+@dataclasses.dataclass
+class RunState:
+    """The record of ``<model_dir>/run_state.json`` (see the module docstring).
+
+    Attributes:
+        epochs: Configured epochs.
+        monitor: Metric choosing the best epoch (None: the last epoch is the best).
+        epochs_done: Epochs trained so far.
+        finished: Training ended (all epochs, or early stopping).
+        stopped_early: Early stopping ended it.
+        best: The best epoch (1-based ``epoch``, ``value``, ``metrics``), or None.
+        bad_epochs: Epochs since ``best`` without a strict improvement.
+        last: The last epoch trained (``epoch``, ``metrics``), or None.
+        export: What the export holds (``path``, ``epoch``, ``metrics``), or None.
+    """
+
+    epochs: int
+    monitor: str | None = None
+    epochs_done: int = 0
+    finished: bool = False
+    stopped_early: bool = False
+    best: dict[str, Any] | None = None
+    bad_epochs: int = 0
+    last: dict[str, Any] | None = None
+    export: dict[str, Any] | None = None
+
+    def to_json(self) -> str:
+        """The file's text (sorted keys, indented)."""
+        body = {"format": FORMAT, "version": VERSION, **dataclasses.asdict(self)}
+        return json.dumps(body, indent=2, sort_keys=True, allow_nan=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, where: str) -> RunState:
+        """Parses :meth:`to_json`'s text; InputError naming ``where`` when it is not one."""
+        try:
+            raw = json.loads(text)
+            if raw.get("format") != FORMAT or raw.get("version") != VERSION:
+                raise ValueError("not a run state")
+            names = {f.name for f in dataclasses.fields(cls)}
+            return cls(**{k: v for k, v in raw.items() if k in names})
+        except (ValueError, TypeError, AttributeError) as e:
+            raise InputError(f"{where} is not a beam-prep run record ({e}). Delete it, or "
+                             "rerun with --retrain to start the run over.") from e
+
+    def is_finished(self, epochs: int) -> bool:
+        """True when a run asking for ``epochs`` epochs has nothing left to train."""
+        return self.finished and (self.stopped_early or self.epochs_done >= epochs)
+
+    def best_or_last(self) -> dict[str, Any] | None:
+        """The epoch whose weights the trained model holds: ``best``, else ``last``."""
+        return self.best if self.best is not None else self.last
+
+
+def state_path(model_dir: str) -> str:
+    """``<model_dir>/run_state.json``."""
+    return os.path.join(model_dir, STATE_FILE)
+
+
+def load_state(model_dir: str) -> RunState | None:
+    """The recorded state of ``model_dir``; None when there is none."""
+    path = state_path(model_dir)
+    gfile = _gfile()
+    if not gfile.exists(path):
+        return None
+    with gfile.GFile(path, "r") as f:
+        return RunState.from_json(f.read(), where=path)
+
+
+def save_state(model_dir: str, state: RunState) -> None:
+    """Writes ``state`` to ``<model_dir>/run_state.json`` (temporary file, then rename)."""
+    gfile = _gfile()
+    gfile.makedirs(model_dir)
+    path = state_path(model_dir)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with gfile.GFile(tmp, "w") as f:
+        f.write(state.to_json())
+    gfile.rename(tmp, path, overwrite=True)
+
+
+def clear_training_state(model_dir: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """Deletes what :data:`TRAINING_STATE` (and ``extra``) name in ``model_dir``; returns them.
+
+    The export (``<model_dir>/export`` by default) is left alone: a retrained model replaces
+    it only when the new run ends with a finite model.
+    """
+    gfile = _gfile()
+    removed = []
+    for name in (*TRAINING_STATE, *extra):
+        path = os.path.join(model_dir, name)
+        if gfile.exists(path):
+            if gfile.isdir(path):
+                gfile.rmtree(path)
+            else:
+                gfile.remove(path)
+            removed.append(path)
+    return removed
+
+
+def save_weights_atomic(model: Any, path: str) -> None:
+    """``model.save_weights(path)`` through a temporary file: the file is never half written."""
+    tmp = f"{path[:-len('.weights.h5')]}.tmp-{os.getpid()}.weights.h5"
+    model.save_weights(tmp)
+    _gfile().rename(tmp, path, overwrite=True)
+
+
+def _floats(logs: Mapping[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in logs.items()}
+
+
+class EpochTracker:
+    """Applies the best-epoch / early-stopping rule to a :class:`RunState` (module docstring).
+
+    Args:
+        state: The run's state (updated in place).
+        patience: Epochs without a strict improvement of ``state.monitor`` before stopping.
+        save_best: Called when an epoch becomes the best (saves its weights).
+        store: Called with the state after every epoch (persists it).
+    """
+
+    def __init__(self, state: RunState, *, patience: int,
+                 save_best: Callable[[], None] | None = None,
+                 store: Callable[[RunState], None] | None = None) -> None:
+        self.state = state
+        self.patience = patience
+        self._save_best = save_best
+        self._store = store
+        #: 1-based epochs trained by this tracker (this run).
+        self.trained: list[int] = []
+
+    def improves(self, value: float) -> bool:
+        """True when ``value`` of the monitored metric beats the recorded best."""
+        best = self.state.best
+        if best is None or best.get("value") is None or math.isnan(best["value"]):
+            return not math.isnan(value)
+        if lower_is_better(self.state.monitor or ""):
+            return value < best["value"]
+        return value > best["value"]
+
+    def epoch_end(self, epoch: int, logs: Mapping[str, Any]) -> bool:
+        """Records epoch ``epoch`` (0-based) with its ``logs``; returns True to stop training.
+
+        Without a monitor, or when the monitored metric is not in ``logs`` (no validation
+        data), every epoch becomes the best: the model keeps the last epoch.
+        """
+        s = self.state
+        metrics = _floats(logs)
+        number = epoch + 1
+        self.trained.append(number)
+        s.epochs_done = number
+        s.last = {"epoch": number, "metrics": metrics}
+        watch = s.monitor if s.monitor in metrics else None
+        stop = False
+        if watch is None or self.improves(metrics[watch]):
+            s.best = {"epoch": number, "value": metrics.get(watch) if watch else None,
+                      "metrics": metrics}
+            s.bad_epochs = 0
+            if self._save_best is not None:
+                self._save_best()
+        else:
+            s.bad_epochs += 1
+            stop = s.bad_epochs >= self.patience
+        s.stopped_early = stop
+        s.finished = stop or number >= s.epochs
+        if self._store is not None:
+            self._store(s)
+        return stop
+
+    def best_is_in_memory(self) -> bool:
+        """True when the model's current weights are the best epoch's (the last trained)."""
+        best = self.state.best
+        return bool(self.trained) and best is not None and best["epoch"] == self.trained[-1]
+
+
+def keras_callback(tracker: EpochTracker) -> Any:
+    """A ``keras.callbacks.Callback``: :meth:`EpochTracker.epoch_end` after every epoch,
+    ``model.stop_training`` when it says so (replaces Keras' ``EarlyStopping``)."""
+    import keras
+
+    class _Tracker(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            if tracker.epoch_end(epoch, logs or {}):
+                self.model.stop_training = True
+
+    return _Tracker()

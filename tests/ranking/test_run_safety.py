@@ -1,0 +1,325 @@
+"""Run safety of `beam-prep train` (issue 29 items 2-5): the best model survives reruns and
+resumes, non-finite training never exports, a huge float32 value trains finitely with the
+default input transform, and Ctrl-C stops with one line and exit code 130.
+
+The end-to-end data is one float feature ``x`` per document (tests/ranking/test_train_cli.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from google.protobuf import text_format
+from tensorflow_serving.apis import input_pb2
+
+from beam_prep.errors import InputError
+from beam_prep.ranking.train import guard
+from beam_prep.ranking.train.hparams import RankingHparams
+from beam_prep.ranking.train.interrupt import Interrupted, InterruptHandler, in_finalizer
+from beam_prep.ranking.train.run_state import (
+    EpochTracker,
+    RunState,
+    load_state,
+    save_state,
+)
+
+HUGE_LIST = """
+examples { features { feature { key: "x" value { float_list { value: [3e38] } } }
+                      feature { key: "relevance" value { int64_list { value: [1] } } } } }
+examples { features { feature { key: "x" value { float_list { value: [1e38] } } }
+                      feature { key: "relevance" value { int64_list { value: [0] } } } } }
+"""
+
+
+# ---- the run record ---------------------------------------------------------------------
+
+def test_a_resumed_tracker_keeps_the_better_recorded_epoch_and_its_patience():
+    state = RunState(epochs=10, monitor="val_ndcg_10", epochs_done=7,
+                     best={"epoch": 6, "value": 0.8004, "metrics": {"val_ndcg_10": 0.8004}},
+                     bad_epochs=1)
+    saved = []
+    tracker = EpochTracker(state, patience=3, save_best=lambda: saved.append(True))
+    assert tracker.epoch_end(7, {"loss": 1.0, "val_ndcg_10": 0.7857}) is False  # epoch 8
+    assert tracker.epoch_end(8, {"loss": 0.9, "val_ndcg_10": 0.8004}) is True   # a tie: no
+    assert saved == [] and state.best["epoch"] == 6 and state.bad_epochs == 3
+    assert state.stopped_early and state.finished and state.is_finished(10)
+    assert state.last == {"epoch": 9, "metrics": {"loss": 0.9, "val_ndcg_10": 0.8004}}
+    assert not tracker.best_is_in_memory()
+
+
+def test_loss_is_minimised_and_a_strict_improvement_resets_the_patience():
+    state = RunState(epochs=5, monitor="val_loss")
+    tracker = EpochTracker(state, patience=2)
+    for epoch, value in enumerate([1.0, 1.2, 0.9, 1.1]):
+        assert tracker.epoch_end(epoch, {"val_loss": value}) is False
+    assert state.best["epoch"] == 3 and state.bad_epochs == 1 and not state.finished
+    assert tracker.epoch_end(4, {"val_loss": 0.5}) is False
+    assert state.finished and not state.stopped_early and tracker.best_is_in_memory()
+
+
+def test_without_the_monitored_metric_the_last_epoch_is_the_best():
+    state = RunState(epochs=2, monitor="val_ndcg_10")
+    tracker = EpochTracker(state, patience=1)
+    tracker.epoch_end(0, {"loss": 2.0})
+    tracker.epoch_end(1, {"loss": 3.0})
+    assert state.best["epoch"] == 2 and state.best_or_last()["metrics"] == {"loss": 3.0}
+
+
+def test_the_record_is_readable_json_and_round_trips(tmp_path):
+    state = RunState(epochs=3, monitor="val_ndcg_10", epochs_done=2,
+                     best={"epoch": 1, "value": 0.5, "metrics": {"val_ndcg_10": 0.5}})
+    save_state(str(tmp_path), state)
+    raw = json.loads((tmp_path / "run_state.json").read_text())
+    assert raw["best"]["epoch"] == 1 and raw["format"] == "beam_prep.run_state"
+    assert load_state(str(tmp_path)) == state
+    (tmp_path / "run_state.json").write_text("{not json")
+    with pytest.raises(InputError, match="--retrain"):
+        load_state(str(tmp_path))
+
+
+def test_export_dir_defaults_to_the_model_dirs_export():
+    text = "data: {feature_spec: f, train_pattern: t, list_size: 2, train_batch_size: 1}\n"
+    hp = RankingHparams.from_yaml_text(text + "training: {model_dir: out/run1}")
+    assert hp.training.export_dir == "out/run1/export"
+    hp = RankingHparams.from_yaml_text(text + "training: {model_dir: out/run2/}",
+                                       overrides=["training.export_dir=null"])
+    assert hp.training.export_dir is None
+    assert hp.model.resolved_input_transform == "log1p"
+
+
+# ---- finite guard and staged export -----------------------------------------------------
+
+def test_find_out_of_range_names_the_worst_feature_of_real_entries():
+    labels = np.array([[1, 0, -1], [0, 1, 1]])
+    fine = np.zeros((2, 3), "float32")
+    huge = np.array([[0, 1e20, 3e38], [0, 0, 2e30]], "float32")  # 3e38 sits on padding
+    ids = np.full((2, 3), 10**12, "int64")
+    got = guard.find_out_of_range([({"a": fine, "b": huge, "id": ids}, labels)],
+                                  ["a", "b", "id"])
+    assert got == ("b", pytest.approx(2e30, rel=1e-6), 1)
+    nan = np.array([[np.nan, 0, 0], [0, 0, 0]], "float32")
+    assert guard.find_out_of_range([({"a": nan, "b": huge}, labels)], ["a", "b"])[0] == "a"
+    assert guard.find_out_of_range([({"a": fine}, labels)], ["a"]) is None
+
+
+def test_check_scores_refuses_a_non_finite_real_document_only():
+    labels = np.array([[1, -1]])
+    guard.check_scores(np.array([[0.5, np.nan]]), labels, what="a validation batch")
+    with pytest.raises(guard.NonFiniteError, match="1 of the 1 documents of a validation"):
+        guard.check_scores(np.array([[np.inf, 0.0]]), labels, what="a validation batch")
+
+
+def test_a_failed_export_leaves_the_previous_one_untouched(tmp_path):
+    path = str(tmp_path / "export")
+
+    def write(text):
+        def go(staging):
+            os.makedirs(staging)
+            with open(os.path.join(staging, "saved_model.pb"), "w") as f:
+                f.write(text)
+            if text == "broken":
+                raise RuntimeError("disk full")
+        return go
+
+    guard.write_staged(path, write("v1"))
+    with pytest.raises(RuntimeError):
+        guard.write_staged(path, write("broken"))
+    assert open(os.path.join(path, "saved_model.pb")).read() == "v1"
+    assert sorted(os.listdir(tmp_path)) == ["export"]  # no staging left behind
+    guard.write_staged(path, write("v2"))
+    assert open(os.path.join(path, "saved_model.pb")).read() == "v2"
+    # A swap cut between its two renames: the next run puts the old export back.
+    os.rename(path, path + ".previous")
+    guard.recover_export(path)
+    assert open(os.path.join(path, "saved_model.pb")).read() == "v2"
+
+
+# ---- Ctrl-C -----------------------------------------------------------------------------
+
+def test_ctrl_c_outside_the_loops_raises_and_inside_waits_for_a_safe_point():
+    with InterruptHandler() as handler:
+        with pytest.raises(Interrupted):
+            signal.raise_signal(signal.SIGINT)
+        handler.requested = False
+        with pytest.raises(Interrupted):
+            with handler.safe_points():
+                signal.raise_signal(signal.SIGINT)  # only sets the flag
+                assert handler.requested
+                handler.check()                     # the safe point raises
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_gc_callback_frame_is_recognised():
+    import gc
+    import inspect
+
+    seen = []
+
+    def callback(phase, info):
+        seen.append(in_finalizer(inspect.currentframe()))
+
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(callback)
+    assert seen and all(seen) and not in_finalizer(inspect.currentframe())
+
+
+# ---- end to end -------------------------------------------------------------------------
+
+def _list(text: str) -> bytes:
+    return text_format.Parse(text, input_pb2.ExampleListWithContext()).SerializeToString()
+
+
+def _data(tmp_path, train_text: str, valid_text: str | None = None):
+    from beam_prep.ranking.data.tfrecord import write_tfrecords
+    from tests.ranking.test_train_cli import ELWC, _config
+
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    write_tfrecords(str(data / "train-00000.tfrecord"), [_list(train_text)])
+    valid = None
+    if valid_text is not None:
+        write_tfrecords(str(data / "valid-00000.tfrecord"), [_list(valid_text or ELWC)])
+        valid = str(data / "valid-*.tfrecord")
+    return _config(tmp_path, train=str(data / "train-*.tfrecord"), valid=valid)
+
+
+def _cli(capsys, *argv):
+    from beam_prep.cli import main
+
+    code = main(["train", *argv])
+    return code, capsys.readouterr()
+
+
+@pytest.mark.slow  # ~40 s: one training and export
+def test_a_huge_value_trains_finitely_with_the_default_transform(tmp_path, capsys):
+    """The issue's reproducer: a document with 3e38 made the loss nan and exported a model
+    scoring nan with exit 0. With `input_transform: auto` (log1p) it trains finitely."""
+    import tensorflow as tf
+
+    config = _data(tmp_path, HUGE_LIST)
+    summary = tmp_path / "s.json"
+    code, out = _cli(capsys, "--config", config, "training.steps_per_epoch=3",
+                     "--summary_json", str(summary))
+    assert code == 0, out.err
+    got = json.loads(summary.read_text())
+    assert math.isfinite(got["details"]["last_epoch"]["metrics"]["loss"])
+    loaded = tf.saved_model.load(got["outputs"]["export"])
+    scores = loaded.signatures["serving_default"](
+        serialized=tf.constant([_list(HUGE_LIST)]))["scores"].numpy()
+    assert np.isfinite(scores[0, :2]).all()
+
+
+@pytest.mark.slow  # ~30 s: one training that diverges
+def test_a_non_finite_loss_stops_with_one_line_and_keeps_the_previous_export(tmp_path, capsys):
+    config = _data(tmp_path, HUGE_LIST)
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "saved_model.pb").write_text("the previous export")
+    code, out = _cli(capsys, "--config", config, "model.input_transform=none",
+                     "training.learning_rate=1.0", "training.steps_per_epoch=3")
+    lines = [x for x in out.err.splitlines() if x.startswith("beam-prep train: error:")]
+    assert code == 1 and len(lines) == 1, out.err
+    assert "Traceback" not in out.err
+    assert "at step " in lines[0] and "Feature 'x' holds 3e+38 (training list 0)" in lines[0]
+    assert "`model.input_transform: none`" in lines[0] and "log1p" in lines[0]
+    assert os.listdir(export) == ["saved_model.pb"]
+    assert (export / "saved_model.pb").read_text() == "the previous export"
+    assert not os.path.exists(str(export) + ".staging")
+
+
+@pytest.mark.slow  # ~80 s: two trainings and a no-op rerun
+def test_reruns_keep_the_best_export(tmp_path, capsys):
+    """A finished run is a no-op; a resume whose epochs are worse than the recorded best
+    leaves the export alone; the summary labels the exported and the last epoch."""
+    from tests.ranking.test_train_cli import ELWC
+
+    config = _data(tmp_path, ELWC, ELWC)
+    watch = "training.early_stopping_metric=val_ndcg_1"
+    summary = tmp_path / "s.json"
+    code, out = _cli(capsys, "--config", config, watch, "--summary_json", str(summary))
+    assert code == 0, out.err
+    export = tmp_path / "export"  # _config's; the default is tested with the hparams
+    pb = export / "saved_model.pb"
+    stamp = pb.stat().st_mtime_ns
+    # Rerun of the finished run: nothing trained, export untouched.
+    code, out = _cli(capsys, "--config", config, watch)
+    assert code == 0, out.err
+    assert "  finished: " in out.out and "--retrain" in out.out
+    assert not [x for x in out.err.splitlines() if x.startswith("epoch ")]
+    assert pb.stat().st_mtime_ns == stamp
+    # Pretend epoch 1 scored a perfect 1.0: the resumed epoch 2 cannot beat it.
+    state_file = tmp_path / "model" / "run_state.json"
+    state = json.loads(state_file.read_text())
+    state["best"]["value"] = state["export"]["metrics"]["val_ndcg_1"] = 1.5
+    state_file.write_text(json.dumps(state))
+    code, out = _cli(capsys, "--config", config, watch, "training.epochs=2",
+                     "--summary_json", str(summary))
+    assert code == 0, out.err
+    counts = json.loads(summary.read_text())["counts"]
+    assert counts["exported_epoch"] == "1 of 2 (best val_ndcg_1 1.5000)"
+    assert counts["export"].startswith("unchanged")
+    assert counts["last_epoch"].startswith("2 of 2: loss ")
+    assert "val_ndcg_1 1.5000" in counts["exported_model"]
+    assert pb.stat().st_mtime_ns == stamp
+    # --retrain starts over and replaces the export.
+    code, out = _cli(capsys, "--config", config, watch, "--retrain",
+                     "--summary_json", str(summary))
+    assert code == 0, out.err
+    assert json.loads(summary.read_text())["counts"]["export"] == "written"
+    assert pb.stat().st_mtime_ns != stamp
+
+
+def _sigint_run(tmp_path, backend: str) -> tuple[int, str]:
+    from tests.ranking.test_train_cli import ELWC
+
+    config = _data(tmp_path, ELWC, ELWC)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "beam_prep.cli", "train", "--config", config,
+           f"distribution.backend={backend}", "training.epochs=100000",
+           "training.steps_per_epoch=2"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                            text=True)
+    err = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # wait for the second epoch line: training runs
+        line = proc.stderr.readline()
+        err.append(line)
+        if line.startswith("epoch 2/"):
+            break
+        assert line or proc.poll() is None, "".join(err)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, rest = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("Ctrl-C did not stop training:\n" + "".join(err)) from None
+    return proc.returncode, "".join(err) + rest
+
+
+@pytest.mark.slow  # ~40 s per backend: a subprocess trains until it gets SIGINT
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_ctrl_c_stops_training_with_one_line_and_exit_130(tmp_path, backend):
+    if backend == "jax":
+        pytest.importorskip("jax")
+    code, err = _sigint_run(tmp_path, backend)
+    assert code == 130, err
+    lines = [x for x in err.splitlines() if x.startswith("beam-prep train: ")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("beam-prep train: interrupted at epoch "), err
+    assert lines[0].endswith("; rerun to resume")
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    state = load_state(str(tmp_path / "model"))
+    assert state is not None and state.epochs_done >= 2 and not state.finished
+    n = int(lines[0].split("epoch ")[1].split(";")[0])
+    assert n in (state.epochs_done, state.epochs_done + 1)
