@@ -21,7 +21,10 @@ Cases (``--cases``, comma-separated):
 Feeds (``--feeds``): ``keras`` hands host (numpy) batches to ``fit``, which moves them to the
 device leaf by leaf (the launcher before the device prefetch); ``prefetch`` is the launcher's
 :class:`beam_prep.ranking.train.jax_feed.DevicePrefetcher` (one ``device_put`` per batch, two
-batches ahead, on a background thread).
+batches ahead, on a background thread); ``device_cache`` is the launcher's
+``data.device_cache: true``, :class:`beam_prep.ranking.train.jax_feed.DeviceDataset` (the
+``--pool`` batches put on the device once, each step gathers its batch there from a seeded
+per-pass permutation: no host work per step).
 
 Reported per case and feed:
 
@@ -36,7 +39,9 @@ Reported per case and feed:
 * ``busy``: ``device_ms / wall_ms``;
 * ``train_compiles`` / ``eval_compiles``: compilations of the train / test step in the run
   (JAX: the jitted functions' cache sizes; TensorFlow: ``tf.function`` traces);
-* ``docs_per_s``: real (non-padding) documents trained per second of wall time.
+* ``docs_per_s``: real (non-padding) documents trained per second of wall time;
+* ``compile_s``: the first epoch's extra time over a timed one (compiles, first transfers);
+  ``cache_s`` the one-time transfer of the device cache.
 
 Example::
 
@@ -77,7 +82,7 @@ CASES: dict[str, dict[str, Any]] = {
     "dnn_b1024": {"config": "examples/train.yaml", "model": {}, "batch": 1024,
                   "list_size": 32},
 }
-FEEDS = ("keras", "prefetch")
+FEEDS = ("keras", "prefetch", "device_cache")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,21 +289,26 @@ def _launcher_callbacks(feed: str) -> list[Any]:
 
 def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
     """One JAX case with one feed: fit timings, device time, compiles."""
+    import jax
     import keras
 
     from beam_prep.ranking.train.jax_distribution import make_distribution
-    from beam_prep.ranking.train.jax_feed import DevicePrefetcher
+    from beam_prep.ranking.train.jax_feed import DeviceDataset, DevicePrefetcher
 
     case = dict(CASES[name], **({"batch": s.batch} if s.batch else {}))
     keras.distribution.set_distribution(make_distribution(s.distribution))
     mask = case["model"].get("scorer") == "dasalc"
     batches = synthetic_batches(s.pool, case["batch"], case["list_size"], mask=mask)
     spy, clock, timer = _JitSpy(), _HostClock(), _Timer()
-    prefetch = None
+    prefetch = cache = None
     try:
         model, _ = build_model(case, batches)
         source = _cycle(batches)
-        if feed == "prefetch":
+        if feed == "device_cache":
+            lists = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *batches)
+            cache = DeviceDataset(lists, batch_size=case["batch"], seed=0)
+            source = cache.generator()
+        elif feed == "prefetch":
             prefetch = DevicePrefetcher(source, depth=2)
             source = prefetch.generator()
         valid = batches[0]
@@ -331,6 +341,9 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
         "eval_compiles": eval_compiles, "docs_per_s": round(real_docs / wall * 1000.0),
         "first_epoch_s": round(timer.epochs[0], 2) if timer.epochs else None,
         "fit_s": round(total, 2), "params": int(model.count_params()),
+        "compile_s": (round(timer.epochs[0] - wall * s.steps / 1000.0, 2)
+                      if timer.epochs else None),
+        "cache_s": round(cache.transfer_seconds, 3) if cache is not None else None,
     }
 
 
@@ -398,7 +411,7 @@ def run_backend(s: Settings) -> dict[str, Any]:
 
 
 COLUMNS = ("backend", "case", "feed", "batch", "list_size", "wall_ms", "device_ms", "host_ms",
-           "producer_ms", "busy", "train_compiles", "eval_compiles", "docs_per_s")
+           "producer_ms", "busy", "train_compiles", "eval_compiles", "docs_per_s", "compile_s")
 
 
 def _table(rows: list[dict[str, Any]], *, header: bool = True) -> str:
@@ -424,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="jax", choices=("jax", "tensorflow", "all"))
     p.add_argument("--cases", default=",".join(CASES),
                    help=f"comma-separated, of {', '.join(CASES)}")
-    p.add_argument("--feeds", default=",".join(FEEDS), help="JAX feeds: keras,prefetch")
+    p.add_argument("--feeds", default=",".join(FEEDS),
+                   help="JAX feeds: keras,prefetch,device_cache")
     p.add_argument("--steps", type=int, default=None,
                    help="steps per epoch (default: 50 on an accelerator, 8 on CPU)")
     p.add_argument("--epochs", type=int, default=3)

@@ -29,7 +29,7 @@ from typing import Any
 
 import jax
 import keras
-import numpy as np  # noqa: F401  (doctest)
+import numpy as np
 
 _END = object()
 
@@ -131,3 +131,135 @@ class DevicePrefetcher:
 
     def __del__(self) -> None:
         self._stop.set()
+
+
+DEVICE_CACHE_FRACTION = 0.25
+"""``data.device_cache: auto`` keeps the training set on the device when it takes at most this
+fraction of the device's memory."""
+
+
+def tree_nbytes(tree: Any) -> int:
+    """Bytes of the arrays (or array specs: ``shape`` and ``dtype``) in ``tree``."""
+    return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
+               for x in jax.tree_util.tree_leaves(tree))
+
+
+def device_memory_bytes() -> int | None:
+    """The first device's memory (``bytes_limit``); None on CPU or when the backend does not
+    say (``auto`` then never caches)."""
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        return None
+    stats = getattr(device, "memory_stats", lambda: None)() or {}
+    limit = stats.get("bytes_limit")
+    return int(limit) if limit else None
+
+
+def use_device_cache(setting: Any, nbytes: int, *,
+                     fraction: float = DEVICE_CACHE_FRACTION) -> bool:
+    """Whether the training set (``nbytes``) is kept on the device.
+
+    Args:
+        setting: ``data.device_cache``: ``True``, ``False`` or ``"auto"`` (when ``nbytes`` is
+            at most ``fraction`` of the device's memory; never on CPU).
+        nbytes: Size of the preprocessed training set.
+        fraction: ``auto``'s share of the device memory.
+    """
+    if setting is True or setting is False:
+        return setting
+    limit = device_memory_bytes()
+    return limit is not None and nbytes <= fraction * limit
+
+
+def pass_order(n: int, batch_size: int, seed: int, index: int) -> np.ndarray:
+    """``[steps, batch_size]`` list indices of pass ``index`` over ``n`` lists.
+
+    A fresh permutation per pass, seeded by ``(seed, index)`` (the same run gives the same
+    order); every list once per pass; the last ``n % batch_size`` of the permutation are left
+    out (they come first in another pass), as ``drop_remainder`` does.
+    """
+    perm = np.random.default_rng([seed, index]).permutation(n)
+    steps = n // batch_size
+    return perm[:steps * batch_size].reshape(steps, batch_size).astype(np.int32)
+
+
+class DeviceDataset:
+    """The whole (fixed-shape) training set on the device; each step gathers its batch there.
+
+    The host arrays go to the device once, ``chunk_bytes`` at a time (one ``device_put`` of
+    each leaf's chunk; a copy on each device of the batch's sharding when data-parallel).
+    Each pass over the data is a seeded permutation of the lists (:func:`pass_order`); a
+    step's batch is one jitted gather of its indices, placed with the batch's sharding, so
+    the host does no copying per step. Passes follow each other without a break, so
+    ``fit``'s ``steps_per_epoch`` may differ from a pass.
+
+    Args:
+        data: A pytree (e.g. ``(features, labels)``) of numpy arrays with the lists on axis 0.
+        batch_size: Lists per step.
+        seed: Seed of the per-pass permutations.
+        chunk_bytes: Largest host chunk of one transfer.
+        sharding: Shape -> sharding of one batch array (default :func:`batch_sharding`).
+
+    Raises:
+        ValueError: Fewer lists than ``batch_size``, or leaves of different lengths.
+    """
+
+    def __init__(self, data: Any, *, batch_size: int, seed: int = 0,
+                 chunk_bytes: int = 64 << 20,
+                 sharding: Callable[[tuple[int, ...]], Any] | None = None) -> None:
+        leaves, self._treedef = jax.tree_util.tree_flatten(data)
+        lengths = {len(x) for x in leaves}
+        if len(lengths) != 1:
+            raise ValueError(f"Every array needs the same number of lists. Received: {lengths}")
+        self.lists = lengths.pop()
+        if self.lists < batch_size:
+            raise ValueError(f"The training set holds {self.lists} lists, fewer than "
+                             f"batch_size={batch_size}; lower the batch size.")
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.nbytes = tree_nbytes(leaves)
+        self.passes = 0
+        shard = sharding or batch_sharding
+        out = [shard((self.batch_size, *x.shape[1:])) for x in leaves]
+        start = time.perf_counter()
+        self._leaves = [_to_device(x, chunk_bytes, _replicated(s)) for x, s in zip(leaves, out)]
+        jax.block_until_ready(self._leaves)
+        self.transfer_seconds = time.perf_counter() - start
+        self._take = jax.jit(lambda xs, idx: [jax.numpy.take(x, idx, axis=0) for x in xs],
+                             out_shardings=out)
+
+    @property
+    def steps_per_pass(self) -> int:
+        """Steps of one pass over the lists."""
+        return self.lists // self.batch_size
+
+    def batch(self, indices: np.ndarray) -> Any:
+        """The lists at ``indices`` as one device-resident batch (same pytree as ``data``)."""
+        return jax.tree_util.tree_unflatten(self._treedef, self._take(self._leaves, indices))
+
+    def __iter__(self) -> Iterator[Any]:
+        """Endless batches: pass after pass, each in its own seeded order."""
+        while True:
+            order = pass_order(self.lists, self.batch_size, self.seed, self.passes)
+            self.passes += 1
+            for indices in order:
+                yield self.batch(indices)
+
+    def generator(self) -> Iterator[Any]:
+        """The batches as a generator (what Keras ``fit`` takes)."""
+        yield from self
+
+
+def _replicated(sharding: Any) -> Any:
+    """A copy on every device of ``sharding`` (the batch's devices gather from their own)."""
+    if isinstance(sharding, jax.sharding.NamedSharding):
+        return jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec())
+    return sharding
+
+
+def _to_device(x: np.ndarray, chunk_bytes: int, placement: Any) -> Any:
+    """``x`` placed with ``placement``, sent in chunks of at most ``chunk_bytes``."""
+    row = max(x.nbytes // max(len(x), 1), 1)
+    step = max(chunk_bytes // row, 1)
+    parts = [jax.device_put(x[i:i + step], placement) for i in range(0, len(x), step)]
+    return parts[0] if len(parts) == 1 else jax.numpy.concatenate(parts)

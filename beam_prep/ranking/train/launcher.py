@@ -137,19 +137,24 @@ class DatasetBuilder:
                 "TFRecord files (re-run `beam-prep make-elwc` if its output is empty).")
         return files
 
-    def build(self, pattern: str, batch_size: int, *, training: bool) -> tf.data.Dataset:
+    def build(self, pattern: str, batch_size: int, *, training: bool,
+              one_pass: bool = False) -> tf.data.Dataset:
         """Batched, parsed, preprocessed dataset; repeats forever when ``training``.
+
+        ``one_pass``: the training lists (parsed as for training) once each, in file order,
+        the last batch partial (what a device-resident training set is built from).
 
         Raises:
             InputError: No file matches ``pattern``, or the files hold no record.
         """
         ds = tf.data.TFRecordDataset(self.nonempty_files(pattern))
-        if training and self.data.shuffle_buffer:
+        if training and self.data.shuffle_buffer and not one_pass:
             ds = ds.shuffle(self.data.shuffle_buffer, seed=self.seed,
                             reshuffle_each_iteration=True)
-        if training:
+        if training and not one_pass:
             ds = ds.repeat()
-        ds = ds.batch(batch_size, drop_remainder=self.data.drop_remainder or training)
+        static = (self.data.drop_remainder or training) and not one_pass
+        ds = ds.batch(batch_size, drop_remainder=static)
         pre = self.preprocessor
         parse = self.parse_fn
         if isinstance(parse, ElwcParser):  # seeded subsets / full lists (class docstring)
@@ -160,8 +165,6 @@ class DatasetBuilder:
                 seeds = tf.data.Dataset.random(seed=self.seed,
                                                rerandomize_each_iteration=training)
                 ds = tf.data.Dataset.zip((ds, seeds.batch(2)))
-
-        static = self.data.drop_remainder or training
 
         def fix(x: Any) -> Any:
             # Parsing loses the static batch size; TPUs need it back (drop_remainder holds).
