@@ -163,7 +163,8 @@ def build_model(case: dict[str, Any], batches: list[Any]) -> Any:
         stats = {n: numpy_stats(feats[n][valid].reshape(-1, 1), hp.model.piecewise_bins)
                  for n in names}
     keras.utils.set_random_seed(hp.training.seed)
-    inputs = ModelInputs(context_names=(), example_names=names, list_size=labels.shape[1])
+    inputs = ModelInputs(context_names=(), example_names=names, list_size=labels.shape[1],
+                         include_mask=hp.model.scorer == "dasalc")  # as the launcher
     builder = RankingModelBuilder(inputs, hp.model, global_batch_size=labels.shape[0],
                                   scorer_cls=scorer_class(hp.model.scorer),
                                   transforms=input_transforms(hp.model, names, stats))
