@@ -217,8 +217,62 @@ def losses_and_metrics() -> dict:
     return out
 
 
+def device_feed(tmp: str) -> dict:
+    """DeviceDataset on 2 CPU devices under data_parallel: passes, order, values, sharding."""
+    import keras
+    import numpy as np
+
+    from beam_prep.ranking.train.jax_distribution import make_distribution
+    from beam_prep.ranking.train.jax_feed import DeviceDataset, use_device_cache
+
+    keras.distribution.set_distribution(make_distribution("data_parallel"))
+    n, b = 23, 4
+    x = np.arange(n * 3 * 2, dtype="float32").reshape(n, 3, 2)
+    y = np.arange(n, dtype="float32")[:, None] * np.ones((1, 3), "float32")
+    data = DeviceDataset(({"x": x}, y), batch_size=b, seed=5, chunk_bytes=100)
+    it = iter(data)
+    seen = []
+    for _ in range(3 * data.steps_per_pass):
+        feats, labels = next(it)
+        rows = np.asarray(labels)[:, 0].astype(int)
+        assert np.array_equal(np.asarray(feats["x"]), x[rows])
+        seen.append(rows.tolist())
+    again = DeviceDataset(({"x": x}, y), batch_size=b, seed=5)
+    other = DeviceDataset(({"x": x}, y), batch_size=b, seed=6)
+    first = [np.asarray(lab)[:, 0].astype(int).tolist()
+             for d in (again, other) for lab in (next(iter(d))[1],)]
+    out = {"steps_per_pass": data.steps_per_pass, "seen": seen,
+           "same_seed_first": first[0], "other_seed_first": first[1],
+           "batch_devices": len(feats["x"].sharding.device_set),
+           "auto_on_cpu": use_device_cache("auto", 1),
+           "true": use_device_cache(True, 1 << 60), "false": use_device_cache(False, 1)}
+    keras.distribution.set_distribution(None)
+    return out
+
+
+def device_cache(tmp: str) -> dict:
+    """The launcher with data.device_cache true and false on the same data and seed."""
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
+    from tests.ranking import test_launcher as tl
+
+    paths = tl._write_data(os.path.join(tmp, "data"), n_train=16)
+    out = {}
+    for setting in (True, False):
+        hp = tl._hparams(paths, os.path.join(tmp, f"model_{setting}"), epochs=6,
+                         steps_per_epoch=4, early_stopping_metric=None)
+        hp = type(hp).from_dict({**hp.to_dict(), "distribution": {
+            "backend": "jax", "strategy": "data_parallel"}},
+            overrides=[f"data.device_cache={str(setting).lower()}"])
+        lau = build_launcher(hp)
+        res = lau.run()
+        out[str(setting).lower()] = {"used": lau.device_cache_used, "history": res.history,
+                                     "steps": res.steps}
+    return out
+
+
 def main(mode: str, tmp: str) -> None:
-    result = {"step": step, "launcher": launcher, "multi": multi}[mode](tmp)
+    result = {"step": step, "launcher": launcher, "multi": multi, "device_feed": device_feed,
+              "device_cache": device_cache}[mode](tmp)
     print("RESULT " + json.dumps(result), flush=True)
 
 

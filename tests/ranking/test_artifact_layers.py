@@ -15,7 +15,7 @@ tf = pytest.importorskip("tensorflow")
 from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo  # noqa: E402
 from beam_prep.ranking.train.artifact_layers import FeatureChain, layers_and_rows  # noqa: E402
-from beam_prep.ranking.train.model import Preprocessor  # noqa: E402
+from beam_prep.ranking.train.preprocessor import Preprocessor  # noqa: E402
 from tests.codegen.artifact_fixtures import write_artifacts  # noqa: E402
 from tests.codegen.conftest import DEFAULTS_DATA, DEFAULTS_PRICE_BOUNDARIES, DEFAULTS_SPEC  # noqa: E402,E501
 

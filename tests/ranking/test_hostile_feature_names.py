@@ -16,7 +16,8 @@ import tensorflow as tf
 
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo
 from beam_prep.ranking.train.hparams import ModelHparams
-from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.train.model import RankingModelBuilder
+from beam_prep.ranking.train.preprocessor import Preprocessor
 from tests.ranking.train_fixtures import VOCAB, served_like
 
 

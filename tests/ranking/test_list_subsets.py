@@ -10,7 +10,7 @@ import tensorflow as tf
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 from beam_prep.ranking.train.hparams import DataHparams
 from beam_prep.ranking.train.launcher import DatasetBuilder
-from beam_prep.ranking.train.model import Preprocessor
+from beam_prep.ranking.train.preprocessor import Preprocessor
 from beam_prep.ranking.train.reader import MASK_KEY
 from tests.ranking.long_lists import elwc
 

@@ -10,7 +10,8 @@ from beam_prep.errors import SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo
 from beam_prep.ranking.train.hparams import ModelHparams, RankingHparams
 from beam_prep.ranking.train.launcher import RankingLauncher
-from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.train.model import RankingModelBuilder
+from beam_prep.ranking.train.preprocessor import Preprocessor
 from tests.ranking.train_fixtures import (
     SPEC,
     config_yaml,

@@ -135,7 +135,7 @@ def serving_inputs(launcher: Any) -> tuple[Any, Any]:
         return launcher.preprocessor, serving_parser(launcher.datasets.parse_fn)
     import tensorflow as tf
 
-    from beam_prep.ranking.train.model import Preprocessor
+    from beam_prep.ranking.train.preprocessor import Preprocessor
     from beam_prep.ranking.train.reader import ElwcParser
 
     raw = spec.raw()

@@ -50,8 +50,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from beam_prep.ranking.train.model import Preprocessor
-from beam_prep.ranking.train.reader import MASK_KEY, feature_parse_spec
+from beam_prep.ranking.train.mask import MASK_KEY
+from beam_prep.ranking.train.preprocessor import Preprocessor
+from beam_prep.ranking.train.reader import feature_parse_spec
 
 ELWC_SIGNATURE = "serving_default"
 EXAMPLE_SIGNATURE = "score_examples"

@@ -117,6 +117,10 @@ class DataHparams:
             truncated to after preprocessing (static shapes).
         artifacts: Optional artifact directory whose vocabularies size the embedding tables;
             required (the same fingerprint) for ELWC written by ``make-elwc --artifacts``.
+        device_cache: JAX backend: keep the preprocessed training set on the accelerator and
+            gather each batch there (``true``), stream it from ``tf.data`` (``false``), or
+            ``auto``: cache when it takes at most 25% of the device memory, never on CPU
+            (:class:`~beam_prep.ranking.train.jax_feed.DeviceDataset`).
     """
 
     feature_spec: str
@@ -129,9 +133,12 @@ class DataHparams:
     drop_remainder: bool = True
     sequence_length: int = 16
     artifacts: str | None = None
+    device_cache: bool | str = "auto"
 
     def validate(self) -> None:  # noqa: D102
         check_fields(self, where="`data`")
+        if not (isinstance(self.device_cache, bool) or self.device_cache == "auto"):
+            raise _fail("data", "device_cache", self.device_cache, "true, false or auto")
         _str("data", "feature_spec", self.feature_spec)
         _str("data", "train_pattern", self.train_pattern)
         _str("data", "valid_pattern", self.valid_pattern, optional=True)

@@ -28,18 +28,26 @@ from typing import Any
 
 import jax
 import keras
+import numpy as np
 import tensorflow as tf
 
 from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import RankingHparams, check_backend_strategy
 from beam_prep.ranking.train.jax_distribution import (
+    ConsistentShardings,
     data_replicas,
     initialize_multi_host,
     make_distribution,
     mesh_shape,
     padded_rows,
 )
-from beam_prep.ranking.train.launcher import RankingLauncher
+from beam_prep.ranking.train.jax_feed import (
+    DeviceDataset,
+    DevicePrefetcher,
+    tree_nbytes,
+    use_device_cache,
+)
+from beam_prep.ranking.train.launcher import RankingLauncher, count_records
 
 
 class JaxRankingLauncher(RankingLauncher):
@@ -60,6 +68,7 @@ class JaxRankingLauncher(RankingLauncher):
         if keras.backend.backend() != "jax":
             raise SpecError("JaxRankingLauncher needs KERAS_BACKEND=jax set before Keras is "
                             f"imported. Received: backend={keras.backend.backend()!r}")
+        self.device_cache_used: bool | None = None  # set by fit_input
         if kwargs.get("strategy") is not None:
             raise SpecError("The JAX launcher takes no tf.distribute strategy; set "
                             "`distribution.strategy` to data_parallel or model_parallel.")
@@ -108,6 +117,52 @@ class JaxRankingLauncher(RankingLauncher):
                                 f"replicas/processes of strategy "
                                 f"{self.hp.distribution.strategy!r}. Received: "
                                 f"{field}={size}; use a multiple of {split}.")
+
+    def backend_callbacks(self) -> list[Any]:
+        """:class:`~.jax_distribution.ConsistentShardings`: one train-step compile per run."""
+        return [ConsistentShardings()]
+
+    def fit_input(self, train_ds: tf.data.Dataset) -> Any:
+        """Training batches already on the device (:mod:`.jax_feed`).
+
+        One process: the whole training set on the device when ``data.device_cache`` says so
+        (:meth:`device_dataset`; each step gathers its batch there), else ``tf.data``'s numpy
+        batches through a :class:`~.jax_feed.DevicePrefetcher` (one ``device_put`` per batch
+        with the batch's sharding, two ahead, on a background thread). Several processes keep
+        Keras' own per-process distribution of the dataset.
+        """
+        if jax.process_count() > 1:
+            return train_ds
+        cached = self.device_dataset(train_ds.element_spec)
+        if cached is not None:
+            return cached.generator()
+        return DevicePrefetcher(train_ds.as_numpy_iterator(), depth=2).generator()
+
+    def device_dataset(self, element_spec: Any) -> DeviceDataset | None:
+        """The training set on the device, or None when ``data.device_cache`` rules it out.
+
+        ``auto`` estimates the size from the record count and one list's preprocessed
+        shapes (``element_spec``) before reading anything. The lists are parsed as for
+        training once (a long list keeps the one seeded subset drawn here), put on the device
+        once, and each pass over them is a seeded permutation (``training.seed``).
+        """
+        data = self.hp.data
+        if data.device_cache is False:
+            self.device_cache_used = False
+            return None
+        files = self.datasets.files(data.train_pattern)
+        per_list = tree_nbytes(jax.tree_util.tree_map(
+            lambda s: jax.ShapeDtypeStruct(tuple(s.shape[1:]), s.dtype.as_numpy_dtype),
+            element_spec))
+        self.device_cache_used = use_device_cache(data.device_cache,
+                                                  count_records(files) * per_list)
+        if not self.device_cache_used:
+            return None
+        one_pass = self.datasets.build(data.train_pattern, data.train_batch_size,
+                                       training=True, one_pass=True)
+        batches = list(one_pass.as_numpy_iterator())
+        lists = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *batches)
+        return DeviceDataset(lists, batch_size=data.train_batch_size, seed=self.hp.training.seed)
 
     def export(self, model: keras.Model, element_spec: Any, *, path: str | None = None) -> str:
         """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF,

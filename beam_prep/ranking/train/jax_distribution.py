@@ -120,3 +120,27 @@ def data_replicas(distribution: Any) -> int:
         return 1
     mesh = distribution.device_mesh
     return int(mesh.shape[mesh.axis_names.index(BATCH_AXIS)])
+
+
+class ConsistentShardings(keras.callbacks.Callback):
+    """Keeps the train step to one compilation per run under a ``keras.distribution``.
+
+    Keras jits the train step with ``out_shardings`` = the variables' shardings, so its outputs
+    carry the device mesh in their type, while freshly created values (the initial variables,
+    and the metric variables that ``fit`` resets at every epoch) do not; JAX keys its cache on
+    both and compiled the step three times per run (initial state, after the first step,
+    after the first metric reset). At every epoch start this callback puts each variable's
+    value on its own sharding with ``jax.device_put`` (no copy on the same device), which gives
+    the arrays the same type as the step's outputs. Nothing happens without a distribution.
+    """
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:  # noqa: D102
+        if keras.distribution.distribution() is None:
+            return
+        model = self.model
+        optimizer = getattr(model, "optimizer", None)
+        variables = [*model.trainable_variables, *model.non_trainable_variables,
+                     *(optimizer.variables if optimizer is not None else ()),
+                     *model.metrics_variables]
+        for v in variables:
+            v.assign(jax.device_put(v.value, v.value.sharding))

@@ -39,7 +39,7 @@ from beam_prep.ranking.train.export import (
     example_parse_spec,
     serving_outputs,
 )
-from beam_prep.ranking.train.model import Preprocessor
+from beam_prep.ranking.train.preprocessor import Preprocessor
 
 
 def feature_signature(element_spec: Mapping[str, Any], list_features: Collection[str] = ()

@@ -4,7 +4,7 @@
 batches them (``drop_remainder`` for static shapes), parses each batch with the ELWC reader
 (``reader.parse_elwc_batch``: training lists padded to ``list_size`` or cut to a seeded random
 subset of it, validation lists whole; labels ``-1`` on padding) and runs the
-:class:`~beam_prep.ranking.train.model.Preprocessor` in ``tf.data``.
+:class:`~beam_prep.ranking.train.preprocessor.Preprocessor` in ``tf.data``.
 
 :class:`RankingLauncher` trains under the configured strategy with either Keras ``fit``
 (callbacks: ``ModelCheckpoint`` every N steps, ``BackupAndRestore`` for preemption,
@@ -50,8 +50,9 @@ from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
 from beam_prep.ranking.train.metrics import ranking_metrics
-from beam_prep.ranking.train.model import Preprocessor, RankingModelBuilder
+from beam_prep.ranking.train.model import RankingModelBuilder, compile_ranker
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
+from beam_prep.ranking.train.preprocessor import Preprocessor
 from beam_prep.ranking.train.reader import ElwcParser
 from beam_prep.ranking.train.scorers.ensemble import run_ensemble
 from beam_prep.ranking.train.scorers.input_stats import model_parts
@@ -137,7 +138,8 @@ class DatasetBuilder:
                 "TFRecord files (re-run `beam-prep make-elwc` if its output is empty).")
         return files
 
-    def build(self, pattern: str, batch_size: int, *, training: bool) -> tf.data.Dataset:
+    def build(self, pattern: str, batch_size: int, *, training: bool,
+              one_pass: bool = False) -> tf.data.Dataset:
         """Batched, parsed, preprocessed dataset; repeats forever when ``training``.
 
         Validation (``training=False``) takes every list exactly once: the last partial
@@ -145,16 +147,19 @@ class DatasetBuilder:
         ``batch_size`` with empty lists, whose entries are all padding (label ``-1``) and
         which :mod:`.validation` does not count.
 
+        ``one_pass``: the training lists (parsed as for training) once each, in file order,
+        the last batch partial (what a device-resident training set is built from).
+
         Raises:
             InputError: No file matches ``pattern``, or the files hold no record.
         """
         ds = tf.data.TFRecordDataset(self.nonempty_files(pattern))
-        if training and self.data.shuffle_buffer:
+        if training and self.data.shuffle_buffer and not one_pass:
             ds = ds.shuffle(self.data.shuffle_buffer, seed=self.seed,
                             reshuffle_each_iteration=True)
-        if training:
+        if training and not one_pass:
             ds = ds.repeat()
-        ds = ds.batch(batch_size, drop_remainder=training)
+        ds = ds.batch(batch_size, drop_remainder=training and not one_pass)
         pre = self.preprocessor
         parse = self.parse_fn
         if isinstance(parse, ElwcParser):  # seeded subsets / full lists (class docstring)
@@ -166,7 +171,7 @@ class DatasetBuilder:
                                                rerandomize_each_iteration=training)
                 ds = tf.data.Dataset.zip((ds, seeds.batch(2)))
 
-        static = self.data.drop_remainder or training
+        static = (self.data.drop_remainder or training) and not one_pass
         if static and not training:
             ds = ds.map(lambda s: tf.concat(
                 [s, tf.fill([batch_size - tf.shape(s)[0]], "")], axis=0))
@@ -350,13 +355,7 @@ class RankingLauncher:
                                         global_batch_size=hp.data.train_batch_size,
                                         **model_parts(self)).build(element_spec[0])
             if self.loop == "fit":
-                model.compile(
-                    optimizer=make_optimizer(hp.training.optimizer, hp.training.learning_rate),
-                    loss=get_loss(hp.training.loss,
-                                  softmax_targets=hp.training.softmax_targets),
-                    metrics=ranking_metrics(hp.training.metrics_k),
-                    steps_per_execution=hp.training.steps_per_execution,
-                    jit_compile=self.jit_compile)
+                compile_ranker(model, hp.training, jit_compile=self.jit_compile)
         return model
 
     def _dir(self, sub: str) -> str:
@@ -554,6 +553,14 @@ class RankingLauncher:
             on_epoch_end=self.epoch_printer, tracker=tracker, interrupts=self.interrupts)
         return loop.run(train_ds, valid_ds)
 
+    def backend_callbacks(self) -> list[Any]:
+        """Callbacks the backend adds to ``fit`` (none on TensorFlow)."""
+        return []
+
+    def fit_input(self, train_ds: tf.data.Dataset) -> Any:
+        """What ``fit`` trains on: the dataset itself on TensorFlow (``tf.data`` prefetches)."""
+        return train_ds
+
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
              valid_ds: tf.data.Dataset | None,
              tracker: run_state.EpochTracker) -> tuple[dict[str, list[float]], int]:
@@ -581,10 +588,12 @@ class RankingLauncher:
             callbacks.append(keras_callback(self.epoch_printer))
         if self.interrupts is not None:
             callbacks.append(self.interrupts.keras_callback())
+        callbacks.extend(self.backend_callbacks())
         # shuffle=False: the dataset shuffles itself (DatasetBuilder.build); Keras ignores
         # `shuffle` for a tf.data.Dataset and warns when it is left at True. No
         # validation_data: Keras' evaluate is not exact (see .validation); the callback is.
-        history = model.fit(train_ds, epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
+        history = model.fit(self.fit_input(train_ds), epochs=tr.epochs,
+                            steps_per_epoch=self.steps_per_epoch(),
                             callbacks=callbacks, verbose=self.verbose, shuffle=False)
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps

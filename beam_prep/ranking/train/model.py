@@ -1,11 +1,13 @@
-"""Model builder: input creator + preprocessor + scorer (TF Ranking's design, on Keras 3).
+"""Model builder: input creator + scorer (TF Ranking's design, on Keras 3).
 
-* **Preprocessor** (:class:`Preprocessor`): maps the reader's raw features (floats, int64,
-  strings, ragged lists) to dense tensors with **static shapes** — the generated module's
-  layers (StringLookup, TextVectorization, Hashing, Normalization, ...) applied per feature,
-  variable-length ids padded/truncated to ``sequence_length``. It runs in ``tf.data`` for
-  every strategy (TPU needs lookups outside the model; Mirrored cannot take string inputs) and
-  again inside the exported serving functions, so serving takes raw features.
+This module imports Keras and never TensorFlow (an import-linter contract): the ranking model,
+its scorers, losses and metrics run on any Keras backend, e.g. JAX on a machine without
+TensorFlow. The ``tf.data`` side lives in :mod:`.preprocessor` and :mod:`.reader`.
+
+* **Model inputs** (:class:`ModelInputs`): what the scorer needs to know about the
+  preprocessed features (context / example names, id features and their table rows, list
+  size). :class:`~beam_prep.ranking.train.preprocessor.Preprocessor` has these attributes, so
+  the launcher passes it; without TensorFlow build a :class:`ModelInputs` (benchmarks).
 * **Input creator** (:func:`create_inputs`): one ``keras.Input`` per preprocessed feature,
   named after it, with the dataset's static shape and dtype.
 * **Scorer** (:class:`FeedForwardScorer`): embeds id features (:mod:`.embeddings`), flattens
@@ -16,153 +18,70 @@
 ``(None, ...)`` for example features and the mask): the model trains on ``[B, list_size]``
 batches and scores lists of any length ``L`` (validation on full lists, serving), with the
 same weights. Every reshape of the scorers reads ``L`` from the tensor, never from
-``list_size``. :meth:`Preprocessor.with_list_size` gives the preprocessor for such lists.
+``list_size``. ``Preprocessor.with_list_size`` gives the preprocessor for such lists.
 
-Id conventions: a variable-length id feature is shifted by +1 and padded with 0 (so 0 always
-means "no id" and its table has one extra row); a dense sequence from TextVectorization keeps
-its own 0 = padding. An id feature's table rows come from the artifacts
-(:func:`.embeddings.table_rows`) or from the layer (``vocabulary_size()``).
+Id conventions: see :mod:`.preprocessor` (a variable-length id feature is shifted by +1 and
+padded with 0, so 0 always means "no id").
 
 Example:
-    >>> from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo
-    >>> spec = ElwcFeatureSpec(context=(), example=(FeatureInfo("f", "float", (), 0.0),))
-    >>> pre = Preprocessor(spec, {}, list_size=3)
-    >>> out = pre({"f": tf.constant([[1.0, 2.0, 0.0]])})
-    >>> tuple(out["f"].shape)
-    (1, 3, 1)
+    >>> inputs = ModelInputs(context_names=(), example_names=("f",), list_size=3)
+    >>> spec = {"f": np.zeros((2, 3, 1), "float32")}
+    >>> model = RankingModelBuilder(inputs, ModelHparams(hidden_sizes=(4,))).build(spec)
+    >>> tuple(model({"f": np.zeros((2, 3, 1), "float32")}).shape)
+    (2, 3)
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import math
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import keras
-import tensorflow as tf
+import numpy as np  # noqa: F401  (doctest)
 from keras import ops
 
 from beam_prep.errors import SpecError
 from beam_prep.input_names import input_name
-from beam_prep.ranking.train.embeddings import RankingEmbeddings, table_rows_from_layer
+from beam_prep.ranking.train.embeddings import RankingEmbeddings
 from beam_prep.ranking.train.hparams import ModelHparams
-from beam_prep.ranking.train.reader import MASK_KEY
+from beam_prep.ranking.train.mask import list_axis_features
 
 
-class Preprocessor:
-    """Raw reader features -> dense, statically shaped model inputs.
-
-    Args:
-        spec: The dataset's ``ElwcFeatureSpec``.
-        layers: Feature name -> Keras layer (or callable) applied to the raw feature.
-            Features without a layer pass through (strings are refused: they need a lookup).
-        list_size: Entries per list; None = whatever the parsed lists hold (serving).
-        sequence_length: Length every variable-length feature is padded/truncated to.
-        vocab_rows: Optional feature name -> embedding table rows (from the artifacts); when
-            absent the rows are read from the layer.
-        include_mask: Also output the reader's list mask (``"__mask__"``, float32 ``[B, L]``,
-            1 for real entries) for scorers that look across the list (``dasalc``).
+@dataclasses.dataclass(frozen=True)
+class ModelInputs:
+    """The preprocessed features as the scorer sees them (TensorFlow-free).
 
     Attributes:
-        id_rows: Feature name -> rows of its embedding table, for integer outputs.
-        sequence_features: Id features whose last axis is a sequence (pooled by the scorer).
+        context_names: Context features (``[B, ...]``), in order.
+        example_names: Example features (``[B, L, ...]``), in order.
+        list_size: Entries per list (``L``) of the training batches.
+        id_rows: Id feature -> rows of its embedding table (other features are floats).
+        sequence_features: Id features whose last axis is a sequence of ids (pooled).
+        include_mask: The inputs include the list mask (``"__mask__"``, ``[B, L]``).
     """
 
-    def __init__(self, spec: Any, layers: Mapping[str, Callable[[Any], Any]], *,
-                 list_size: int | None, sequence_length: int = 16,
-                 vocab_rows: Mapping[str, int] | None = None,
-                 include_mask: bool = False) -> None:
-        self.spec = spec
-        self.include_mask = bool(include_mask)
-        self.layers = dict(layers)
-        self.list_size = None if list_size is None else int(list_size)
-        self.sequence_length = int(sequence_length)
-        self.context_names = tuple(f.name for f in spec.context)
-        self.example_names = tuple(f.name for f in spec.example)
-        known = set(self.context_names) | set(self.example_names)
-        unknown = sorted(set(self.layers) - known)
-        if unknown:
-            raise SpecError(f"Preprocessing layers for unknown feature(s) {unknown}. "
-                            f"Features in feature_spec.json: {sorted(known)}")
-        vocab_rows = dict(vocab_rows or {})
-        self.id_rows: dict[str, int] = {}
-        self.sequence_features: set[str] = set()
-        self._shifted: set[str] = set()
-        for info in (*spec.context, *spec.example):
-            layer = self.layers.get(info.name)
-            if info.dtype == "string" and layer is None:
-                raise SpecError(
-                    f"Feature {info.name!r} holds strings and has no preprocessing layer. "
-                    "Pass its lookup/TextVectorization layer (e.g. from "
-                    "beam_prep.layers_from_artifacts) in `layers`, or drop the feature.")
-            if layer is None or not _emits_ids(layer):
-                continue
-            rows = vocab_rows.get(info.name)
-            rows = table_rows_from_layer(layer) if rows is None else int(rows)
-            if info.is_var_len:
-                self._shifted.add(info.name)
-                self.sequence_features.add(info.name)
-                rows += 1
-            elif _sequence_output(layer):
-                self.sequence_features.add(info.name)
-            self.id_rows[info.name] = rows
-
-    def with_list_size(self, list_size: int | None) -> Preprocessor:
-        """The same preprocessor (same layers and tables) for lists of ``list_size`` entries."""
-        out = copy.copy(self)
-        out.list_size = list_size
-        return out
+    context_names: tuple[str, ...]
+    example_names: tuple[str, ...]
+    list_size: int | None
+    id_rows: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    sequence_features: frozenset[str] = frozenset()
+    include_mask: bool = False
 
     @property
     def list_features(self) -> tuple[str, ...]:
-        """Outputs whose axis 1 is the list axis: example features (and the mask)."""
-        return (*self.example_names, *((MASK_KEY,) if self.include_mask else ()))
-
-    def __call__(self, features: Mapping[str, Any]) -> dict[str, Any]:
-        """Preprocesses one batch: context ``[B, ...]``, example ``[B, list_size, ...]``."""
-        out: dict[str, Any] = {}
-        for info in (*self.spec.context, *self.spec.example):
-            x = features[info.name]
-            layer = self.layers.get(info.name)
-            is_example = info.name in self.example_names
-            if layer is not None:
-                x = layer(x)
-            if isinstance(x, tf.RaggedTensor):
-                if info.name in self._shifted:
-                    x = x + tf.cast(1, x.dtype)
-                lead = [None, self.list_size] if is_example else [None]
-                x = x.to_tensor(default_value=0, shape=lead + [self.sequence_length])
-            x = tf.convert_to_tensor(x)
-            if info.name not in self.id_rows:
-                x = tf.cast(x, tf.float32)
-                if x.shape.rank == (2 if is_example else 1):
-                    x = tf.expand_dims(x, -1)
-            else:
-                x = tf.cast(x, tf.int32)
-            out[info.name] = x
-        if self.include_mask:
-            out[MASK_KEY] = tf.cast(features[MASK_KEY], tf.float32)
-        return out
+        """Inputs whose axis 1 is the list axis: example features (and the mask)."""
+        return list_axis_features(self.example_names, include_mask=self.include_mask)
 
 
-def _emits_ids(layer: Any) -> bool:
-    mode = getattr(layer, "output_mode", "int")
-    if mode != "int":
-        return False
-    return hasattr(layer, "vocabulary_size") or hasattr(layer, "num_bins")
-
-
-def _sequence_output(layer: Any) -> bool:
-    return getattr(layer, "output_sequence_length", None) is not None
-
-
-def create_inputs(element_spec: Mapping[str, tf.TensorSpec], *,
+def create_inputs(element_spec: Mapping[str, Any], *,
                   list_features: Collection[str] = ()) -> dict[str, keras.KerasTensor]:
     """One named ``keras.Input`` per preprocessed feature (batch axis left free).
 
     Args:
-        element_spec: The preprocessed dataset's feature specs.
+        element_spec: Feature name -> anything with ``shape`` and ``dtype`` (a
+            ``tf.TensorSpec``, a numpy array, a ``jax.ShapeDtypeStruct``).
         list_features: Features whose axis 1 is the list axis: left free too, so the model
             scores lists of any length.
 
@@ -177,7 +96,8 @@ def create_inputs(element_spec: Mapping[str, tf.TensorSpec], *,
         if any(d is None for d in shape[1 if name in list_features else 0:]):
             raise SpecError(f"Feature {name!r} has a dynamic shape {tuple(spec.shape)} after "
                             "preprocessing; fix `data.list_size` and `data.sequence_length`.")
-        inputs[name] = keras.Input(shape=shape, dtype=spec.dtype.name, name=input_name(name))
+        inputs[name] = keras.Input(shape=shape, dtype=keras.backend.standardize_dtype(spec.dtype),
+                                   name=input_name(name))
     return inputs
 
 
@@ -282,7 +202,8 @@ class RankingModelBuilder:
     """Builds the Keras ranking model from the preprocessed dataset's element spec.
 
     Args:
-        preprocessor: The :class:`Preprocessor` whose outputs the model takes.
+        preprocessor: The preprocessed features: a :class:`ModelInputs`, or the
+            ``Preprocessor`` (same attributes) whose outputs the model takes.
         hparams: ``ModelHparams``.
         global_batch_size: Used to give keras-rs tables static shapes (TPU).
         name: Model name.
@@ -296,7 +217,7 @@ class RankingModelBuilder:
         >>> model = builder.build(preprocessed_ds.element_spec[0])     # doctest: +SKIP
     """
 
-    def __init__(self, preprocessor: Preprocessor, hparams: ModelHparams, *,
+    def __init__(self, preprocessor: Any, hparams: ModelHparams, *,
                  global_batch_size: int | None = None, name: str = "ranker",
                  scorer_cls: type | None = None,
                  transforms: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
@@ -332,3 +253,31 @@ class RankingModelBuilder:
             list_size=pre.list_size, hparams=self.hparams,
             embedding_input_shapes=self.embedding_input_shapes(element_spec))
         return keras.Model(inputs=inputs, outputs=scorer(features), name=self.name)
+
+
+def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str = "auto",
+                   steps_per_execution: int | None = None) -> keras.Model:
+    """``model.compile`` with the launcher's optimizer, loss and metrics (``training`` section).
+
+    One definition for the launcher (TensorFlow and JAX) and the step benchmark
+    (``benchmarks/bench_train_step.py``), which runs without TensorFlow.
+
+    Args:
+        model: The ranking model.
+        training: ``TrainHparams`` (``optimizer``, ``learning_rate``, ``loss``,
+            ``softmax_targets``, ``metrics_k``, ``steps_per_execution``).
+        jit_compile: Passed to ``compile``.
+        steps_per_execution: Overrides ``training.steps_per_execution``.
+    """
+    from beam_prep.ranking.train.losses import get_loss
+    from beam_prep.ranking.train.metrics import ranking_metrics
+    from beam_prep.ranking.train.optimizers import make_optimizer
+
+    tr = training
+    model.compile(
+        optimizer=make_optimizer(tr.optimizer, tr.learning_rate),
+        loss=get_loss(tr.loss, softmax_targets=tr.softmax_targets),
+        metrics=ranking_metrics(tr.metrics_k),
+        steps_per_execution=steps_per_execution or tr.steps_per_execution,
+        jit_compile=jit_compile)
+    return model

@@ -49,8 +49,9 @@ import tensorflow as tf
 
 from beam_prep.errors import SpecError
 from beam_prep.ranking.feature_spec import FILENAME, ElwcFeatureSpec, FeatureInfo
+from beam_prep.ranking.train.mask import MASK_KEY
 
-MASK_KEY = "__mask__"
+__all__ = ["MASK_KEY", "make_dataset", "parse_elwc_batch", "resolve_feature_spec"]
 _ELWC = "tensorflow.serving.ExampleListWithContext"
 _TF_DTYPES = {"float": tf.float32, "int64": tf.int64, "string": tf.string}
 

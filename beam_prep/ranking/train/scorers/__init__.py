@@ -49,7 +49,8 @@ def input_transforms(hp: ModelHparams, names: Sequence[str],
     """The input transform of every float feature in ``names`` (none: no entry).
 
     The transform is the ``input_transform`` layer, then (``feature_embedding_dim > 0``) a
-    :class:`.feature_embedding.FeatureEmbedding` of the values, one per feature, then
+    :class:`.feature_embedding.FeatureEmbedding` of the values, one per feature (with
+    ``piecewise_linear`` the encoding is fused into it: ``FeatureEmbedding(edges=...)``), then
     (``feature_dropout > 0``) a :class:`.feature_dropout.FeatureDropout` of the feature.
 
     Args:
@@ -63,13 +64,18 @@ def input_transforms(hp: ModelHparams, names: Sequence[str],
         SpecError: A feature has no statistics but the transform needs them.
     """
     kind = hp.resolved_input_transform
-    out: dict[str, Callable[[Any], Any]] = dict(_value_transforms(kind, names, stats))
+    fused = kind == "piecewise_linear" and hp.feature_embedding_dim > 0
+    out: dict[str, Callable[[Any], Any]] = (
+        {} if fused else dict(_value_transforms(kind, names, stats)))
     if hp.feature_embedding_dim:
         from beam_prep.ranking.train.scorers.feature_embedding import FeatureEmbedding
 
+        if fused:  # the encoding inside the embedding: bin index + one gather
+            _value_transforms(kind, names, stats)  # the same checks of the statistics
         for name in names:
             embed = FeatureEmbedding(hp.feature_embedding_dim,
                                      expand=kind != "piecewise_linear",
+                                     edges=stats[name]["edges"] if fused else None,
                                      name=f"{name.strip('_')}_feature_embedding")
             out[name] = _chain(out[name], embed) if name in out else embed
     if hp.feature_dropout:

@@ -38,8 +38,8 @@ from keras import ops
 
 from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import ModelHparams  # noqa: F401  (doctest)
+from beam_prep.ranking.train.mask import MASK_KEY
 from beam_prep.ranking.train.model import FeedForwardScorer
-from beam_prep.ranking.train.reader import MASK_KEY
 
 
 @keras.saving.register_keras_serializable(package="beam_prep")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.codegen.numeric_layers import numpy_stats
-from beam_prep.ranking.train.reader import MASK_KEY
+from beam_prep.ranking.train.mask import MASK_KEY
 
 
 def feature_stats(batches: Iterable[tuple[dict[str, Any], Any]], names: Sequence[str], *,
