@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNERS = Path(os.environ.get("BEAM_PREP_RUNNERS_DIR", ROOT / "build" / "runners"))
-BEAM_JAVA = "2.62.0"
+BEAM_JAVA = os.environ.get("BEAM_JAVA_VERSION", "2.62.0")  # make runner-jars builds it
 FLINK_LIB = RUNNERS / f"flink-1.19-job-server-{BEAM_JAVA}" / "lib"
 SPARK_LIB = RUNNERS / f"spark-3-job-server-{BEAM_JAVA}" / "lib"
 PYSPARK = RUNNERS / "pyspark" / "pyspark"
