@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                 services.append(server.proc.pid)
                 extra = [*server.beam_args(pool), "--environment_cache_millis=600000"]
             print(f"{name}: running", flush=True)
+            load = os.getloadavg()[0]
             r = measure([*base, *dest, *extra], services, args.timeout)
+            r["load_before_after"] = [round(load, 1), round(os.getloadavg()[0], 1)]
         r["rows_per_s"] = round(rows / r["wall_s"]) if r["rc"] == 0 else None
         results[name] = r
         print(f"{name}: {r['wall_s']} s, {r['rows_per_s']} rows/s, {r['peak_rss_mb']} MB, "
@@ -144,9 +146,11 @@ def main(argv: list[str] | None = None) -> int:
                        f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') // 2**30} GB",
             "identical_to_first": same, "command": " ".join(sys.argv)}
     (out / "results.json").write_text(json.dumps({"meta": meta, "runs": results}, indent=1))
-    print("\n| engine | wall (s) | rows/s | peak RSS, all processes (MB) |\n|---|---:|---:|---:|")
+    print("\n| engine | wall (s) | rows/s | peak RSS, all processes (MB) | load avg before/after |"
+          "\n|---|---:|---:|---:|---|")
     for n, r in results.items():
-        print(f"| {n} | {r['wall_s']} | {r['rows_per_s'] or 'failed'} | {r['peak_rss_mb']:,} |")
+        print(f"| {n} | {r['wall_s']} | {r['rows_per_s'] or 'failed'} | {r['peak_rss_mb']:,} | "
+              f"{r['load_before_after'][0]} / {r['load_before_after'][1]} |")
     print(json.dumps(meta))
     return 0
 

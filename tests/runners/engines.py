@@ -234,8 +234,12 @@ def spark_job_server(folder: Path, master_url: str) -> Iterator[JobServer]:
     """Beam's Spark job server submitting to ``master_url``."""
     port = free_port()
     log = folder / "spark-job-server.log"
-    # Beam's jars first: pyspark's jars/ hold a Guava 14 that Beam's code cannot use.
-    proc = start(["java", *JAVA_OPENS, "-cp", f"{SPARK_LIB}/*:{PYSPARK}/jars/*",
+    # Beam's jars first, in the job server (the Spark driver) and, through
+    # spark.executor.extraClassPath, in the executors: pyspark's jars/ hold a Guava 14 that
+    # Beam's code cannot use (NoSuchMethodError Preconditions.checkState, a failed first
+    # attempt of every task).
+    proc = start(["java", *JAVA_OPENS, f"-Dspark.executor.extraClassPath={SPARK_LIB}/*",
+                  "-cp", f"{SPARK_LIB}/*:{PYSPARK}/jars/*",
                   "org.apache.beam.runners.spark.SparkJobServerDriver", "--job-host",
                   "127.0.0.1", "--job-port", str(port), "--artifact-port", "0",
                   "--expansion-port", "0", "--spark-master-url", master_url], log)

@@ -10,6 +10,10 @@ other file may exist. The inputs cover every feature family (tests/runners/data.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -75,8 +79,6 @@ def test_workers_are_isolated(pool, tmp_path):
     marker.write_text("x")
     try:
         shim = pool.folder / "isolated-python"
-        import subprocess
-
         seen = subprocess.run([str(shim), "-c", f"import os; print(os.path.exists('{marker}'),"
                                                 "os.getcwd())"],
                               capture_output=True, text=True, check=True).stdout.split()
@@ -99,31 +101,51 @@ def test_analyze_transform_and_make_elwc_give_the_direct_runners_bytes(engine, p
     assert_same_artifacts(reference["elwc"], elwc)
 
 
-def _kill_one_worker_when_busy(pool, killed: list[int], after: float = 20.0) -> None:
-    """Kills (SIGKILL) one live SDK worker ``after`` seconds into the job."""
-    time.sleep(after)
-    end = time.monotonic() + 120
-    while time.monotonic() < end and not killed:
-        live = pool.live_workers()
-        if live:
-            import os
-            import signal
+def _kill_one_busy_worker(pool, before: set[int], killed: list[int], done: threading.Event,
+                          busy_for: float = 15.0) -> None:
+    """SIGKILLs one SDK worker of this job once it has run ``busy_for`` seconds.
 
-            os.kill(live[-1], signal.SIGKILL)
-            killed.append(live[-1])
-            return
+    A worker killed while it starts (before it connects) is not what this test is about:
+    Beam's ExternalEnvironmentFactory then waits for it forever (docs/runners.md).
+    """
+    first_seen: dict[int, float] = {}
+    while not done.is_set() and not killed:
+        now = time.monotonic()
+        for pid in pool.live_workers():
+            if pid in before:
+                continue
+            first_seen.setdefault(pid, now)
+            if now - first_seen[pid] >= busy_for:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
         time.sleep(0.5)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "found, not fixed: with --environment_cache_millis the Spark job fails when an SDK worker "
+    "is killed mid-job (every retry of the task meets the cached dead worker: "
+    "FnApiControlClient / BundleProcessor.newBundle errors until spark.task.maxFailures); "
+    "the output is left uncommitted (_LOCK and _staging-* only). docs/runners.md"))
 def test_spark_retries_a_killed_sdk_worker_and_gives_the_same_bytes(spark, pool, inputs,
                                                                     reference):
     root = engines.shared_dir("spark-fault-")
     killed: list[int] = []
     before = set(pool.worker_pids())
-    killer = threading.Thread(target=_kill_one_worker_when_busy, args=(pool, killed))
+    done = threading.Event()
+    killer = threading.Thread(target=_kill_one_busy_worker, args=(pool, before, killed, done))
     killer.start()
-    art = _analyze(inputs, root / "artifacts", *_engine_args(spark, pool))
-    killer.join()
-    assert killed and killed[0] not in before, "no worker of this job was killed"
+    # In a subprocess with a timeout: a job that hangs fails the test instead of the suite.
+    argv = ["--spec", str(inputs["spec"]), "--input", str(inputs["events"] / "*.csv"),
+            "--output", str(root / "artifacts"), "--no_report", "--quiet", *SPEC_FLAGS,
+            *_engine_args(spark, pool)]
+    try:
+        proc = subprocess.run([sys.executable, "-m", "beam_prep.pipelines.analyze", *argv],
+                              capture_output=True, text=True, timeout=900)
+    finally:
+        done.set()
+        killer.join()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert killed, "no SDK worker of this job lived 15 s: nothing was killed"
     assert len(set(pool.worker_pids()) - before) > 1  # a new worker replaced the killed one
-    assert_same_artifacts(reference["artifacts"], art)
+    assert_same_artifacts(reference["artifacts"], root / "artifacts")
