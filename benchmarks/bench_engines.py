@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             "--no_report"]
     results = {}
     for name in args.engines.split(","):
-        dest = ["--output", str(work / name)]
+        dest = ["--output", str(work / "out" / name)]
         with contextlib.ExitStack() as stack:
             services: list[int] = []
             if name == "direct_mp2":
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     same = None
     if all(results[n]["rc"] == 0 for n in results) and len(results) > 1:
         ref = next(iter(results))
-        same = {n: subprocess.run(["diff", "-rq", str(work / ref), str(work / n)],
+        same = {n: subprocess.run(["diff", "-rq", str(work / "out" / ref), str(work / "out" / n)],
                                   capture_output=True).returncode == 0 for n in results}
     meta = {"rows": rows, "date": datetime.date.today().isoformat(),
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
