@@ -150,7 +150,8 @@ def require_shared_paths(beam_args: Sequence[str], paths: dict[str, str | Sequen
     A Flink, Spark, Dataflow or other portable runner runs the job's code in SDK workers
     with their own working directory (another host, a container, a worker pool): a relative
     path there names another file or none. Absolute paths and filesystem URLs
-    (``gs://``, ``hdfs://``, ...) are accepted; so is everything on a local runner.
+    (``gs://``, ``hdfs://``, ...) are accepted; so is everything on a local runner and in a
+    ``--dry_run`` (translation only).
 
     Args:
         beam_args: The Beam options of the command line (``--runner`` is read from them).
@@ -163,8 +164,10 @@ def require_shared_paths(beam_args: Sequence[str], paths: dict[str, str | Sequen
         >>> require_shared_paths(["--runner=FlinkRunner"], {"--output": "/data/out"})
         >>> require_shared_paths([], {"--output": "out"})  # local runner: fine
     """
-    runner = PipelineOptions(list(beam_args)).get_all_options().get("runner")
-    if runner is None or str(runner).rsplit(".", 1)[-1] in LOCAL_RUNNERS:
+    options = PipelineOptions(list(beam_args)).get_all_options()
+    runner = options.get("runner")
+    if (runner is None or str(runner).rsplit(".", 1)[-1] in LOCAL_RUNNERS
+            or options.get("dry_run")):  # translation only: no worker reads anything
         return
     for flag, value in paths.items():
         for path in [value] if isinstance(value, str) else (value or []):

@@ -86,5 +86,6 @@ def test_relative_paths_stay_fine_on_local_runners_and_urls_everywhere():
 
     require_shared_paths([], {"--input": ["data/*.csv"], "--output": "out"})
     require_shared_paths(["--runner=DirectRunner"], {"--output": "out"})
+    require_shared_paths(["--runner=DataflowRunner", "--dry_run=True"], {"--input": ["d.csv"]})
     require_shared_paths(["--runner=SparkRunner"], {"--input": ["gs://b/x.csv", "/abs/y.csv"],
                                                     "--cache_dir": None})
