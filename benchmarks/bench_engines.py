@@ -17,9 +17,9 @@ server, the Spark master, workers and executors, and the pool with its SDK worke
 ``make runner-jars``; prints a markdown table and writes ``--out``/results.json.
 
 Example:
-    $ python benchmarks/gen_criteo.py --rows 10000000 --out build/runners/work/criteo_10m \
+    $ python benchmarks/gen_criteo.py --rows 10000000 --out build/runners/shared/criteo_10m \
         --formats parquet
-    $ python benchmarks/bench_engines.py --data build/runners/work/criteo_10m \
+    $ python benchmarks/bench_engines.py --data build/runners/shared/criteo_10m \
         --out benchmarks/results/engines_10m
 """
 

@@ -35,7 +35,7 @@ FLINK_LIB = RUNNERS / f"flink-1.19-job-server-{BEAM_JAVA}" / "lib"
 SPARK_LIB = RUNNERS / f"spark-3-job-server-{BEAM_JAVA}" / "lib"
 PYSPARK = RUNNERS / "pyspark" / "pyspark"
 #: Shared storage for inputs and outputs (never under /tmp, which workers do not share).
-WORK = RUNNERS / "work"
+WORK = RUNNERS / "shared"
 
 JAVA_OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
     "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
@@ -251,6 +251,6 @@ def spark_job_server(folder: Path, master_url: str) -> Iterator[JobServer]:
 
 
 def shared_dir(prefix: str) -> Path:
-    """A fresh folder on the shared storage (under build/runners/work, not /tmp)."""
+    """A fresh folder on the shared storage (under build/runners/shared, not /tmp)."""
     WORK.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=prefix, dir=WORK))
