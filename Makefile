@@ -6,13 +6,17 @@
 #   make test-slow    the slow tests only (multi-worker training, quality, large data)
 #   make test-fuzz    the hypothesis tests with a random seed and 25x their examples (nightly)
 #   make asan         the C extension built with AddressSanitizer; decoder/fuzz tests through it
+#   make runner-jars  Beam's Flink and Spark job servers (Maven) and a Spark (pyspark) under
+#                     build/runners/ (needs Java 17 and Maven; docs/runners.md)
+#   make test-runners analyze / transform / make-elwc on Flink and Spark vs the DirectRunner
 
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= quickstart_out
 
-.PHONY: install install-test wheel-site quickstart test test-slow test-fuzz lint clean
+.PHONY: install install-test wheel-site quickstart test test-slow test-fuzz lint clean \
+	runner-jars test-runners
 
 # setuptools' editable install prints a banner ("Editable installation. Please be careful with
 # folders ... with the same name as your package") as a Python warning of its build backend;
@@ -93,6 +97,26 @@ asan: install-test
 		as m; assert m.__file__.startswith('$(abspath $(ASAN_DIR))'), m.__file__; print(m.__file__)"
 	cd $(ASAN_DIR) && $(ASAN_ENV) $(abspath $(BIN))/python -m pytest -q -p no:cacheprovider \
 		-m "$(ASAN_MARKERS)" $(ASAN_TESTS)
+
+# Flink and Spark through Beam's portable runner (docs/runners.md). The job servers are built
+# from Maven Central (runners/*.pom.xml: Beam $(BEAM_JAVA_VERSION), the newest with Flink 1.19 and
+# Spark 3 runner artifacts served there); the Spark cluster is pyspark's. `make test` never
+# needs any of it.
+RUNNERS_DIR := build/runners
+BEAM_JAVA_VERSION ?= 2.62.0
+PYSPARK_VERSION ?= 3.5.9
+
+runner-jars: install
+	mvn -q -B -f runners/flink-job-server.pom.xml -Dbeam.version=$(BEAM_JAVA_VERSION) package
+	mvn -q -B -f runners/spark-job-server.pom.xml -Dbeam.version=$(BEAM_JAVA_VERSION) package
+	test -d $(RUNNERS_DIR)/pyspark-$(PYSPARK_VERSION)/pyspark || $(BIN)/python -m pip install \
+		--quiet --no-deps --target $(RUNNERS_DIR)/pyspark-$(PYSPARK_VERSION) pyspark==$(PYSPARK_VERSION)
+	ln -sfn pyspark-$(PYSPARK_VERSION) $(RUNNERS_DIR)/pyspark
+	@echo "Flink job server: $(RUNNERS_DIR)/flink-1.19-job-server-$(BEAM_JAVA_VERSION)/"
+	@echo "Spark job server: $(RUNNERS_DIR)/spark-3-job-server-$(BEAM_JAVA_VERSION)/  Spark: $(RUNNERS_DIR)/pyspark/"
+
+test-runners: install-test runner-jars
+	BEAM_JAVA_VERSION=$(BEAM_JAVA_VERSION) $(BIN)/python -m pytest -q -m runners tests/runners
 
 clean:
 	rm -rf $(OUT) build dist *.egg-info

@@ -24,7 +24,12 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze_args import build_parser
-from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
+from beam_prep.pipelines.flags import (
+    is_dry_run,
+    parse_job_args,
+    require_shared_paths,
+    template_location,
+)
 from beam_prep.pipelines.input_splits import count_job_splits
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
@@ -93,6 +98,8 @@ def run(argv: Sequence[str] | None = None, *,
     """
     args, beam_args = parse_job_args(build_parser(), argv)
     _validate_args(args)
+    require_shared_paths(beam_args, {"--input": args.input, "--output": args.output,
+                                     "--cache_dir": args.cache_dir})
     spec = Spec.load(args.spec)
     files = expand_patterns(args.input)
     fmt = args.input_format or infer_common_format(files)

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import re
 from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_prep.config.cli_flags import parse_relaxed, require
+from beam_prep.errors import InputError
 
 
 class _BeamParser(Exception):
@@ -134,3 +136,44 @@ def template_location(beam_args: Sequence[str]) -> str | None:
         ('gs://b/t.json', None)
     """
     return PipelineOptions(list(beam_args)).get_all_options().get("template_location") or None
+
+
+#: Runners whose workers run on this machine, in this working directory.
+LOCAL_RUNNERS = frozenset({"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner",
+                           "SwitchingDirectRunner", "PrismRunner", "InteractiveRunner"})
+
+
+def require_shared_paths(beam_args: Sequence[str], paths: dict[str, str | Sequence[str] | None]
+                         ) -> None:
+    """Refuses relative local paths when the job runs on a runner with workers elsewhere.
+
+    A Flink, Spark, Dataflow or other portable runner runs the job's code in SDK workers
+    with their own working directory (another host, a container, a worker pool): a relative
+    path there names another file or none. Absolute paths and filesystem URLs
+    (``gs://``, ``hdfs://``, ...) are accepted; so is everything on a local runner and in a
+    ``--dry_run`` (translation only).
+
+    Args:
+        beam_args: The Beam options of the command line (``--runner`` is read from them).
+        paths: Flag name (``"--input"``) → its value(s); None values are skipped.
+
+    Raises:
+        InputError: Naming the flag, the value and the fix.
+
+    Example:
+        >>> require_shared_paths(["--runner=FlinkRunner"], {"--output": "/data/out"})
+        >>> require_shared_paths([], {"--output": "out"})  # local runner: fine
+    """
+    options = PipelineOptions(list(beam_args)).get_all_options()
+    runner = options.get("runner")
+    if (runner is None or str(runner).rsplit(".", 1)[-1] in LOCAL_RUNNERS
+            or options.get("dry_run")):  # translation only: no worker reads anything
+        return
+    for flag, value in paths.items():
+        for path in [value] if isinstance(value, str) else (value or []):
+            if "://" not in path and not path.startswith("/"):
+                raise InputError(
+                    f"{flag} must be an absolute path or a filesystem URL on --runner="
+                    f"{runner}: its workers do not share this working directory. Received: "
+                    f"{flag}={path}. Fix: give {os.path.abspath(path)} (on storage every "
+                    "worker reads) or a URL such as gs://bucket/...")

@@ -26,7 +26,12 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
+from beam_prep.pipelines.flags import (
+    is_dry_run,
+    parse_job_args,
+    require_shared_paths,
+    template_location,
+)
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
     quiet_beam_worker_notices,
@@ -102,6 +107,8 @@ def options_from_args(args: argparse.Namespace) -> ElwcOptions:
 def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult:
     """Builds and runs the job; waits for it; raises InputError if too many lines were bad."""
     args, beam_args = parse_job_args(build_parser(), argv)
+    require_shared_paths(beam_args, {"--input": args.input, "--output": args.output,
+                                     "--artifacts": args.artifacts})
     opts = options_from_args(args)
     if opts.artifacts:  # checksums verified and layers checked once, before any work
         ArtifactEncoder(opts.artifacts, verify=True)

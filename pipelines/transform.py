@@ -20,7 +20,12 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze import DEFAULT_LOCAL_RUNNER
-from beam_prep.pipelines.flags import is_dry_run, parse_job_args, template_location
+from beam_prep.pipelines.flags import (
+    is_dry_run,
+    parse_job_args,
+    require_shared_paths,
+    template_location,
+)
 from beam_prep.pipelines.input_splits import count_job_splits, job_splits
 from beam_prep.pipelines.job_logging import (
     hide_tracebacks_of_our_errors,
@@ -72,6 +77,8 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     """
     args, beam_args = parse_job_args(build_parser(), argv)
     _validate(args)
+    require_shared_paths(beam_args, {"--input": args.input, "--output": args.output,
+                                     "--artifacts": args.artifacts})
     # checks the artifacts and their checksums
     encoder = BatchEncoder(args.artifacts, out_of_fold=args.out_of_fold)
     if args.out_of_fold and not any(fp.target for fp in encoder.plan.features):

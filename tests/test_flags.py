@@ -60,3 +60,32 @@ def test_a_flag_far_from_every_known_one_gets_no_suggestion(capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "unrecognized argument --zzqqxx=1." in err
     assert "did you mean" not in err
+
+
+@pytest.mark.parametrize("job,argv,flag", [
+    ("analyze", ["--spec", "s.yaml", "--input", "data/*.csv", "--output", "/abs/out"], "--input"),
+    ("transform", ["--artifacts", "/abs/art", "--input", "/abs/x.csv", "--output", "enc"],
+     "--output"),
+    ("make_elwc", ["--input", "/abs/q.txt", "--output", "/abs/o", "--artifacts", "art"],
+     "--artifacts"),
+])
+def test_relative_local_paths_are_refused_on_a_runner_with_remote_workers(job, argv, flag):
+    """Flink/Spark SDK workers have their own working directory: refused before any work."""
+    import importlib
+
+    from beam_prep.errors import InputError
+
+    module = importlib.import_module(f"beam_prep.pipelines.{job}")
+    with pytest.raises(InputError, match=rf"^{flag} must be an absolute path or a filesystem "
+                                         r"URL on --runner=FlinkRunner.*Received: "):
+        module.run([*argv, "--runner=FlinkRunner", "--flink_master=[local]"])
+
+
+def test_relative_paths_stay_fine_on_local_runners_and_urls_everywhere():
+    from beam_prep.pipelines.flags import require_shared_paths
+
+    require_shared_paths([], {"--input": ["data/*.csv"], "--output": "out"})
+    require_shared_paths(["--runner=DirectRunner"], {"--output": "out"})
+    require_shared_paths(["--runner=DataflowRunner", "--dry_run=True"], {"--input": ["d.csv"]})
+    require_shared_paths(["--runner=SparkRunner"], {"--input": ["gs://b/x.csv", "/abs/y.csv"],
+                                                    "--cache_dir": None})

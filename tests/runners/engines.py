@@ -1,0 +1,256 @@
+"""Flink and Spark for the runner tests: job servers, a Spark standalone cluster, worker pools.
+
+Everything is started from what ``make runner-jars`` put under ``build/runners/`` (see
+docs/runners.md) and listens on 127.0.0.1; the processes are stopped by their own ids.
+
+Workers as separate hosts: the SDK worker pool (``python -m beam_prep.pipelines.worker_pool``)
+starts every SDK worker through :data:`SHIM`, which puts the worker in a mount namespace of
+its own with an empty private ``/tmp`` (a tmpfs) as its working directory. A file one worker
+writes under ``/tmp`` or its working directory is then invisible to every other worker and
+to the launcher: a job that relies on it fails or differs, and the equality tests see it.
+Only the input and output locations (a folder outside ``/tmp``) are shared, as a distributed
+filesystem would be. The shim appends each worker's pid to ``<pool>/workers.pids`` (the
+fault tests kill one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNNERS = Path(os.environ.get("BEAM_PREP_RUNNERS_DIR", ROOT / "build" / "runners"))
+BEAM_JAVA = os.environ.get("BEAM_JAVA_VERSION", "2.62.0")  # make runner-jars builds it
+FLINK_LIB = RUNNERS / f"flink-1.19-job-server-{BEAM_JAVA}" / "lib"
+SPARK_LIB = RUNNERS / f"spark-3-job-server-{BEAM_JAVA}" / "lib"
+PYSPARK = RUNNERS / "pyspark" / "pyspark"
+#: Shared storage for inputs and outputs (never under /tmp, which workers do not share).
+WORK = RUNNERS / "shared"
+
+JAVA_OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
+    "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
+    "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "java.text",
+    "java.time", "jdk.internal.ref", "sun.nio.ch", "sun.nio.cs", "sun.security.action",
+    "sun.util.calendar")] + ["-Djdk.reflect.useDirectMethodHandle=false"]
+
+#: Runs one SDK worker in its own mount namespace, private /tmp as its working directory.
+SHIM = """#!/bin/sh
+echo $$ >> "{pids}"
+exec unshare --mount --propagation private /bin/sh -c \
+  'mount -t tmpfs -o size=4g tmpfs /tmp && mkdir /tmp/worker && cd /tmp/worker && exec "$0" "$@"' \
+  "{python}" "$@"
+"""
+
+
+def missing() -> str | None:
+    """Why the runner tests cannot run here (None when they can)."""
+    if shutil.which("java") is None:
+        return "no java on PATH (install Java 17)"
+    for path in (FLINK_LIB, SPARK_LIB, PYSPARK / "jars"):
+        if not path.is_dir():
+            return f"{path} missing: run `make runner-jars`"
+    if shutil.which("unshare") is None:
+        return "no unshare (util-linux)"
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            "mount -t tmpfs tmpfs /tmp"], capture_output=True, text=True)
+    if probe.returncode:
+        return f"mount namespaces unavailable: {probe.stderr.strip()[:200]}"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, log: Path, timeout: float = 180) -> None:
+    """Waits until something accepts on 127.0.0.1:port; fails with the log tail otherwise."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[:3]} exited {proc.returncode}:\n"
+                               f"{log.read_text(errors='replace')[-3000:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"nothing listens on {port} after {timeout}s:\n"
+                       f"{log.read_text(errors='replace')[-3000:]}")
+
+
+def start(cmd: list[str], log: Path, **kwargs) -> subprocess.Popen:
+    """Starts a service in its own process group (stopped with :func:`stop`)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, **kwargs)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stops a process started by :func:`start` and everything in its process group."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@dataclass
+class WorkerPool:
+    """An SDK worker pool whose workers are isolated as on separate hosts."""
+
+    proc: subprocess.Popen
+    port: int
+    folder: Path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def worker_pids(self) -> list[int]:
+        """Pids of the SDK workers started so far (alive or not)."""
+        path = self.folder / "workers.pids"
+        return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+    def live_workers(self) -> list[int]:
+        return [p for p in self.worker_pids() if Path(f"/proc/{p}").exists()
+                and "SdkHarness" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+
+
+@contextlib.contextmanager
+def worker_pool(folder: Path) -> Iterator[WorkerPool]:
+    """A pool on a free port whose every worker runs through :data:`SHIM`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shim = folder / "isolated-python"
+    shim.write_text(SHIM.format(pids=folder / "workers.pids", python=sys.executable))
+    shim.chmod(0o755)
+    port = free_port()
+    log = folder / "pool.log"
+    proc = start([sys.executable, "-m", "beam_prep.pipelines.worker_pool", "--port", str(port),
+                  "--host", "127.0.0.1", "--worker_python", str(shim)], log, cwd=folder)
+    try:
+        wait_for_port(port, proc, log, timeout=120)
+        yield WorkerPool(proc, port, folder)
+    finally:
+        stop(proc)
+
+
+@dataclass
+class JobServer:
+    """A Beam job server (Flink or Spark) on 127.0.0.1."""
+
+    proc: subprocess.Popen
+    port: int
+    runner: str
+    flags: tuple[str, ...]
+
+    def beam_args(self, pool: WorkerPool) -> list[str]:
+        return [f"--runner={self.runner}", f"--job_endpoint=127.0.0.1:{self.port}",
+                "--environment_type=EXTERNAL", f"--environment_config={pool.address}",
+                *self.flags]
+
+
+@contextlib.contextmanager
+def flink_job_server(folder: Path, *, master: str = "[local]",
+                     parallelism: int = 2) -> Iterator[JobServer]:
+    """Beam's Flink job server; ``[local]`` runs each job on an embedded Flink cluster."""
+    port = free_port()
+    log = folder / "flink-job-server.log"
+    proc = start(["java", *JAVA_OPENS, "-cp", f"{FLINK_LIB}/*",
+                  "org.apache.beam.runners.flink.FlinkJobServerDriver", "--job-host",
+                  "127.0.0.1", "--job-port", str(port), "--artifact-port", "0",
+                  "--expansion-port", "0", "--flink-master", master], log)
+    try:
+        wait_for_port(port, proc, log)
+        yield JobServer(proc, port, "FlinkRunner", (f"--flink_master={master}",
+                                                    f"--parallelism={parallelism}"))
+    finally:
+        stop(proc)
+
+
+@dataclass
+class SparkCluster:
+    """A Spark standalone master and its workers, started from pyspark's ``spark-class``."""
+
+    master: subprocess.Popen
+    workers: list[subprocess.Popen]
+    url: str
+
+
+def _spark_env(folder: Path) -> dict[str, str]:
+    return dict(os.environ, SPARK_HOME=str(PYSPARK), SPARK_LOCAL_IP="127.0.0.1",
+                SPARK_LOG_DIR=str(folder / "logs"), SPARK_NO_DAEMONIZE="1")
+
+
+def spark_worker(folder: Path, url: str, i: int) -> subprocess.Popen:
+    """Starts Spark worker ``i`` (1 core) registered with the master at ``url``."""
+    return start([str(PYSPARK / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker",
+                  "--host", "127.0.0.1", "--cores", "1", "--memory", "3g", "--webui-port",
+                  str(free_port()), "--work-dir", str(folder / f"work{i}"), url],
+                 folder / f"worker{i}.log", env=_spark_env(folder))
+
+
+@contextlib.contextmanager
+def spark_cluster(folder: Path, *, workers: int = 2) -> Iterator[SparkCluster]:
+    """A standalone Spark master on 127.0.0.1 with ``workers`` workers of 1 core each."""
+    port = free_port()
+    log = folder / "master.log"
+    master = start([str(PYSPARK / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+                    "--host", "127.0.0.1", "--port", str(port), "--webui-port",
+                    str(free_port())], log, env=_spark_env(folder))
+    url = f"spark://127.0.0.1:{port}"
+    procs: list[subprocess.Popen] = []
+    try:
+        wait_for_port(port, master, log)
+        procs = [spark_worker(folder, url, i) for i in range(1, workers + 1)]
+        end = time.monotonic() + 180
+        while log.read_text(errors="replace").count("Registering worker") < workers:
+            if time.monotonic() > end:
+                raise RuntimeError(f"Spark workers did not register:\n{log.read_text()[-2000:]}")
+            time.sleep(1)
+        yield SparkCluster(master, procs, url)
+    finally:
+        for p in procs:
+            stop(p)
+        stop(master)
+
+
+@contextlib.contextmanager
+def spark_job_server(folder: Path, master_url: str) -> Iterator[JobServer]:
+    """Beam's Spark job server submitting to ``master_url``."""
+    port = free_port()
+    log = folder / "spark-job-server.log"
+    # Beam's jars first, in the job server (the Spark driver) and, through
+    # spark.executor.extraClassPath, in the executors: pyspark's jars/ hold a Guava 14 that
+    # Beam's code cannot use (NoSuchMethodError Preconditions.checkState, a failed first
+    # attempt of every task).
+    proc = start(["java", *JAVA_OPENS, f"-Dspark.executor.extraClassPath={SPARK_LIB}/*",
+                  "-cp", f"{SPARK_LIB}/*:{PYSPARK}/jars/*",
+                  "org.apache.beam.runners.spark.SparkJobServerDriver", "--job-host",
+                  "127.0.0.1", "--job-port", str(port), "--artifact-port", "0",
+                  "--expansion-port", "0", "--spark-master-url", master_url], log)
+    try:
+        wait_for_port(port, proc, log)
+        yield JobServer(proc, port, "SparkRunner", ())
+    finally:
+        stop(proc)
+
+
+def shared_dir(prefix: str) -> Path:
+    """A fresh folder on the shared storage (under build/runners/shared, not /tmp)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=WORK))
