@@ -24,7 +24,11 @@ device leaf by leaf (the launcher before the device prefetch); ``prefetch`` is t
 batches ahead, on a background thread); ``device_cache`` is the launcher's
 ``data.device_cache: true``, :class:`beam_prep.ranking.train.jax_feed.DeviceDataset` (the
 ``--pool`` batches put on the device once, each step gathers its batch there from a seeded
-per-pass permutation: no host work per step).
+per-pass permutation: no host work per step); ``device_loop`` is ``device_cache`` with
+``training.steps_per_execution`` > 1, :class:`beam_prep.ranking.train.jax_feed.DeviceLoop`
+(``--per_call`` steps per jitted ``lax.fori_loop``, at most ``--steps``; Keras calls the batch
+callbacks once per execution). The launcher's callbacks (``ConsistentShardings`` and the finite
+guard, which reads the loss back after every call) run with every feed but ``keras``.
 
 Reported per case and feed:
 
@@ -82,7 +86,7 @@ CASES: dict[str, dict[str, Any]] = {
     "dnn_b1024": {"config": "examples/train.yaml", "model": {}, "batch": 1024,
                   "list_size": 32},
 }
-FEEDS = ("keras", "prefetch", "device_cache")
+FEEDS = ("keras", "prefetch", "device_cache", "device_loop")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +103,7 @@ class Settings:
         pool: Distinct host batches cycled through.
         distribution: JAX ``data_parallel`` (the issue's setup) or ``default``.
         batch: Overrides every case's batch size (None: the case's).
+        per_call: Train steps per execution of the ``device_loop`` feed.
     """
 
     backend: str
@@ -110,6 +115,7 @@ class Settings:
     pool: int
     distribution: str
     batch: int | None
+    per_call: int = 32
 
 
 def synthetic_batches(n: int, batch: int, list_size: int, *, mask: bool,
@@ -279,13 +285,14 @@ def _jax_device_ms(model: Any, batch: Any, steps: int) -> float:
 
 
 def _launcher_callbacks(feed: str) -> list[Any]:
-    """``JaxRankingLauncher.backend_callbacks`` with the launcher's feed (``prefetch``), none
-    with Keras' own (today's launcher before the fix)."""
+    """The launcher's finite guard and ``JaxRankingLauncher.backend_callbacks`` with the
+    launcher's feeds, none with Keras' own (the launcher before the device feeds)."""
     if feed == "keras":
         return []
+    from beam_prep.ranking.train import guard
     from beam_prep.ranking.train.jax_distribution import ConsistentShardings
 
-    return [ConsistentShardings()]
+    return [guard.keras_callback(), ConsistentShardings()]
 
 
 def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
@@ -294,21 +301,26 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
     import keras
 
     from beam_prep.ranking.train.jax_distribution import make_distribution
-    from beam_prep.ranking.train.jax_feed import DeviceDataset, DevicePrefetcher
+    from beam_prep.ranking.train.jax_feed import DeviceDataset, DeviceLoop, DevicePrefetcher
 
     case = dict(CASES[name], **({"batch": s.batch} if s.batch else {}))
     keras.distribution.set_distribution(make_distribution(s.distribution))
     mask = case["model"].get("scorer") == "dasalc"
     batches = synthetic_batches(s.pool, case["batch"], case["list_size"], mask=mask)
     spy, clock, timer = _JitSpy(), _HostClock(), _Timer()
-    prefetch = cache = None
+    prefetch = cache = loop = None
     try:
         model, _ = build_model(case, batches)
         source = _cycle(batches)
-        if feed == "device_cache":
+        if feed in ("device_cache", "device_loop"):
             lists = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *batches)
             cache = DeviceDataset(lists, batch_size=case["batch"], seed=0)
             source = cache.generator()
+            if feed == "device_loop":
+                loop = DeviceLoop(model, cache, steps=min(s.per_call, s.steps),
+                                  steps_per_epoch=s.steps)
+                loop.install()
+                source = loop.data()
         elif feed == "prefetch":
             prefetch = DevicePrefetcher(source, depth=2)
             source = prefetch.generator()
@@ -320,6 +332,8 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
                   shuffle=False)
         total = time.perf_counter() - t0
         train_compiles, eval_compiles = spy.compiles("train_step"), spy.compiles("test_step")
+        if loop is not None:  # its own jitted program replaces Keras' train step
+            train_compiles = (train_compiles or 0) + loop._program._cache_size()
     finally:
         spy.close()
         clock.close()
@@ -345,6 +359,7 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
         "compile_s": (round(timer.epochs[0] - wall * s.steps / 1000.0, 2)
                       if timer.epochs else None),
         "cache_s": round(cache.transfer_seconds, 3) if cache is not None else None,
+        "per_call": loop.steps if loop is not None else 1,
     }
 
 
@@ -411,8 +426,9 @@ def run_backend(s: Settings) -> dict[str, Any]:
     return {"backend": s.backend, "info": info, "rows": rows}
 
 
-COLUMNS = ("backend", "case", "feed", "batch", "list_size", "wall_ms", "device_ms", "host_ms",
-           "producer_ms", "busy", "train_compiles", "eval_compiles", "docs_per_s", "compile_s")
+COLUMNS = ("backend", "case", "feed", "per_call", "batch", "list_size", "wall_ms", "device_ms",
+           "host_ms", "producer_ms", "busy", "train_compiles", "eval_compiles", "docs_per_s",
+           "compile_s")
 
 
 def _table(rows: list[dict[str, Any]], *, header: bool = True) -> str:
@@ -439,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default=",".join(CASES),
                    help=f"comma-separated, of {', '.join(CASES)}")
     p.add_argument("--feeds", default=",".join(FEEDS),
-                   help="JAX feeds: keras,prefetch,device_cache")
+                   help="JAX feeds: keras,prefetch,device_cache,device_loop")
     p.add_argument("--steps", type=int, default=None,
                    help="steps per epoch (default: 50 on an accelerator, 8 on CPU)")
     p.add_argument("--epochs", type=int, default=3)
@@ -449,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--distribution", default="data_parallel",
                    choices=("data_parallel", "default"))
     p.add_argument("--batch", type=int, default=None, help="override every case's batch")
+    p.add_argument("--per_call", type=int, default=32,
+                   help="device_loop: train steps per jitted program (at most --steps)")
     p.add_argument("--out", default=None, help="JSON file of the results")
     p.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -486,7 +504,7 @@ def _run_here(a: argparse.Namespace, backend: str, cases: tuple[str, ...],
     steps = a.steps or (8 if on_cpu else 50)
     s = Settings(backend=backend, cases=cases, feeds=feeds, steps=steps, epochs=a.epochs,
                  device_steps=a.device_steps or steps, pool=a.pool,
-                 distribution=a.distribution, batch=a.batch)
+                 distribution=a.distribution, batch=a.batch, per_call=a.per_call)
     return run_backend(s)
 
 
@@ -512,7 +530,7 @@ def _run_child(a: argparse.Namespace, backend: str, cases: tuple[str, ...],
                 "--cases", ",".join(cases), "--feeds", ",".join(feeds), "--epochs",
                 str(a.epochs), "--pool", str(a.pool), "--distribution", a.distribution,
                 "--out", out]
-        for flag in ("steps", "device_steps", "batch"):
+        for flag in ("steps", "device_steps", "batch", "per_call"):
             if getattr(a, flag) is not None:
                 argv += [f"--{flag}", str(getattr(a, flag))]
         env = {**os.environ, "KERAS_BACKEND": backend,

@@ -12,6 +12,8 @@ modes:
              test_launcher's exact-validation case (val_loss / NDCG vs numpy)
   multi      one process of a 2-process data_parallel run (KERAS_DISTRIBUTION_* in the env)
   module     the generated preprocessing module of tests' artifacts, in tf.data, on this backend
+  device_loop  DeviceLoop (several train steps per jitted program) vs one step per call;
+             compile counts; the finite guard inside an execution
 
 Prints one JSON line prefixed by RESULT.
 """
@@ -251,28 +253,109 @@ def device_feed(tmp: str) -> dict:
 
 
 def device_cache(tmp: str) -> dict:
-    """The launcher with data.device_cache true and false on the same data and seed."""
+    """The launcher with data.device_cache true and false on the same data and seed, and
+    true with 3 steps per execution (DeviceLoop)."""
     from beam_prep.ranking.train.backend import make_launcher as build_launcher
     from tests.ranking import test_launcher as tl
 
     paths = tl._write_data(os.path.join(tmp, "data"), n_train=16)
     out = {}
-    for setting in (True, False):
-        hp = tl._hparams(paths, os.path.join(tmp, f"model_{setting}"), epochs=6,
+    for setting, per_call in ((True, 1), (False, 1), (True, 3)):
+        name = str(setting).lower() + ("" if per_call == 1 else f"_x{per_call}")
+        hp = tl._hparams(paths, os.path.join(tmp, f"model_{name}"), epochs=6,
                          steps_per_epoch=4, early_stopping_metric=None)
         hp = type(hp).from_dict({**hp.to_dict(), "distribution": {
             "backend": "jax", "strategy": "data_parallel"}},
-            overrides=[f"data.device_cache={str(setting).lower()}"])
+            overrides=[f"data.device_cache={str(setting).lower()}",
+                       f"training.steps_per_execution={per_call}"])
         lau = build_launcher(hp)
         res = lau.run()
-        out[str(setting).lower()] = {"used": lau.device_cache_used, "history": res.history,
-                                     "steps": res.steps}
+        out[name] = {"used": lau.device_cache_used, "history": res.history,
+                     "steps": res.steps, "per_call": lau.steps_per_execution_used}
+    return out
+
+
+def _fit_small(strategy: str, steps: int, *, epochs: int = 3, steps_per_epoch: int = 5,
+               bad_list: int | None = None) -> dict:
+    """A 2-layer regressor trained from a DeviceDataset (48 lists of 8, seed 3) with the
+    launcher's ConsistentShardings and finite guard, one step per call (``steps`` 1) or
+    ``steps`` per DeviceLoop execution. ``bad_list``: that list's features are NaN."""
+    import keras
+    import numpy as np
+    from keras.src.backend.jax import trainer
+
+    from beam_prep.ranking.train import guard
+    from beam_prep.ranking.train.jax_distribution import ConsistentShardings, make_distribution
+    from beam_prep.ranking.train.jax_feed import DeviceDataset, DeviceLoop
+
+    keras.distribution.set_distribution(make_distribution(strategy))
+    jitted = []
+    original = trainer.jit
+
+    def spy(fn, *args, **kwargs):
+        out = original(fn, *args, **kwargs)
+        jitted.append(out)
+        return out
+
+    trainer.jit = spy
+    try:
+        keras.utils.set_random_seed(0)
+        rng = np.random.default_rng(1)
+        x = rng.normal(size=(48, 6)).astype("float32")
+        y = (x @ rng.normal(size=(6, 1))).astype("float32")
+        if bad_list is not None:
+            x[bad_list] = np.nan
+        model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.Dense(1)])
+        model.compile("adam", "mse", metrics=["mae"], jit_compile=True)
+        data = DeviceDataset((x, y), batch_size=8, seed=3)
+        source, loop = data.generator(), None
+        if steps > 1:
+            loop = DeviceLoop(model, data, steps=steps, steps_per_epoch=steps_per_epoch)
+            loop.install()
+            source = loop.data()
+        out: dict = {}
+        try:
+            hist = model.fit(source, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                             callbacks=[guard.keras_callback(), ConsistentShardings()],
+                             verbose=0, shuffle=False)
+            out["history"] = hist.history
+        except guard.Diverged as e:
+            out["diverged"] = {"name": e.name, "step": e.step, "epoch": e.epoch}
+        out["iterations"] = int(model.optimizer.iterations.numpy())
+        out["weights"] = [np.asarray(w).tolist() for w in model.get_weights()]
+        out["train_compiles"] = sum(f._cache_size() for f in jitted
+                                    if hasattr(f, "_cache_size"))
+        if loop is not None:
+            out["train_compiles"] += loop._program._cache_size()
+            out["executions"] = loop.executions
+        return out
+    finally:
+        trainer.jit = original
+        keras.distribution.set_distribution(None)
+
+
+def device_loop(tmp: str) -> dict:
+    """One step per call vs DeviceLoop executions (3 steps; 5-step epochs end mid-execution),
+    without and with a distribution; then a NaN list under both, for the guard."""
+    import numpy as np
+
+    from beam_prep.ranking.train.jax_feed import pass_order
+
+    out: dict = {}
+    for strategy in ("default", "data_parallel"):
+        out[strategy] = {str(k): _fit_small(strategy, k) for k in (1, 3)}
+    order = np.concatenate([pass_order(48, 8, 3, p) for p in range(3)])
+    bad = int(order[7][0])  # a list of step 8 (0-based 7), the second step of epoch 2
+    first = min(i for i, rows in enumerate(order) if bad in rows)
+    out["nan"] = {"first_step": first + 1,
+                  **{str(k): _fit_small("default", k, bad_list=bad) for k in (1, 3)}}
     return out
 
 
 def main(mode: str, tmp: str) -> None:
     result = {"step": step, "launcher": launcher, "multi": multi, "device_feed": device_feed,
-              "device_cache": device_cache}[mode](tmp)
+              "device_cache": device_cache, "device_loop": device_loop}[mode](tmp)
     print("RESULT " + json.dumps(result), flush=True)
 
 

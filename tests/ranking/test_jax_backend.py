@@ -288,3 +288,42 @@ def test_device_cache_is_used_per_the_setting_and_trains_like_the_stream(tmp_pat
     assert _max_diff([cached["history"]["loss"]], [streamed["history"]["loss"]]) < 0.02
     assert abs(cached["history"]["ndcg_2"][-1] - streamed["history"]["ndcg_2"][-1]) < 0.1
     assert cached["history"]["loss"][-1] < cached["history"]["loss"][0] - 0.1
+    # 3 steps per jitted program (4-step epochs: 3 + 1): the same run, validation included.
+    fused = out["true_x3"]
+    assert (fused["per_call"], cached["per_call"], fused["steps"]) == (3, 1, 24)
+    assert set(fused["history"]) == set(cached["history"])
+    for name, values in cached["history"].items():
+        np.testing.assert_allclose(fused["history"][name], values, rtol=1e-4, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def device_loop(tmp_path_factory):
+    return _worker("device_loop", tmp_path_factory.mktemp("jax_device_loop"))
+
+
+@pytest.mark.parametrize("strategy", ["default", "data_parallel"])
+def test_several_steps_per_program_train_exactly_as_single_steps(device_loop, strategy):
+    single, fused = device_loop[strategy]["1"], device_loop[strategy]["3"]
+    # 3 epochs of 5 steps, 3 steps per execution: 2 executions per epoch (3 + 2 steps).
+    assert fused["executions"] == 6
+    assert single["iterations"] == fused["iterations"] == 15
+    for name in ("loss", "mae"):
+        np.testing.assert_allclose(fused["history"][name], single["history"][name], rtol=1e-5)
+    assert _max_diff(fused["weights"], single["weights"]) < 1e-5
+
+
+@pytest.mark.parametrize("strategy", ["default", "data_parallel"])
+def test_the_train_step_compiles_once_per_run(device_loop, strategy):
+    # Device-resident batches with the launcher's ConsistentShardings: the initial state,
+    # the step's outputs and each epoch's reset metrics share one compiled step.
+    assert device_loop[strategy]["1"]["train_compiles"] == 1
+    assert device_loop[strategy]["3"]["train_compiles"] == 1  # partial executions included
+
+
+def test_the_guard_names_the_first_non_finite_step_inside_an_execution(device_loop):
+    nan = device_loop["nan"]
+    want = {"name": "loss", "step": nan["first_step"], "epoch": 0}
+    assert nan["1"]["diverged"] == want
+    assert nan["3"]["diverged"] == want
+    # Stopped after the execution that held it (steps 1-3, then 4-5).
+    assert nan["3"]["iterations"] == (3 if nan["first_step"] <= 3 else 5)

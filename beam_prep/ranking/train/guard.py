@@ -131,9 +131,12 @@ def diverged_message(error: Diverged, culprit: tuple[str, float, int] | None, *,
 def keras_callback(current_epoch: Callable[[], int | None] | None = None) -> Any:
     """A ``keras.callbacks.Callback`` raising :class:`Diverged` at the first non-finite log.
 
-    Checks every training batch's logs (after the step) and each epoch's logs (validation
-    included). Put it first in the callback list: it then raises before any checkpoint of
-    the failing step is written.
+    Checks every training batch's logs (after the step; with ``steps_per_execution`` > 1
+    Keras calls it once per execution, so the loss is read back once per execution) and each
+    epoch's logs (validation included). Put it first in the callback list: it then raises
+    before any checkpoint of the failing step is written. The step is read only on failure;
+    when the train function says which step of its execution went non-finite
+    (``first_nonfinite()``, :class:`~.jax_feed.DeviceLoop`), the error names that step.
     """
     import keras
 
@@ -144,8 +147,17 @@ def keras_callback(current_epoch: Callable[[], int | None] | None = None) -> Any
             self.epoch = epoch
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            try:
+                check_logs(logs or {}, epoch=self.epoch, step=0)
+            except Diverged as e:
+                raise Diverged(e.name, e.value, step=self._step(),
+                               epoch=self.epoch) from None
+
+        def _step(self) -> int:
             step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-            check_logs(logs or {}, step=step, epoch=self.epoch)
+            fn = self.model.train_function
+            first = getattr(fn, "first_nonfinite", lambda: None)()
+            return step if first is None else step - fn.last_count + first + 1
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             check_logs(logs or {}, epoch=epoch)

@@ -257,8 +257,14 @@ class TrainHparams:
         epochs: Passes of ``steps_per_epoch`` steps.
         steps_per_epoch: Training steps per epoch (null = one pass over the data).
         validation_steps: Validation batches per evaluation (null = the whole set).
-        steps_per_execution: Steps fused into one ``tf.function`` call. Values > 1 fail in
-            Keras ``fit`` with more than one replica; the custom loop supports them.
+        steps_per_execution: Train steps per device call: a positive integer or ``auto``
+            (the default). TensorFlow: steps fused into one ``tf.function`` call (``auto`` =
+            1); values > 1 fail in Keras ``fit`` with more than one replica, the custom loop
+            supports them. JAX with the training set on the device (``data.device_cache``):
+            steps run in one jitted ``lax.fori_loop`` (``auto`` = 32 on an accelerator, 1 on
+            CPU; at most ``steps_per_epoch``), batch callbacks (finite check, Ctrl-C,
+            per-step checkpoints) run once per execution; other JAX feeds run one step per
+            call.
         metrics_k: Cut-offs of NDCG@k and MRR@k.
         checkpoint_every_steps: Checkpoint period in steps (0 = once per epoch).
         early_stopping_metric: Validation metric watched by early stopping, e.g.
@@ -284,7 +290,7 @@ class TrainHparams:
     epochs: int = 1
     steps_per_epoch: int | None = None
     validation_steps: int | None = None
-    steps_per_execution: int = 1
+    steps_per_execution: int | str = "auto"
     metrics_k: tuple[int, ...] = (5, 10)
     checkpoint_every_steps: int = 0
     early_stopping_metric: str | None = None
@@ -299,6 +305,12 @@ class TrainHparams:
             object.__setattr__(self, "export_dir", self.export_dir.replace(
                 "{model_dir}", self.model_dir.rstrip("/") or self.model_dir))
 
+    @property
+    def fixed_steps_per_execution(self) -> int:
+        """``steps_per_execution`` as an integer where no device decides it (``auto`` = 1):
+        the TensorFlow loops and ``compile``."""
+        return 1 if self.steps_per_execution == "auto" else int(self.steps_per_execution)
+
     def validate(self) -> None:  # noqa: D102
         check_fields(self, where="`training`")
         _str("training", "model_dir", self.model_dir)
@@ -310,7 +322,9 @@ class TrainHparams:
         _int("training", "epochs", self.epochs)
         _int("training", "steps_per_epoch", self.steps_per_epoch, optional=True)
         _int("training", "validation_steps", self.validation_steps, optional=True)
-        _int("training", "steps_per_execution", self.steps_per_execution)
+        spe = self.steps_per_execution
+        if spe != "auto" and (isinstance(spe, bool) or not isinstance(spe, int) or spe < 1):
+            raise _fail("training", "steps_per_execution", spe, "a positive integer or auto")
         if not isinstance(self.metrics_k, tuple) or not self.metrics_k:
             raise _fail("training", "metrics_k", self.metrics_k,
                         "a non-empty list of positive integers")

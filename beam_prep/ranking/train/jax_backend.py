@@ -43,7 +43,9 @@ from beam_prep.ranking.train.jax_distribution import (
 )
 from beam_prep.ranking.train.jax_feed import (
     DeviceDataset,
+    DeviceLoop,
     DevicePrefetcher,
+    resolve_steps_per_execution,
     tree_nbytes,
     use_device_cache,
 )
@@ -69,6 +71,7 @@ class JaxRankingLauncher(RankingLauncher):
             raise SpecError("JaxRankingLauncher needs KERAS_BACKEND=jax set before Keras is "
                             f"imported. Received: backend={keras.backend.backend()!r}")
         self.device_cache_used: bool | None = None  # set by fit_input
+        self.steps_per_execution_used = 1  # set by fit_input (DeviceLoop when > 1)
         if kwargs.get("strategy") is not None:
             raise SpecError("The JAX launcher takes no tf.distribute strategy; set "
                             "`distribution.strategy` to data_parallel or model_parallel.")
@@ -122,21 +125,32 @@ class JaxRankingLauncher(RankingLauncher):
         """:class:`~.jax_distribution.ConsistentShardings`: one train-step compile per run."""
         return [ConsistentShardings()]
 
-    def fit_input(self, train_ds: tf.data.Dataset) -> Any:
+    def fit_input(self, train_ds: tf.data.Dataset, model: keras.Model) -> Any:
         """Training batches already on the device (:mod:`.jax_feed`).
 
         One process: the whole training set on the device when ``data.device_cache`` says so
-        (:meth:`device_dataset`; each step gathers its batch there), else ``tf.data``'s numpy
-        batches through a :class:`~.jax_feed.DevicePrefetcher` (one ``device_put`` per batch
-        with the batch's sharding, two ahead, on a background thread). Several processes keep
-        Keras' own per-process distribution of the dataset.
+        (:meth:`device_dataset`; each step gathers its batch there), trained
+        ``training.steps_per_execution`` steps per jitted program
+        (:class:`~.jax_feed.DeviceLoop`, installed as ``model``'s train function) when that
+        resolves to more than one step; else ``tf.data``'s numpy batches through a
+        :class:`~.jax_feed.DevicePrefetcher` (one ``device_put`` per batch with the batch's
+        sharding, two ahead, on a background thread). Several processes keep Keras' own
+        per-process distribution of the dataset.
         """
         if jax.process_count() > 1:
             return train_ds
         cached = self.device_dataset(train_ds.element_spec)
-        if cached is not None:
+        if cached is None:
+            return DevicePrefetcher(train_ds.as_numpy_iterator(), depth=2).generator()
+        steps_per_epoch = self.steps_per_epoch()
+        steps = resolve_steps_per_execution(self.hp.training.steps_per_execution,
+                                            steps_per_epoch)
+        self.steps_per_execution_used = steps
+        if steps == 1:
             return cached.generator()
-        return DevicePrefetcher(train_ds.as_numpy_iterator(), depth=2).generator()
+        loop = DeviceLoop(model, cached, steps=steps, steps_per_epoch=steps_per_epoch)
+        loop.install()
+        return loop.data()
 
     def device_dataset(self, element_spec: Any) -> DeviceDataset | None:
         """The training set on the device, or None when ``data.device_cache`` rules it out.

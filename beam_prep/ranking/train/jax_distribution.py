@@ -129,14 +129,14 @@ class ConsistentShardings(keras.callbacks.Callback):
     carry the device mesh in their type, while freshly created values (the initial variables,
     and the metric variables that ``fit`` resets at every epoch) do not; JAX keys its cache on
     both and compiled the step three times per run (initial state, after the first step,
-    after the first metric reset). At every epoch start this callback puts each variable's
-    value on its own sharding with ``jax.device_put`` (no copy on the same device), which gives
-    the arrays the same type as the step's outputs. Nothing happens without a distribution.
+    after the first metric reset). Without a distribution the same happens with committed
+    batches (the launcher's device feeds): the step's outputs are committed to the device,
+    the fresh variables are not. At every epoch start this callback puts each variable's
+    value on its own sharding with ``jax.device_put`` (no copy on the same device), which
+    commits it and gives the arrays the same type as the step's outputs.
     """
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:  # noqa: D102
-        if keras.distribution.distribution() is None:
-            return
         model = self.model
         optimizer = getattr(model, "optimizer", None)
         variables = [*model.trainable_variables, *model.non_trainable_variables,

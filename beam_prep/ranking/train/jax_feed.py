@@ -237,13 +237,18 @@ class DeviceDataset:
         """The lists at ``indices`` as one device-resident batch (same pytree as ``data``)."""
         return jax.tree_util.tree_unflatten(self._treedef, self._take(self._leaves, indices))
 
-    def __iter__(self) -> Iterator[Any]:
-        """Endless batches: pass after pass, each in its own seeded order."""
+    def orders(self) -> Iterator[np.ndarray]:
+        """Endless ``[batch_size]`` list indices of the steps: pass after pass, each in its
+        own seeded order (what :class:`DeviceLoop` trains on)."""
         while True:
             order = pass_order(self.lists, self.batch_size, self.seed, self.passes)
             self.passes += 1
-            for indices in order:
-                yield self.batch(indices)
+            yield from order
+
+    def __iter__(self) -> Iterator[Any]:
+        """Endless batches, in the order of :meth:`orders`."""
+        for indices in self.orders():
+            yield self.batch(indices)
 
     def generator(self) -> Iterator[Any]:
         """The batches as a generator (what Keras ``fit`` takes)."""
@@ -263,3 +268,130 @@ def _to_device(x: np.ndarray, chunk_bytes: int, placement: Any) -> Any:
     step = max(chunk_bytes // row, 1)
     parts = [jax.device_put(x[i:i + step], placement) for i in range(0, len(x), step)]
     return parts[0] if len(parts) == 1 else jax.numpy.concatenate(parts)
+
+
+STEPS_PER_EXECUTION_AUTO = 32
+"""``training.steps_per_execution: auto`` on an accelerator: train steps per device program
+(bounded by ``steps_per_epoch``); 1 on CPU, where the step itself dominates."""
+
+
+def resolve_steps_per_execution(setting: Any, steps_per_epoch: int) -> int:
+    """Train steps per device program for ``training.steps_per_execution``.
+
+    Args:
+        setting: A positive integer, or ``"auto"`` (:data:`STEPS_PER_EXECUTION_AUTO` on an
+            accelerator, 1 on CPU).
+        steps_per_epoch: Steps of one epoch (an execution never spans two epochs).
+    """
+    if setting == "auto":
+        setting = 1 if jax.devices()[0].platform == "cpu" else STEPS_PER_EXECUTION_AUTO
+    return max(1, min(int(setting), int(steps_per_epoch)))
+
+
+class DeviceLoop:
+    """``steps`` train steps of a Keras model per device program, gathering from a
+    :class:`DeviceDataset`: what ``fit`` runs as its ``train_function`` (:meth:`install`).
+
+    Keras 3's JAX trainer runs ``steps_per_execution`` as a Python loop of jitted single steps,
+    so every step still costs a Python dispatch. Here one jitted function runs up to ``steps``
+    steps in a ``lax.fori_loop``: step ``i`` gathers its batch on the device (the lists at
+    ``indices[i]``), calls the model's pure ``train_step`` and carries the state. The training
+    data sent to ``fit`` are the per-step list indices (:meth:`data`: the order of
+    :meth:`DeviceDataset.orders`, the same as the dataset's own batches); the loop pulls as many
+    as are left of the epoch (at most ``steps``), so an execution never runs past
+    ``steps_per_epoch`` and the steps are the ones single steps would take. Keras calls the
+    batch callbacks once per execution; the logs are the last step's. ``step_losses`` holds the
+    logged loss of each step of the last execution (a device array, read only when needed).
+
+    Args:
+        model: A compiled Keras model (JAX backend, ``jit_compile``).
+        dataset: The device-resident training set.
+        steps: Train steps per execution (>= 1).
+        steps_per_epoch: ``fit``'s ``steps_per_epoch``.
+    """
+
+    def __init__(self, model: keras.Model, dataset: DeviceDataset, *, steps: int,
+                 steps_per_epoch: int) -> None:
+        if steps < 1 or steps_per_epoch < 1:
+            raise ValueError(f"`steps` and `steps_per_epoch` must be positive integers. "
+                             f"Received: steps={steps}, steps_per_epoch={steps_per_epoch}")
+        self.model, self.dataset = model, dataset
+        self.steps, self.steps_per_epoch = int(steps), int(steps_per_epoch)
+        self.step_in_epoch = 0
+        self.step_losses: Any = None
+        self.last_count = 0
+        self.executions = 0
+        self._program: Any = None
+        self._state_shardings: Any = None
+
+    def install(self) -> None:
+        """Makes this loop the model's ``fit`` train function (``steps_per_execution`` =
+        ``steps``); builds the model's metrics and optimizer on one real batch first, as
+        ``fit`` would (it must not peek at the index batches)."""
+        model = self.model
+        model._symbolic_build(data_batch=self.dataset.batch(
+            np.arange(self.dataset.batch_size, dtype=np.int32)))
+        if keras.distribution.distribution() is not None:  # fit purges the variables later
+            self._state_shardings = model._get_state_sharding_spec()
+        model.steps_per_execution = self.steps
+        model.train_function = self
+
+    def data(self) -> Iterator[tuple[np.ndarray]]:
+        """What ``fit`` trains on: ``(indices,)`` per step, the dataset's own order."""
+        for indices in self.dataset.orders():
+            yield (indices,)
+
+    def _build(self, state: Any) -> Any:
+        model, dataset = self.model, self.dataset
+        sharding = [batch_sharding((dataset.batch_size, *x.shape[1:])) for x in dataset._leaves]
+        constrain = keras.distribution.distribution() is not None
+
+        def gather(leaves: list[Any], idx: Any) -> Any:
+            batch = [jax.numpy.take(x, idx, axis=0) for x in leaves]
+            if constrain:
+                batch = [jax.lax.with_sharding_constraint(b, s) for b, s in zip(batch, sharding)]
+            return jax.tree_util.tree_unflatten(dataset._treedef, batch)
+
+        probe = jax.eval_shape(model.train_step, state, gather(
+            dataset._leaves, np.zeros((dataset.batch_size,), np.int32)))[0]
+
+        def program(state: Any, leaves: list[Any], steps: list[Any], count: Any) -> Any:
+            indices = jax.numpy.stack(steps)
+            logs = jax.tree_util.tree_map(lambda s: jax.numpy.zeros(s.shape, s.dtype), probe)
+            losses = jax.numpy.full((self.steps,), jax.numpy.nan, "float32")
+
+            def body(i: Any, carry: Any) -> Any:
+                state, _, losses = carry
+                logs, state = model.train_step(state, gather(leaves, indices[i]))
+                return state, logs, losses.at[i].set(logs["loss"].astype("float32"))
+
+            state, logs, losses = jax.lax.fori_loop(0, count, body, (state, logs, losses))
+            return logs, state, losses
+
+        out = None
+        if self._state_shardings is not None:  # as Keras' own step: outputs on the variables'
+            out = (None, self._state_shardings, None)
+        return jax.jit(program, donate_argnums=0, out_shardings=out)
+
+    def __call__(self, state: Any, iterator: Iterator[Any]) -> tuple[Any, Any]:
+        """One execution: ``fit``'s ``train_function(state, iterator)``."""
+        count = min(self.steps, self.steps_per_epoch - self.step_in_epoch)
+        indices = [next(iterator)[0] for _ in range(count)]
+        indices += [indices[-1]] * (self.steps - count)  # padding, never run
+        if self._program is None:
+            self._program = self._build(state)
+        logs, state, self.step_losses = self._program(state, self.dataset._leaves, indices,
+                                                      np.int32(count))
+        self.step_in_epoch = (self.step_in_epoch + count) % self.steps_per_epoch
+        self.last_count = count
+        self.executions += 1
+        return logs, state
+
+    def first_nonfinite(self) -> int | None:
+        """0-based index, within the last execution, of its first step whose logged loss is
+        non-finite (None: all finite). Reads the losses back from the device."""
+        if self.step_losses is None:
+            return None
+        losses = np.asarray(self.step_losses)[:self.last_count]
+        bad = np.flatnonzero(~np.isfinite(losses))
+        return int(bad[0]) if bad.size else None

@@ -332,7 +332,7 @@ class RankingLauncher:
             probe = dataclasses.replace(probe, list_size=1)
         build_layers(self.preprocessor, probe(tf.constant([b""]))[0])
         self.loop = resolve_loop(hparams.training.loop, hparams.distribution.strategy,
-                                 hparams.training.steps_per_execution)
+                                 hparams.training.fixed_steps_per_execution)
         self.chief = is_chief(self.strategy)
         self.jit_compile = hparams.distribution.strategy == "tpu"
 
@@ -343,7 +343,7 @@ class RankingLauncher:
                 list_size=self.hp.data.list_size, drop_remainder=self.hp.data.drop_remainder,
                 global_batch_size=self.hp.data.train_batch_size,
                 num_replicas=self.strategy.num_replicas_in_sync,
-                steps_per_execution=self.hp.training.steps_per_execution, loop=self.loop,
+                steps_per_execution=self.hp.training.fixed_steps_per_execution, loop=self.loop,
                 element_spec=element_spec)
 
     def build_model(self, element_spec: Any) -> keras.Model:
@@ -537,7 +537,7 @@ class RankingLauncher:
         settings = LoopSettings(
             epochs=tr.epochs, steps_per_epoch=self.steps_per_epoch(),
             global_batch_size=self.hp.data.train_batch_size,
-            steps_per_execution=tr.steps_per_execution,
+            steps_per_execution=tr.fixed_steps_per_execution,
             checkpoint_every_steps=tr.checkpoint_every_steps,
             validation_steps=tr.validation_steps,
             early_stopping_metric=tr.early_stopping_metric,
@@ -557,8 +557,9 @@ class RankingLauncher:
         """Callbacks the backend adds to ``fit`` (none on TensorFlow)."""
         return []
 
-    def fit_input(self, train_ds: tf.data.Dataset) -> Any:
-        """What ``fit`` trains on: the dataset itself on TensorFlow (``tf.data`` prefetches)."""
+    def fit_input(self, train_ds: tf.data.Dataset, model: keras.Model) -> Any:
+        """What ``fit`` trains ``model`` on: the dataset itself on TensorFlow (``tf.data``
+        prefetches)."""
         return train_ds
 
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
@@ -592,7 +593,7 @@ class RankingLauncher:
         # shuffle=False: the dataset shuffles itself (DatasetBuilder.build); Keras ignores
         # `shuffle` for a tf.data.Dataset and warns when it is left at True. No
         # validation_data: Keras' evaluate is not exact (see .validation); the callback is.
-        history = model.fit(self.fit_input(train_ds), epochs=tr.epochs,
+        history = model.fit(self.fit_input(train_ds, model), epochs=tr.epochs,
                             steps_per_epoch=self.steps_per_epoch(),
                             callbacks=callbacks, verbose=self.verbose, shuffle=False)
         steps = int(model.optimizer.iterations.numpy())

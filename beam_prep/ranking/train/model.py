@@ -265,7 +265,7 @@ def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str
     Args:
         model: The ranking model.
         training: ``TrainHparams`` (``optimizer``, ``learning_rate``, ``loss``,
-            ``softmax_targets``, ``metrics_k``, ``steps_per_execution``).
+            ``softmax_targets``, ``metrics_k``, ``fixed_steps_per_execution``).
         jit_compile: Passed to ``compile``.
         steps_per_execution: Overrides ``training.steps_per_execution``.
     """
@@ -278,6 +278,6 @@ def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str
         optimizer=make_optimizer(tr.optimizer, tr.learning_rate),
         loss=get_loss(tr.loss, softmax_targets=tr.softmax_targets),
         metrics=ranking_metrics(tr.metrics_k),
-        steps_per_execution=steps_per_execution or tr.steps_per_execution,
+        steps_per_execution=steps_per_execution or tr.fixed_steps_per_execution,
         jit_compile=jit_compile)
     return model
