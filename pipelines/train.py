@@ -130,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
     """Summary lines: a finished or resumed run, which epoch the export holds with its
-    metrics, and the last epoch's metrics, each labelled."""
+    metrics, the last epoch's metrics, each labelled, and ``budget`` when the run ended at
+    ``training.epochs`` with the monitored metric still improving."""
     from beam_prep.ranking.train.epoch_log import format_metrics
 
     tr = hparams.training
@@ -163,6 +164,9 @@ def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
         counts["stopped_early"] = (f"after epoch {state.last['epoch']} "
                                    f"({tr.early_stopping_patience} epochs without a better "
                                    f"{state.monitor})")
+    if state.ended_while_improving():
+        counts["budget"] = (f"ended at its epoch budget while {state.monitor} was still "
+                            "improving (best at the last epoch); raise training.epochs")
     return counts
 
 

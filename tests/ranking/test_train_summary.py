@@ -47,6 +47,28 @@ def test_summary_labels_the_exported_and_the_last_epoch():
     }
 
 
+BUDGET = ("ended at its epoch budget while val_ndcg_10 was still improving (best at the last "
+          "epoch); raise training.epochs")
+
+
+@pytest.mark.parametrize("values,budget", [
+    ([0.5, 0.6, 0.7], True),     # the last epoch is the best, all epochs used
+    ([0.5, 0.8, 0.7], False),    # an earlier epoch is the best
+    ([0.5, 0.4, 0.3], False),    # stopped early (patience 1 here)
+])
+def test_summary_says_when_the_run_ended_at_its_budget_while_improving(values, budget):
+    state = RunState(epochs=len(values), monitor="val_ndcg_10")
+    result = _result(state, epochs=values)
+    counts = _epoch_counts(result, _hp(len(values)), list(range(len(values))))
+    assert counts.get("budget") == (BUDGET if budget else None)
+
+
+def test_no_budget_line_without_a_monitored_metric():
+    state = RunState(epochs=2, monitor=None)
+    result = _result(state, epochs=[0.5, 0.6])
+    assert "budget" not in _epoch_counts(result, _hp(2, metric=None), [0, 1])
+
+
 def test_summary_of_a_resumed_run_says_so():
     state = RunState(epochs=4, monitor="val_ndcg_10", epochs_done=2,
                      best={"epoch": 1, "value": 0.9, "metrics": {"val_ndcg_10": 0.9}})

@@ -49,6 +49,7 @@ Activation = Literal["relu", "gelu", "tanh", "swish"]
 SoftmaxTargets = Literal["labels", "gains"]
 ScorerName = Literal["dnn", "dasalc"]
 InputTransform = Literal["auto", "none", "log1p", "piecewise_linear", "robust"]
+LrSchedule = Literal["constant", "cosine", "plateau"]
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 #: ``training.export_dir`` when the config does not set it; ``{model_dir}`` is replaced by
@@ -65,6 +66,7 @@ ACTIVATIONS: tuple[str, ...] = get_args(Activation)
 SOFTMAX_TARGETS: tuple[str, ...] = get_args(SoftmaxTargets)
 SCORERS: tuple[str, ...] = get_args(ScorerName)
 INPUT_TRANSFORMS: tuple[str, ...] = get_args(InputTransform)
+LR_SCHEDULES: tuple[str, ...] = get_args(LrSchedule)
 
 
 def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
@@ -253,9 +255,25 @@ class TrainHparams:
             normalised per list, TF Ranking's) or ``gains`` (``2^label - 1`` normalised, the
             NDCG gain; better on the LETOR benchmark). Only with ``loss: softmax``.
         optimizer: ``adam``, ``adagrad`` or ``sgd``.
-        learning_rate: Learning rate.
-        epochs: Passes of ``steps_per_epoch`` steps.
-        steps_per_epoch: Training steps per epoch (null = one pass over the data).
+        learning_rate: Learning rate (the peak of a schedule).
+        lr_schedule: ``constant``, ``cosine`` (from ``learning_rate`` after the warm-up down
+            to ``min_learning_rate`` at the last step of the run, ``epochs`` x
+            ``steps_per_epoch``) or ``plateau`` (multiplied by ``plateau_factor`` after
+            ``plateau_patience`` epochs without a better ``early_stopping_metric``, never
+            below ``min_learning_rate``); see :mod:`.lr_schedule`.
+        warmup_steps: Steps of linear warm-up from ``learning_rate / warmup_steps`` up to
+            ``learning_rate`` (0 = none), with any ``lr_schedule``.
+        warmup_epochs: The warm-up in epochs instead (``round(warmup_epochs x
+            steps_per_epoch)`` steps); set one of the two.
+        min_learning_rate: Floor of ``cosine`` and ``plateau`` (< ``learning_rate``).
+        plateau_factor: ``plateau``: multiplier of the rate at each reduction (0 < f < 1).
+        plateau_patience: ``plateau``: epochs without a better metric before a reduction
+            (smaller than ``early_stopping_patience``, or training stops first).
+        epochs: At most this many epochs: the budget; early stopping on the validation
+            lists usually ends the run first.
+        steps_per_epoch: Training steps per epoch: ``auto`` (default; null too) = one pass
+            over the training lists, ``ceil(lists / train_batch_size)`` counted from the
+            TFRecord framing, or a positive integer.
         validation_steps: Validation batches per evaluation (null = the whole set).
         steps_per_execution: Train steps per device call: a positive integer or ``auto``
             (the default). TensorFlow: steps fused into one ``tf.function`` call (``auto`` =
@@ -287,8 +305,14 @@ class TrainHparams:
     softmax_targets: SoftmaxTargets = "labels"
     optimizer: OptimizerName = "adam"
     learning_rate: float = 0.001
+    lr_schedule: LrSchedule = "constant"
+    warmup_steps: int = 0
+    warmup_epochs: float = 0.0
+    min_learning_rate: float = 0.0
+    plateau_factor: float = 0.5
+    plateau_patience: int = 2
     epochs: int = 1
-    steps_per_epoch: int | None = None
+    steps_per_epoch: int | Literal["auto"] | None = "auto"
     validation_steps: int | None = None
     steps_per_execution: int | str = "auto"
     metrics_k: tuple[int, ...] = (5, 10)
@@ -320,7 +344,12 @@ class TrainHparams:
                             f"loss={self.loss!r}; remove it or use loss: softmax.")
         _float("training", "learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
         _int("training", "epochs", self.epochs)
-        _int("training", "steps_per_epoch", self.steps_per_epoch, optional=True)
+        if self.steps_per_epoch not in ("auto", None):
+            if isinstance(self.steps_per_epoch, bool) or not isinstance(
+                    self.steps_per_epoch, int) or self.steps_per_epoch < 1:
+                raise _fail("training", "steps_per_epoch", self.steps_per_epoch,
+                            "a positive integer or auto (one pass over the training lists)")
+        self._validate_schedule()
         _int("training", "validation_steps", self.validation_steps, optional=True)
         spe = self.steps_per_execution
         if spe != "auto" and (isinstance(spe, bool) or not isinstance(spe, int) or spe < 1):
@@ -335,6 +364,34 @@ class TrainHparams:
         _int("training", "early_stopping_patience", self.early_stopping_patience)
         _str("training", "export_dir", self.export_dir, optional=True)
         _int("training", "seed", self.seed, minimum=0)
+
+    def _validate_schedule(self) -> None:
+        _int("training", "warmup_steps", self.warmup_steps, minimum=0)
+        _float("training", "warmup_epochs", self.warmup_epochs, low=0.0)
+        if self.warmup_steps and self.warmup_epochs:
+            raise _fail("training", "warmup_epochs", self.warmup_epochs,
+                        f"0 when warmup_steps is set (warmup_steps={self.warmup_steps}); "
+                        "set one of the two")
+        _float("training", "min_learning_rate", self.min_learning_rate, low=0.0,
+               high=self.learning_rate)
+        _float("training", "plateau_factor", self.plateau_factor, low=0.0, high=1.0,
+               low_inclusive=False)
+        _int("training", "plateau_patience", self.plateau_patience)
+        if self.lr_schedule != "plateau":
+            return
+        if not self.early_stopping_metric:
+            raise _fail("training", "lr_schedule", self.lr_schedule,
+                        "constant or cosine without `early_stopping_metric` (plateau watches "
+                        "that validation metric); set early_stopping_metric: val_ndcg_10")
+        if self.plateau_patience >= self.early_stopping_patience:
+            raise _fail("training", "plateau_patience", self.plateau_patience,
+                        f"smaller than early_stopping_patience={self.early_stopping_patience}"
+                        ", or training stops before the rate is reduced")
+
+    @property
+    def auto_steps_per_epoch(self) -> bool:
+        """True when an epoch is one pass over the training lists (``auto`` or null)."""
+        return self.steps_per_epoch in ("auto", None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,6 +454,12 @@ class RankingHparams:
     training: TrainHparams
     model: ModelHparams = ModelHparams()
     distribution: DistributionHparams = DistributionHparams()
+
+    def validate(self) -> None:  # noqa: D102
+        if self.training.lr_schedule == "plateau" and not self.data.valid_pattern:
+            raise _fail("training", "lr_schedule", "plateau",
+                        "constant or cosine without `data.valid_pattern` (plateau watches a "
+                        "validation metric); set data.valid_pattern")
 
     @classmethod
     def from_dict(cls, raw: Any, overrides: Sequence[str] = ()) -> RankingHparams:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import tempfile
 import time
@@ -49,6 +50,7 @@ from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
+from beam_prep.ranking.train.lr_schedule import PlateauRule, RankingSchedule, make_schedule
 from beam_prep.ranking.train.metrics import ranking_metrics
 from beam_prep.ranking.train.model import RankingModelBuilder, compile_ranker
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
@@ -335,6 +337,9 @@ class RankingLauncher:
                                  hparams.training.fixed_steps_per_execution)
         self.chief = is_chief(self.strategy)
         self.jit_compile = hparams.distribution.strategy == "tpu"
+        #: ``training.lr_schedule`` of this run (None: constant rate), made by :meth:`run`.
+        self.schedule: RankingSchedule | None = None
+        self._steps_per_epoch: int | None = None
 
     def validate(self, element_spec: Any) -> None:
         """Strategy-specific checks (TPU: static shapes, batch divisibility, ...)."""
@@ -355,7 +360,8 @@ class RankingLauncher:
                                         global_batch_size=hp.data.train_batch_size,
                                         **model_parts(self)).build(element_spec[0])
             if self.loop == "fit":
-                compile_ranker(model, hp.training, jit_compile=self.jit_compile)
+                compile_ranker(model, hp.training, jit_compile=self.jit_compile,
+                               schedule=self.schedule)
         return model
 
     def _dir(self, sub: str) -> str:
@@ -391,11 +397,14 @@ class RankingLauncher:
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
+        # The schedule starts from the recorded plateau scale; its step is the optimizer's.
+        self.schedule = make_schedule(tr, self.steps_per_epoch(), scale=state.lr_scale)
         model = self.build_model(train_ds.element_spec)
         tracker = run_state.EpochTracker(
             state, patience=tr.early_stopping_patience,
             save_best=lambda: run_state.save_weights_atomic(model, self._best_path()),
-            store=lambda s: run_state.save_state(self._dir(""), s))
+            store=lambda s: run_state.save_state(self._dir(""), s),
+            plateau=self._plateau_rule())
         start = time.perf_counter()
         history: dict[str, list[float]] = {}
         steps = 0
@@ -425,6 +434,15 @@ class RankingLauncher:
                 self._record_export(state)
         return TrainResult(model, history, steps, seconds, self._export_path(), state,
                            finished_before=finished_before, exported=exported)
+
+    def _plateau_rule(self) -> PlateauRule | None:
+        """``lr_schedule: plateau``'s rule, setting :attr:`schedule`'s scale (else None)."""
+        tr = self.hp.training
+        if tr.lr_schedule != "plateau" or self.schedule is None:
+            return None
+        return PlateauRule(tr.plateau_factor, tr.plateau_patience,
+                           min_scale=tr.min_learning_rate / tr.learning_rate,
+                           apply=self.schedule.set_scale)
 
     def _begin(self) -> run_state.RunState:
         """``training.retrain`` clears ``model_dir``; returns its recorded (or a new) state."""
@@ -524,11 +542,20 @@ class RankingLauncher:
         return export_ranker(model, pre, path or self.hp.training.export_dir, parse_fn=parse)
 
     def steps_per_epoch(self) -> int:
-        """``training.steps_per_epoch`` or one pass over the training files."""
-        if self.hp.training.steps_per_epoch:
-            return self.hp.training.steps_per_epoch
-        n = count_records(self.datasets.files(self.hp.data.train_pattern))
-        return max(1, n // self.hp.data.train_batch_size)
+        """``training.steps_per_epoch``, or with ``auto`` one pass over the training lists:
+        ``ceil(lists / train_batch_size)``, the lists counted once from the TFRecord framing.
+
+        The training dataset repeats before it batches, so every step still gets a full
+        batch (static shapes, ``drop_remainder``): the last step of a pass takes its missing
+        lists from the next pass.
+        """
+        tr = self.hp.training
+        if not tr.auto_steps_per_epoch:
+            return int(tr.steps_per_epoch)  # type: ignore[arg-type]
+        if self._steps_per_epoch is None:
+            n = count_records(self.datasets.files(self.hp.data.train_pattern))
+            self._steps_per_epoch = max(1, math.ceil(n / self.hp.data.train_batch_size))
+        return self._steps_per_epoch
 
     def _custom(self, model: keras.Model, train_ds: tf.data.Dataset,
                 valid_ds: tf.data.Dataset | None,
@@ -546,7 +573,7 @@ class RankingLauncher:
             loss = get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None)
         loop = CustomLoop(
             model, strategy=self.strategy,
-            make_optimizer=lambda: make_optimizer(tr.optimizer, tr.learning_rate),
+            make_optimizer=lambda: make_optimizer(tr.optimizer, tr.learning_rate, self.schedule),
             loss=loss, make_metrics=lambda: ranking_metrics(tr.metrics_k), settings=settings,
             checkpoint_dir=self._dir("ckpt"),
             log_dir=self._dir("logs") if tensorboard_available() else None,

@@ -256,7 +256,8 @@ class RankingModelBuilder:
 
 
 def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str = "auto",
-                   steps_per_execution: int | None = None) -> keras.Model:
+                   steps_per_execution: int | None = None,
+                   schedule: Any = None) -> keras.Model:
     """``model.compile`` with the launcher's optimizer, loss and metrics (``training`` section).
 
     One definition for the launcher (TensorFlow and JAX) and the step benchmark
@@ -268,6 +269,8 @@ def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str
             ``softmax_targets``, ``metrics_k``, ``fixed_steps_per_execution``).
         jit_compile: Passed to ``compile``.
         steps_per_execution: Overrides ``training.steps_per_execution``.
+        schedule: The learning-rate schedule (:func:`.lr_schedule.make_schedule`; None = the
+            constant ``learning_rate``).
     """
     from beam_prep.ranking.train.losses import get_loss
     from beam_prep.ranking.train.metrics import ranking_metrics
@@ -275,7 +278,7 @@ def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str
 
     tr = training
     model.compile(
-        optimizer=make_optimizer(tr.optimizer, tr.learning_rate),
+        optimizer=make_optimizer(tr.optimizer, tr.learning_rate, schedule),
         loss=get_loss(tr.loss, softmax_targets=tr.softmax_targets),
         metrics=ranking_metrics(tr.metrics_k),
         steps_per_execution=steps_per_execution or tr.fixed_steps_per_execution,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from typing import Any
 
 import keras
 
@@ -20,11 +21,14 @@ from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import OPTIMIZERS
 
 
-def make_optimizer(name: str, learning_rate: float) -> keras.optimizers.Optimizer:
+def make_optimizer(name: str, learning_rate: float,
+                   schedule: Any = None) -> keras.optimizers.Optimizer:
     """Keras optimizer from ``training.optimizer`` and ``training.learning_rate``.
 
     Create it inside ``strategy.scope()`` when training under a distribution strategy (its
-    ``iterations`` variable is made here).
+    ``iterations`` variable is made here). ``schedule``: a
+    :class:`.lr_schedule.RankingSchedule` used instead of the constant ``learning_rate``
+    (attached here: the plateau's scale becomes a variable of this optimizer).
 
     Raises:
         SpecError: ``name`` is not one of ``hparams.OPTIMIZERS``.
@@ -34,7 +38,10 @@ def make_optimizer(name: str, learning_rate: float) -> keras.optimizers.Optimize
     if name not in OPTIMIZERS or name not in classes:
         raise SpecError(f"`training.optimizer` must be one of {', '.join(map(repr, OPTIMIZERS))}."
                         f" Received: optimizer={name!r}")
-    return classes[name](learning_rate=learning_rate)
+    optimizer = classes[name](learning_rate=learning_rate if schedule is None else schedule)
+    if schedule is not None:
+        schedule.attach(optimizer)
+    return optimizer
 
 
 def tensorboard_available() -> bool:

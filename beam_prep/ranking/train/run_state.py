@@ -16,6 +16,9 @@ key                 meaning
 ``bad_epochs``      epochs since ``best`` without a strict improvement (early stopping's
                     patience counter, carried across a resume)
 ``last``            ``{"epoch": E, "metrics": {...}}``: the last epoch trained
+``lr_scale``        ``lr_schedule: plateau``: the learning rate's current multiplier
+``plateau_wait``    ``lr_schedule: plateau``: epochs without improvement since the last
+                    reduction (or the best epoch)
 ``export``          ``{"path": P, "epoch": E, "metrics": {...}}``: what the export holds
 ==================  ==========================================================================
 
@@ -80,6 +83,8 @@ class RunState:
         bad_epochs: Epochs since ``best`` without a strict improvement.
         last: The last epoch trained (``epoch``, ``metrics``), or None.
         export: What the export holds (``path``, ``epoch``, ``metrics``), or None.
+        lr_scale: Plateau multiplier of the learning rate (:mod:`.lr_schedule`).
+        plateau_wait: Plateau counter: epochs without improvement since the last reduction.
     """
 
     epochs: int
@@ -91,6 +96,8 @@ class RunState:
     bad_epochs: int = 0
     last: dict[str, Any] | None = None
     export: dict[str, Any] | None = None
+    lr_scale: float = 1.0
+    plateau_wait: int = 0
 
     def to_json(self) -> str:
         """The file's text (sorted keys, indented)."""
@@ -113,6 +120,14 @@ class RunState:
     def is_finished(self, epochs: int) -> bool:
         """True when a run asking for ``epochs`` epochs has nothing left to train."""
         return self.finished and (self.stopped_early or self.epochs_done >= epochs)
+
+    def ended_while_improving(self) -> bool:
+        """True when the run used its whole epoch budget and its last epoch was the best of
+        the monitored metric (early stopping never fired): more epochs would likely help."""
+        return (self.finished and not self.stopped_early and self.monitor is not None
+                and self.last is not None and self.best is not None
+                and self.best.get("value") is not None
+                and self.best["epoch"] == self.last["epoch"] >= self.epochs)
 
     def best_or_last(self) -> dict[str, Any] | None:
         """The epoch whose weights the trained model holds: ``best``, else ``last``."""
@@ -183,13 +198,17 @@ class EpochTracker:
         patience: Epochs without a strict improvement of ``state.monitor`` before stopping.
         save_best: Called when an epoch becomes the best (saves its weights).
         store: Called with the state after every epoch (persists it).
+        plateau: ``lr_schedule: plateau``'s :class:`.lr_schedule.PlateauRule`: told at each
+            epoch end whether the monitored metric improved (before the state is stored).
     """
 
     def __init__(self, state: RunState, *, patience: int,
                  save_best: Callable[[], None] | None = None,
-                 store: Callable[[RunState], None] | None = None) -> None:
+                 store: Callable[[RunState], None] | None = None,
+                 plateau: Any = None) -> None:
         self.state = state
         self.patience = patience
+        self.plateau = plateau
         self._save_best = save_best
         self._store = store
         #: 1-based epochs trained by this tracker (this run).
@@ -218,7 +237,10 @@ class EpochTracker:
         s.last = {"epoch": number, "metrics": metrics}
         watch = s.monitor if s.monitor in metrics else None
         stop = False
-        if watch is None or self.improves(metrics[watch]):
+        improved = watch is None or self.improves(metrics[watch])
+        if watch is not None and self.plateau is not None:
+            self.plateau.epoch_end(s, improved)
+        if improved:
             s.best = {"epoch": number, "value": metrics.get(watch) if watch else None,
                       "metrics": metrics}
             s.bad_epochs = 0
