@@ -185,4 +185,5 @@ def test_flex_entry_point_runs_the_job_and_reports_errors(tmp_path, capsys):
                                             f"--input={tmp_path / 'd.csv'}",
                                             f"--output={tmp_path / 'out'}", "--overwrite=false"])
     assert code == 1
-    assert "d.csv" in capsys.readouterr().err  # the first problem found, one line
+    err = capsys.readouterr().err  # the first problem found (the spec is read first), one line
+    assert "missing.yaml" in err and err.count("\n") == 1, err

@@ -60,7 +60,10 @@ def test_fresh_clone_commands_are_the_ones_the_config_expects():
         folder, name = os.path.split(data[key])
         assert folder == out and name.split("-")[0] in splits, (key, data[key], splits)
     ignored = (REPO / ".gitignore").read_text().split()
-    for path in (out, cfg["training"]["model_dir"], cfg["training"]["export_dir"]):
+    model_dir = cfg["training"]["model_dir"]
+    # export_dir left out: the default, <model_dir>/export (TrainHparams)
+    export_dir = cfg["training"].get("export_dir") or f"{model_dir}/export"
+    for path in (out, model_dir, export_dir):
         assert not os.path.isabs(path)
         assert f"/{path.split('/')[0]}/" in ignored, path  # written where git ignores it
 

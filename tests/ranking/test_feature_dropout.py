@@ -84,14 +84,15 @@ def test_input_transforms_end_with_the_dropout_and_equal_the_plain_chain_at_infe
     plain = input_transforms(ModelHparams(**hp), ["f"], stats)["f"]
     np.testing.assert_array_equal(np.asarray(with_drop["f"](f)), np.asarray(plain(f)))
     # no transform: the dropout alone; drawn per list, the whole [L, D, bins] block at once
-    alone = input_transforms(ModelHparams(feature_dropout=0.5), ["g"], {})["g"]
+    alone = input_transforms(ModelHparams(input_transform="none", feature_dropout=0.5), ["g"],
+                             {})["g"]
     assert isinstance(alone, FeatureDropout)
     # with an embedding, the dropout comes after it: dropped lists are zero embeddings
     emb = input_transforms(ModelHparams(**hp, feature_embedding_dim=3, feature_dropout=0.5),
                            ["f"], stats)["f"]
     out = np.asarray(emb(f)).reshape(64, -1)
     assert out.shape == (64, 4 * 2 * 3)
-    assert input_transforms(ModelHparams(), ["f"], stats) == {}
+    assert input_transforms(ModelHparams(input_transform="none"), ["f"], stats) == {}
 
 
 def test_the_same_checks_hold_on_the_jax_backend():

@@ -162,6 +162,12 @@ class DatasetBuilder:
         if training and not one_pass:
             ds = ds.repeat()
         ds = ds.batch(batch_size, drop_remainder=training and not one_pass)
+        # Static validation batches: the last one padded with empty lists (before the seeds
+        # are zipped in, so the padding sees the serialized records alone).
+        static = (self.data.drop_remainder or training) and not one_pass
+        if static and not training:
+            ds = ds.map(lambda s: tf.concat(
+                [s, tf.fill([batch_size - tf.shape(s)[0]], "")], axis=0))
         pre = self.preprocessor
         parse = self.parse_fn
         if isinstance(parse, ElwcParser):  # seeded subsets / full lists (class docstring)
@@ -172,11 +178,6 @@ class DatasetBuilder:
                 seeds = tf.data.Dataset.random(seed=self.seed,
                                                rerandomize_each_iteration=training)
                 ds = tf.data.Dataset.zip((ds, seeds.batch(2)))
-
-        static = (self.data.drop_remainder or training) and not one_pass
-        if static and not training:
-            ds = ds.map(lambda s: tf.concat(
-                [s, tf.fill([batch_size - tf.shape(s)[0]], "")], axis=0))
 
         def fix(x: Any) -> Any:
             # Parsing loses the static batch size; TPUs need it back (drop_remainder holds).
