@@ -49,6 +49,7 @@ def encode(fn) -> dict[str, list]:
     return out
 
 
+@pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_per_key_layers_on_jax(tmp_path):
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")

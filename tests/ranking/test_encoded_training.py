@@ -173,6 +173,7 @@ def test_numeric_artifact_features_on_raw_elwc_validate_export_and_serve(data, t
     np.testing.assert_allclose(served["lists"], want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_ensemble_on_encoded_elwc_trains_every_member_and_serves_raw(data, tmp_path):
     """``ensemble: 2`` on ``make-elwc --artifacts`` output: member 1 once failed with
     "Layers were passed for [...]" (the members reuse the launcher's encoded inputs)."""
@@ -299,6 +300,7 @@ print("EXPORTED", result.export_path)
 """
 
 
+@pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_jax_backend_export_takes_raw_features(data, tmp_path):
     """JAX: no ``default_value`` or list feature (FillMissing / ListEncoding are plain Keras
     layers, which fail in a TF graph under JAX, in tf.data as in the export). The scorer is

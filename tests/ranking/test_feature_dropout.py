@@ -159,6 +159,7 @@ def _result(script: str, args: list[str], backend: str) -> object:
     return json.loads(lines[-1][len("RESULT "):])
 
 
+@pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_jax_launcher_trains_with_feature_dropout_and_the_export_serves_its_scores(tmp_path):
     """JAX training with the layer; the jax2tf SavedModel scores = the JAX model's (TF side)."""
     pytest.importorskip("jax")

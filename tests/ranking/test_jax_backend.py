@@ -188,6 +188,7 @@ def test_export_serves_the_jax_scores_without_jax(launched):
     np.testing.assert_allclose(got["one"], jax_scores[0][:got["first"]], atol=1e-5)
 
 
+@pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_cli_trains_on_jax_from_the_config(tmp_path):
     """`beam-prep train` with `distribution.backend: jax` and no KERAS_BACKEND in the env."""
     paths = tl._write_data(str(tmp_path / "data"))
@@ -278,6 +279,7 @@ def test_device_dataset_sees_every_list_once_per_pass_in_a_seeded_order(tmp_path
     assert (out["auto_on_cpu"], out["true"], out["false"]) == (False, True, False)
 
 
+@pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_device_cache_is_used_per_the_setting_and_trains_like_the_stream(tmp_path):
     out = _worker("device_cache", tmp_path)
     cached, streamed = out["true"], out["false"]

@@ -164,8 +164,9 @@ FEATURE_EMBEDDING = ("model.input_transform=piecewise_linear", "model.piecewise_
 
 
 @pytest.mark.parametrize("scorer,extra", [
-    ("dnn", ()), ("dnn", FEATURE_EMBEDDING),
-    ("dnn", (*FEATURE_EMBEDDING, "model.feature_dropout=0.5")),
+    ("dnn", (*FEATURE_EMBEDDING, "model.feature_dropout=0.5")),  # the default run: all three
+    pytest.param("dnn", (), marks=pytest.mark.slow),
+    pytest.param("dnn", FEATURE_EMBEDDING, marks=pytest.mark.slow),
     pytest.param("dasalc", (), marks=pytest.mark.slow)])
 def test_ensemble_export_scores_the_mean_of_members_in_a_fresh_process(tmp_path, scorer, extra):
     paths = copy_sample(tmp_path)

@@ -156,6 +156,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_multi_worker_two_local_processes_custom_loop(tmp_path):
     workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
     procs = []
