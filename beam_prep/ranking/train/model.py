@@ -42,6 +42,7 @@ import keras
 import numpy as np  # noqa: F401  (doctest)
 from keras import ops
 
+from beam_prep.codegen.keras_model import keras_model
 from beam_prep.errors import SpecError
 from beam_prep.input_names import input_name
 from beam_prep.ranking.train.embeddings import RankingEmbeddings
@@ -252,7 +253,8 @@ class RankingModelBuilder:
             id_rows=pre.id_rows, sequence_features=pre.sequence_features,
             list_size=pre.list_size, hparams=self.hparams,
             embedding_input_shapes=self.embedding_input_shapes(element_spec))
-        return keras.Model(inputs=inputs, outputs=scorer(features), name=self.name)
+        # Input names are sanitised feature names (input_names): keyed by the feature names.
+        return keras_model(inputs, scorer(features), self.name)
 
 
 def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str = "auto",

@@ -21,6 +21,7 @@ from typing import Any
 import keras
 from keras import ops
 
+from beam_prep.codegen.keras_model import keras_model
 from beam_prep.errors import SpecError
 
 
@@ -48,7 +49,7 @@ def average_model(members: Sequence[keras.Model], element_spec: Mapping[str, Any
     inputs = create_inputs(element_spec, list_features=list_features)
     scores = [m(inputs) for m in members]
     out = scores[0] if len(scores) == 1 else ops.mean(ops.stack(scores, axis=0), axis=0)
-    return keras.Model(inputs=inputs, outputs=out, name=name)
+    return keras_model(inputs, out, name)
 
 
 def member_hparams(hp: Any, index: int) -> Any:
