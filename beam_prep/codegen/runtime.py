@@ -430,7 +430,8 @@ class PreprocessingLayers:
         serve = archive.track_and_add_endpoint("serve", inference, [self.input_signature()])
         examples = tf.TensorSpec(shape=(None,), dtype=tf.string, name="examples")
         archive.add_endpoint("serve_tf_examples", tf.function(
-            lambda e: serve(self.parse_examples(e)), input_signature=[examples]))
+            lambda e: serve(self.parse_examples(e)), input_signature=[examples],
+            autograph=False))  # plain tracing, as the generated module's
         archive.write_out(export_dir, verbose=False)
 
     def __repr__(self) -> str:

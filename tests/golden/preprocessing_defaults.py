@@ -960,6 +960,8 @@ def export_saved_model(inference: keras.Model, export_dir: str) -> None:
     examples = tf.TensorSpec(shape=(None,), dtype=tf.string, name="examples")
     archive.add_endpoint(
         "serve_tf_examples",
-        tf.function(lambda e: serve(parse_examples(e)), input_signature=[examples]),
+        # autograph=False: plain tracing (AutoGraph cannot convert a lambda and says so).
+        tf.function(lambda e: serve(parse_examples(e)), input_signature=[examples],
+                    autograph=False),
     )
     archive.write_out(export_dir, verbose=False)
