@@ -340,7 +340,7 @@ def device_loop(tmp: str) -> dict:
     without and with a distribution; then a NaN list under both, for the guard."""
     import numpy as np
 
-    from beam_prep.ranking.train.jax_feed import pass_order
+    from beam_prep.ranking.train.feed import pass_order
 
     out: dict = {}
     for strategy in ("default", "data_parallel"):

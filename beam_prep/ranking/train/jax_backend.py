@@ -28,7 +28,6 @@ from typing import Any
 
 import jax
 import keras
-import numpy as np
 import tensorflow as tf
 
 from beam_prep.errors import SpecError
@@ -46,10 +45,10 @@ from beam_prep.ranking.train.jax_feed import (
     DeviceLoop,
     DevicePrefetcher,
     resolve_steps_per_execution,
-    tree_nbytes,
     use_device_cache,
 )
-from beam_prep.ranking.train.launcher import RankingLauncher, count_records
+from beam_prep.ranking.train.launcher import RankingLauncher
+from beam_prep.ranking.train.tf_feed import spec_nbytes
 
 
 class JaxRankingLauncher(RankingLauncher):
@@ -70,8 +69,6 @@ class JaxRankingLauncher(RankingLauncher):
         if keras.backend.backend() != "jax":
             raise SpecError("JaxRankingLauncher needs KERAS_BACKEND=jax set before Keras is "
                             f"imported. Received: backend={keras.backend.backend()!r}")
-        self.device_cache_used: bool | None = None  # set by fit_input
-        self.steps_per_execution_used = 1  # set by fit_input (DeviceLoop when > 1)
         if kwargs.get("strategy") is not None:
             raise SpecError("The JAX launcher takes no tf.distribute strategy; set "
                             "`distribution.strategy` to data_parallel or model_parallel.")
@@ -164,19 +161,17 @@ class JaxRankingLauncher(RankingLauncher):
         if data.device_cache is False:
             self.device_cache_used = False
             return None
-        files = self.datasets.files(data.train_pattern)
-        per_list = tree_nbytes(jax.tree_util.tree_map(
-            lambda s: jax.ShapeDtypeStruct(tuple(s.shape[1:]), s.dtype.as_numpy_dtype),
-            element_spec))
-        self.device_cache_used = use_device_cache(data.device_cache,
-                                                  count_records(files) * per_list)
+        self.device_cache_used = use_device_cache(
+            data.device_cache, spec_nbytes(element_spec, self.train_records()))
         if not self.device_cache_used:
             return None
-        one_pass = self.datasets.build(data.train_pattern, data.train_batch_size,
-                                       training=True, one_pass=True)
-        batches = list(one_pass.as_numpy_iterator())
-        lists = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *batches)
-        return DeviceDataset(lists, batch_size=data.train_batch_size, seed=self.hp.training.seed)
+        return DeviceDataset(self.training_lists(), batch_size=data.train_batch_size,
+                             seed=self.hp.training.seed)
+
+    def fit_steps_per_execution(self) -> int:
+        """``compile``'s ``steps_per_execution`` (``auto`` = 1): the device-resident feed runs
+        its own loop (:meth:`fit_input`, :class:`~.jax_feed.DeviceLoop`)."""
+        return self.hp.training.fixed_steps_per_execution
 
     def export(self, model: keras.Model, element_spec: Any, *, path: str | None = None) -> str:
         """The SavedModel through ``jax2tf`` (:mod:`.jax_export`), same signatures as TF,

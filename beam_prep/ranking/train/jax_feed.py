@@ -31,6 +31,14 @@ import jax
 import keras
 import numpy as np
 
+from beam_prep.ranking.train.feed import (
+    CACHE_FRACTION,
+    STEPS_PER_EXECUTION_AUTO,
+    pass_orders,
+    use_cache,
+)
+from beam_prep.ranking.train.feed import resolve_steps_per_execution as resolve_feed_steps
+
 _END = object()
 
 
@@ -133,11 +141,6 @@ class DevicePrefetcher:
         self._stop.set()
 
 
-DEVICE_CACHE_FRACTION = 0.25
-"""``data.device_cache: auto`` keeps the training set on the device when it takes at most this
-fraction of the device's memory."""
-
-
 def tree_nbytes(tree: Any) -> int:
     """Bytes of the arrays (or array specs: ``shape`` and ``dtype``) in ``tree``."""
     return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize
@@ -155,32 +158,10 @@ def device_memory_bytes() -> int | None:
     return int(limit) if limit else None
 
 
-def use_device_cache(setting: Any, nbytes: int, *,
-                     fraction: float = DEVICE_CACHE_FRACTION) -> bool:
-    """Whether the training set (``nbytes``) is kept on the device.
-
-    Args:
-        setting: ``data.device_cache``: ``True``, ``False`` or ``"auto"`` (when ``nbytes`` is
-            at most ``fraction`` of the device's memory; never on CPU).
-        nbytes: Size of the preprocessed training set.
-        fraction: ``auto``'s share of the device memory.
-    """
-    if setting is True or setting is False:
-        return setting
-    limit = device_memory_bytes()
-    return limit is not None and nbytes <= fraction * limit
-
-
-def pass_order(n: int, batch_size: int, seed: int, index: int) -> np.ndarray:
-    """``[steps, batch_size]`` list indices of pass ``index`` over ``n`` lists.
-
-    A fresh permutation per pass, seeded by ``(seed, index)`` (the same run gives the same
-    order); every list once per pass; the last ``n % batch_size`` of the permutation are left
-    out (they come first in another pass), as ``drop_remainder`` does.
-    """
-    perm = np.random.default_rng([seed, index]).permutation(n)
-    steps = n // batch_size
-    return perm[:steps * batch_size].reshape(steps, batch_size).astype(np.int32)
+def use_device_cache(setting: Any, nbytes: int, *, fraction: float = CACHE_FRACTION) -> bool:
+    """Whether the training set (``nbytes``) is kept on the device: :func:`.feed.use_cache`
+    against :func:`device_memory_bytes` (``auto`` never caches on CPU)."""
+    return use_cache(setting, nbytes, device_memory_bytes(), fraction=fraction)
 
 
 class DeviceDataset:
@@ -188,7 +169,7 @@ class DeviceDataset:
 
     The host arrays go to the device once, ``chunk_bytes`` at a time (one ``device_put`` of
     each leaf's chunk; a copy on each device of the batch's sharding when data-parallel).
-    Each pass over the data is a seeded permutation of the lists (:func:`pass_order`); a
+    Each pass over the data is a seeded permutation of the lists (:func:`.feed.pass_order`); a
     step's batch is one jitted gather of its indices, placed with the batch's sharding, so
     the host does no copying per step. Passes follow each other without a break, so
     ``fit``'s ``steps_per_epoch`` may differ from a pass.
@@ -218,7 +199,6 @@ class DeviceDataset:
         self.batch_size = int(batch_size)
         self.seed = int(seed)
         self.nbytes = tree_nbytes(leaves)
-        self.passes = 0
         shard = sharding or batch_sharding
         out = [shard((self.batch_size, *x.shape[1:])) for x in leaves]
         start = time.perf_counter()
@@ -239,11 +219,8 @@ class DeviceDataset:
 
     def orders(self) -> Iterator[np.ndarray]:
         """Endless ``[batch_size]`` list indices of the steps: pass after pass, each in its
-        own seeded order (what :class:`DeviceLoop` trains on)."""
-        while True:
-            order = pass_order(self.lists, self.batch_size, self.seed, self.passes)
-            self.passes += 1
-            yield from order
+        own seeded order (:func:`.feed.pass_orders`; what :class:`DeviceLoop` trains on)."""
+        return pass_orders(self.lists, self.batch_size, self.seed)
 
     def __iter__(self) -> Iterator[Any]:
         """Endless batches, in the order of :meth:`orders`."""
@@ -270,22 +247,12 @@ def _to_device(x: np.ndarray, chunk_bytes: int, placement: Any) -> Any:
     return parts[0] if len(parts) == 1 else jax.numpy.concatenate(parts)
 
 
-STEPS_PER_EXECUTION_AUTO = 32
-"""``training.steps_per_execution: auto`` on an accelerator: train steps per device program
-(bounded by ``steps_per_epoch``); 1 on CPU, where the step itself dominates."""
-
-
 def resolve_steps_per_execution(setting: Any, steps_per_epoch: int) -> int:
-    """Train steps per device program for ``training.steps_per_execution``.
-
-    Args:
-        setting: A positive integer, or ``"auto"`` (:data:`STEPS_PER_EXECUTION_AUTO` on an
-            accelerator, 1 on CPU).
-        steps_per_epoch: Steps of one epoch (an execution never spans two epochs).
-    """
-    if setting == "auto":
-        setting = 1 if jax.devices()[0].platform == "cpu" else STEPS_PER_EXECUTION_AUTO
-    return max(1, min(int(setting), int(steps_per_epoch)))
+    """Train steps per device program for ``training.steps_per_execution``: ``auto`` is
+    :data:`.feed.STEPS_PER_EXECUTION_AUTO` on an accelerator, 1 on CPU (the step itself
+    dominates there); at most ``steps_per_epoch`` (:func:`.feed.resolve_steps_per_execution`)."""
+    auto = 1 if jax.devices()[0].platform == "cpu" else STEPS_PER_EXECUTION_AUTO
+    return resolve_feed_steps(setting, steps_per_epoch, auto=auto)
 
 
 class DeviceLoop:

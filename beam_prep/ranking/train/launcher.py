@@ -46,6 +46,7 @@ from beam_prep.ranking.feature_spec import ElwcFeatureSpec
 from beam_prep.ranking.train import guard, run_state
 from beam_prep.ranking.train.encoded_input import build_layers, input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
+from beam_prep.ranking.train.feed import STEPS_PER_EXECUTION_AUTO, resolve_steps_per_execution
 from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
 from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
@@ -55,7 +56,7 @@ from beam_prep.ranking.train.metrics import ranking_metrics
 from beam_prep.ranking.train.model import RankingModelBuilder, compile_ranker
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
 from beam_prep.ranking.train.preprocessor import Preprocessor
-from beam_prep.ranking.train.reader import ElwcParser
+from beam_prep.ranking.train.reader import ElwcParser, count_records, has_records
 from beam_prep.ranking.train.scorers.ensemble import run_ensemble
 from beam_prep.ranking.train.scorers.input_stats import model_parts
 from beam_prep.ranking.train.strategy import (
@@ -63,6 +64,12 @@ from beam_prep.ranking.train.strategy import (
     make_strategy,
     resolve_loop,
     validate_tpu_settings,
+)
+from beam_prep.ranking.train.tf_feed import (
+    MemoryDataset,
+    spec_nbytes,
+    training_lists,
+    use_memory_cache,
 )
 from beam_prep.ranking.train.validation import Validation, validation_callback
 
@@ -76,8 +83,6 @@ def default_parse_fn(spec: ElwcFeatureSpec, list_size: int) -> ParseFn:
     also recognised by their label ``-1``): :meth:`DatasetBuilder.build` feeds it a seed per
     training batch and parses validation lists whole; the export parses requests whole.
     """
-    from beam_prep.ranking.train.reader import ElwcParser
-
     return ElwcParser(spec, list_size, mask_dtype=tf.int32)
 
 
@@ -240,22 +245,6 @@ class TrainResult:
     exported: bool = False
 
 
-def has_records(files: list[str]) -> bool:
-    """True when the TFRecord ``files`` hold at least one record (stops at the first one).
-
-    Raises:
-        InputError: A file is not a TFRecord file (corrupt framing).
-    """
-    try:
-        for _ in tf.data.TFRecordDataset(files).take(1):
-            return True
-    except tf.errors.DataLossError as e:
-        raise InputError(f"Cannot read ELWC TFRecord files {files[:3]!r}: "
-                         f"{e.message.splitlines()[0]}. Check that they are uncompressed "
-                         "TFRecord files written by `beam-prep make-elwc`.") from e
-    return False
-
-
 def load_feature_spec(path: str) -> ElwcFeatureSpec:
     """``ElwcFeatureSpec.load`` with one-line errors naming ``data.feature_spec``.
 
@@ -276,12 +265,6 @@ def load_feature_spec(path: str) -> ElwcFeatureSpec:
         raise SpecError(f"`data.feature_spec` is not a valid feature_spec.json "
                         f"({type(e).__name__}). Received: feature_spec={path!r}. Re-run "
                         "`beam-prep make-elwc` or fix the file.") from e
-
-
-def count_records(files: list[str]) -> int:
-    """Number of records in TFRecord ``files`` (reads the framing, parses nothing)."""
-    ds = tf.data.TFRecordDataset(files)
-    return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
 class RankingLauncher:
@@ -341,6 +324,10 @@ class RankingLauncher:
         #: ``training.lr_schedule`` of this run (None: constant rate), made by :meth:`run`.
         self.schedule: RankingSchedule | None = None
         self._steps_per_epoch: int | None = None
+        self._records: int | None = None
+        #: Whether ``fit`` trained on the cached set (``data.device_cache``), set by fit_input.
+        self.device_cache_used: bool | None = None
+        self.steps_per_execution_used = 1  #: train steps per ``fit`` call, set by build_model
 
     def validate(self, element_spec: Any) -> None:
         """Strategy-specific checks (TPU: static shapes, batch divisibility, ...)."""
@@ -361,8 +348,10 @@ class RankingLauncher:
                                         global_batch_size=hp.data.train_batch_size,
                                         **model_parts(self)).build(element_spec[0])
             if self.loop == "fit":
+                self.steps_per_execution_used = self.fit_steps_per_execution()
                 compile_ranker(model, hp.training, jit_compile=self.jit_compile,
-                               schedule=self.schedule)
+                               schedule=self.schedule,
+                               steps_per_execution=self.steps_per_execution_used)
         return model
 
     def _dir(self, sub: str) -> str:
@@ -554,9 +543,23 @@ class RankingLauncher:
         if not tr.auto_steps_per_epoch:
             return int(tr.steps_per_epoch)  # type: ignore[arg-type]
         if self._steps_per_epoch is None:
-            n = count_records(self.datasets.files(self.hp.data.train_pattern))
-            self._steps_per_epoch = max(1, math.ceil(n / self.hp.data.train_batch_size))
+            self._steps_per_epoch = max(1, math.ceil(self.train_records() /
+                                                     self.hp.data.train_batch_size))
         return self._steps_per_epoch
+
+    def train_records(self) -> int:
+        """Training lists, counted once from the TFRecord framing."""
+        if self._records is None:
+            self._records = count_records(self.datasets.files(self.hp.data.train_pattern))
+        return self._records
+
+    def fit_steps_per_execution(self) -> int:
+        """Steps per ``fit`` call on TensorFlow: ``training.steps_per_execution``, ``auto`` =
+        :data:`.feed.STEPS_PER_EXECUTION_AUTO` with one replica (Keras ``fit`` refuses more
+        with several), a divisor of the epoch (:func:`.feed.resolve_steps_per_execution`)."""
+        auto = STEPS_PER_EXECUTION_AUTO if self.strategy.num_replicas_in_sync == 1 else 1
+        return resolve_steps_per_execution(self.hp.training.steps_per_execution,
+                                           self.steps_per_epoch(), auto=auto, divide=True)
 
     def _custom(self, model: keras.Model, train_ds: tf.data.Dataset,
                 valid_ds: tf.data.Dataset | None,
@@ -586,9 +589,23 @@ class RankingLauncher:
         return []
 
     def fit_input(self, train_ds: tf.data.Dataset, model: keras.Model) -> Any:
-        """What ``fit`` trains ``model`` on: the dataset itself on TensorFlow (``tf.data``
-        prefetches)."""
-        return train_ds
+        """What ``fit`` trains ``model`` on: the training set parsed once and gathered from
+        host memory per step when ``data.device_cache`` says so (:mod:`.tf_feed`; ``auto``:
+        at most 25% of the host's memory), else the stream itself."""
+        data = self.hp.data
+        size = spec_nbytes(train_ds.element_spec, self.train_records())
+        self.device_cache_used = use_memory_cache(data.device_cache, size)
+        if not self.device_cache_used:
+            return train_ds
+        return MemoryDataset(self.training_lists(), batch_size=data.train_batch_size,
+                             seed=self.hp.training.seed).dataset()
+
+    def training_lists(self) -> Any:
+        """Every training list once, parsed as for training (a long list: one seeded subset),
+        in file order: numpy ``(features, labels)`` with the lists on axis 0."""
+        data = self.hp.data
+        return training_lists(self.datasets.build(data.train_pattern, data.train_batch_size,
+                                                  training=True, one_pass=True))
 
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
              valid_ds: tf.data.Dataset | None,

@@ -285,4 +285,8 @@ def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str
         metrics=ranking_metrics(tr.metrics_k),
         steps_per_execution=steps_per_execution or tr.fixed_steps_per_execution,
         jit_compile=jit_compile)
+    if keras.backend.backend() == "tensorflow":
+        # Built now, not inside the first traced train step: a tf.function that creates
+        # variables on its first trace traces again (two compiles of the step per run).
+        model.optimizer.build(model.trainable_variables)
     return model

@@ -47,7 +47,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from beam_prep.errors import SpecError
+from beam_prep.errors import InputError, SpecError
 from beam_prep.ranking.feature_spec import FILENAME, ElwcFeatureSpec, FeatureInfo
 from beam_prep.ranking.train.mask import MASK_KEY
 
@@ -284,3 +284,25 @@ def make_dataset(
                                                mask_dtype=mask_dtype),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(prefetch)
+
+
+def has_records(files: list[str]) -> bool:
+    """True when the TFRecord ``files`` hold at least one record (stops at the first one).
+
+    Raises:
+        InputError: A file is not a TFRecord file (corrupt framing).
+    """
+    try:
+        for _ in tf.data.TFRecordDataset(files).take(1):
+            return True
+    except tf.errors.DataLossError as e:
+        raise InputError(f"Cannot read ELWC TFRecord files {files[:3]!r}: "
+                         f"{e.message.splitlines()[0]}. Check that they are uncompressed "
+                         "TFRecord files written by `beam-prep make-elwc`.") from e
+    return False
+
+
+def count_records(files: list[str]) -> int:
+    """Number of records in TFRecord ``files`` (reads the framing, parses nothing)."""
+    ds = tf.data.TFRecordDataset(files)
+    return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
