@@ -96,3 +96,59 @@ def test_input_transforms_fuse_piecewise_linear_with_embedding():
     assert tuple(np.shape(layer(f))) == (2, 4, 3, 6)
     again = FeatureEmbedding.from_config(layer.get_config())
     assert again.encoding.edges == layer.encoding.edges
+
+
+def _ranker(names, stats, hp, *, joint):
+    """The ranking model over example features ``names`` with per-feature or joint
+    transforms (the builder as the launcher calls it)."""
+    from beam_prep.ranking.train.model import ModelInputs, RankingModelBuilder
+
+    inputs = ModelInputs(context_names=(), example_names=tuple(names), list_size=5)
+    transforms = input_transforms(hp, names, stats, list_features=names if joint else ())
+    spec = {n: np.zeros((2, 5, stats[n]["edges"].shape[0]), "float32") for n in names}
+    keras.utils.set_random_seed(0)
+    return RankingModelBuilder(inputs, hp, transforms=transforms).build(spec)
+
+
+def test_joint_embedding_scores_as_one_embedding_per_feature():
+    """Old computation: one FeatureEmbedding (and FeatureDropout) per feature; new: one
+    JointEmbedding for all list features. Same per-value weights -> same scores; dropout
+    keeps or drops each feature of each list whole."""
+    from beam_prep.ranking.train.scorers.feature_embedding import JointEmbedding
+
+    widths = {"a": 1, "b": 2, "c": 1}
+    x = {n: RNG.lognormal(size=(3, 5, w)).astype("float32") for n, w in widths.items()}
+    stats = {n: {"edges": np.quantile(v.reshape(-1, v.shape[-1]), np.linspace(0, 1, 5),
+                                      axis=0).T} for n, v in x.items()}
+    hp = ModelHparams(input_transform="piecewise_linear", piecewise_bins=4,
+                      feature_embedding_dim=3, feature_dropout=0.5, hidden_sizes=(4,))
+    old = _ranker(list(widths), stats, hp, joint=False)
+    new = _ranker(list(widths), stats, hp, joint=True)
+    assert any(isinstance(t, JointEmbedding)
+               for t in input_transforms(hp, list(widths), stats,
+                                         list_features=list(widths)).values())
+    per_feature = [old.get_layer(f"{n}_feature_embedding") for n in widths]
+    joint = new.get_layer("feature_embedding")
+    kernel = RNG.normal(size=joint.kernel.shape).astype("float32")
+    bias = RNG.normal(size=joint.bias.shape).astype("float32")
+    joint.kernel.assign(kernel)
+    joint.bias.assign(bias)
+    start = 0
+    for layer, w in zip(per_feature, widths.values()):  # value d of the joint = feature's
+        layer.kernel.assign(kernel[start:start + w])
+        layer.bias.assign(bias[start:start + w])
+        start += w
+    scorer = [v for v in old.weights if "scorer" in v.path]
+    for a, b in zip(scorer, [v for v in new.weights if "scorer" in v.path]):
+        b.assign(a.numpy())
+    np.testing.assert_allclose(np.asarray(new(x)), np.asarray(old(x)), rtol=1e-5, atol=1e-5)
+    # Dropout (training): every feature of every list kept x2 or zeroed, values together.
+    emb = np.asarray(joint(np.concatenate(list(x.values()), -1)))           # [3, 5, 4, 3]
+    dropped = np.asarray(new.get_layer("feature_dropout")(emb, training=True))
+    kept = []
+    for i in range(3):
+        for lo, hi in ((0, 1), (1, 3), (3, 4)):
+            part, ref = dropped[i, :, lo:hi], emb[i, :, lo:hi]
+            assert np.allclose(part, 0.0) or np.allclose(part, 2.0 * ref, rtol=1e-5)
+            kept.append(not np.allclose(part, 0.0))
+    assert 0 < sum(kept) < len(kept)

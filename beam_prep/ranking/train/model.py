@@ -211,7 +211,9 @@ class RankingModelBuilder:
         scorer_cls: The scorer layer class (default :class:`FeedForwardScorer`; see
             :func:`beam_prep.ranking.train.scorers.scorer_class`).
         transforms: Feature name -> layer applied to that input before the scorer (the
-            ``model.input_transform`` layers, exported with the model).
+            ``model.input_transform`` layers, exported with the model); a tuple of example
+            features -> a callable taking their inputs and returning one ``[B, L, ...]``
+            output for all of them, which the scorer takes in place of the first.
 
     Example:
         >>> builder = RankingModelBuilder(pre, ModelHparams())        # doctest: +SKIP
@@ -221,7 +223,7 @@ class RankingModelBuilder:
     def __init__(self, preprocessor: Any, hparams: ModelHparams, *,
                  global_batch_size: int | None = None, name: str = "ranker",
                  scorer_cls: type | None = None,
-                 transforms: Mapping[str, Callable[[Any], Any]] | None = None) -> None:
+                 transforms: Mapping[Any, Callable[[Any], Any]] | None = None) -> None:
         self.preprocessor = preprocessor
         self.scorer_cls = scorer_cls or FeedForwardScorer
         self.transforms = dict(transforms or {})
@@ -246,10 +248,15 @@ class RankingModelBuilder:
         """Input creator + scorer -> ``keras.Model`` mapping the feature dict to ``[B, L]``."""
         pre = self.preprocessor
         inputs = create_inputs(element_spec, list_features=pre.list_features)
-        tr = self.transforms
-        features = {n: tr[n](x) if n in tr else x for n, x in inputs.items()}
+        features, examples = dict(inputs), list(pre.example_names)
+        for key, transform in self.transforms.items():
+            if isinstance(key, tuple):  # joint: one output for all, where the first one was
+                features[key[0]] = transform([inputs[n] for n in key])
+                examples = [n for n in examples if n not in key[1:]]
+            else:
+                features[key] = transform(inputs[key])
         scorer = self.scorer_cls(
-            context_names=pre.context_names, example_names=pre.example_names,
+            context_names=pre.context_names, example_names=tuple(examples),
             id_rows=pre.id_rows, sequence_features=pre.sequence_features,
             list_size=pre.list_size, hparams=self.hparams,
             embedding_input_shapes=self.embedding_input_shapes(element_spec))

@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -45,7 +45,8 @@ def scorer_class(name: str) -> type:
 
 
 def input_transforms(hp: ModelHparams, names: Sequence[str],
-                     stats: Mapping[str, Mapping[str, Any]]) -> dict[str, Callable[[Any], Any]]:
+                     stats: Mapping[str, Mapping[str, Any]], *,
+                     list_features: Collection[str] = ()) -> dict[Any, Callable[[Any], Any]]:
     """The input transform of every float feature in ``names`` (none: no entry).
 
     The transform is the ``input_transform`` layer, then (``feature_embedding_dim > 0``) a
@@ -53,25 +54,41 @@ def input_transforms(hp: ModelHparams, names: Sequence[str],
     ``piecewise_linear`` the encoding is fused into it: ``FeatureEmbedding(edges=...)``), then
     (``feature_dropout > 0``) a :class:`.feature_dropout.FeatureDropout` of the feature.
 
+    With the fused encoding, the features of ``names`` in ``list_features`` (``[B, L, D]``)
+    are embedded together: one entry keyed by the tuple of their names, a
+    :class:`.feature_embedding.JointEmbedding` (one layer and one dropout for all of them
+    instead of one each; the same values: see its docstring), whose one output the scorer
+    takes where the first of them was.
+
     Args:
         hp: ``ModelHparams`` (``input_transform``, ``piecewise_bins``,
             ``feature_embedding_dim``, ``feature_dropout``).
         names: Float features (after preprocessing) the scorer takes.
         stats: Feature -> ``{"median", "iqr", "edges"}`` per value of its last axis
             (:func:`.input_stats.feature_stats`), needed by ``piecewise_linear``/``robust``.
+        list_features: Features with the list axis (example features).
 
     Raises:
         SpecError: A feature has no statistics but the transform needs them.
     """
     kind = hp.resolved_input_transform
     fused = kind == "piecewise_linear" and hp.feature_embedding_dim > 0
-    out: dict[str, Callable[[Any], Any]] = (
+    out: dict[Any, Callable[[Any], Any]] = (
         {} if fused else dict(_value_transforms(kind, names, stats)))
     if hp.feature_embedding_dim:
-        from beam_prep.ranking.train.scorers.feature_embedding import FeatureEmbedding
+        from beam_prep.ranking.train.scorers.feature_embedding import (
+            FeatureEmbedding,
+            JointEmbedding,
+        )
 
         if fused:  # the encoding inside the embedding: bin index + one gather
             _value_transforms(kind, names, stats)  # the same checks of the statistics
+            joint = tuple(n for n in names if n in list_features)
+            if joint:
+                out[joint] = JointEmbedding(hp.feature_embedding_dim,
+                                            [stats[n]["edges"] for n in joint],
+                                            dropout=hp.feature_dropout)
+                names = [n for n in names if n not in joint]
         for name in names:
             embed = FeatureEmbedding(hp.feature_embedding_dim,
                                      expand=kind != "piecewise_linear",

@@ -40,13 +40,20 @@ from beam_prep.errors import SpecError
 class FeatureDropout(keras.layers.Layer):
     """Zeroes the whole input of a list (first axis) with probability ``rate`` while training.
 
+    With ``widths`` the input holds several features side by side on axis ``-2`` (``[B, ...,
+    sum(widths), dim]``, what the joint piecewise-linear embedding outputs): feature ``i``
+    spans ``widths[i]`` entries of that axis, and each feature of each list is dropped on its
+    own.
+
     Args:
         rate: Probability of dropping the feature for one list, ``0 <= rate < 1``.
         seed: Seed of the layer's random generator.
+        widths: Entries of axis ``-2`` per feature (None: the input is one feature).
         **kwargs: ``keras.layers.Layer`` arguments (``name``, ``dtype``).
     """
 
-    def __init__(self, rate: float, *, seed: int | None = None, **kwargs: Any) -> None:
+    def __init__(self, rate: float, *, seed: int | None = None,
+                 widths: tuple[int, ...] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if (isinstance(rate, bool) or not isinstance(rate, (int, float))
                 or not 0.0 <= rate < 1.0):
@@ -54,17 +61,23 @@ class FeatureDropout(keras.layers.Layer):
                             f"Received: feature_dropout={rate!r}")
         self.rate = float(rate)
         self.seed = seed
+        self.widths = tuple(int(w) for w in widths) if widths is not None else None
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def call(self, x: Any, training: bool | None = None) -> Any:  # noqa: D102
         if not training or self.rate == 0.0:
             return x
         shape = (ops.shape(x)[0],) + (1,) * (len(x.shape) - 1)
+        if self.widths is not None:
+            shape = (*shape[:-2], len(self.widths), 1)
         keep = keras.random.uniform(shape, seed=self.seed_generator) >= self.rate
+        if self.widths is not None and set(self.widths) != {1}:
+            keep = ops.repeat(keep, self.widths, axis=-2)
         return ops.where(keep, x / (1.0 - self.rate), ops.zeros_like(x))
 
     def compute_output_shape(self, input_shape: Any) -> Any:  # noqa: D102
         return input_shape
 
     def get_config(self) -> dict[str, Any]:  # noqa: D102
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed,
+                "widths": self.widths}

@@ -137,3 +137,38 @@ class FeatureEmbedding(keras.layers.Layer):
         return {**super().get_config(), "dim": self.dim, "activation": self.activation_name,
                 "expand": self.expand,
                 "edges": self.encoding.edges if self.encoding is not None else None}
+
+
+class JointEmbedding:
+    """:class:`FeatureEmbedding` (fused piecewise-linear) and ``FeatureDropout`` of several
+    list features at once: ``[x_1 .. x_n]`` (``[B, L, D_i]``) -> ``[B, L, sum(D_i), dim]``,
+    feature ``i``'s values at its offset: what the scorer flattens into the same entry vector
+    as the per-feature outputs side by side (no split: a split of ``n`` slices joined again
+    costs more than the embedding itself on XLA CPU).
+
+    One embedding layer over the features side by side (``[B, L, sum(D_i)]``: one bin index,
+    one gather and, in training, one scatter for all of them) instead of one layer per
+    feature: the same per-value weights (``kernel[d]`` is value ``d``'s, in feature order),
+    the same outputs to float rounding; then one ``FeatureDropout(widths=D_i)`` drawing each
+    feature of each list on its own (what one dropout per feature draws, from one random
+    stream instead of ``n``). The per-feature layers cost a device program of ``n`` x their
+    small ops (BENCHMARKS.md §15).
+
+    Args:
+        dim: Outputs per value.
+        edges: Per feature, its ``[D_i, T + 1]`` bin edges (the same ``T`` for all).
+        dropout: ``model.feature_dropout`` (0: none).
+    """
+
+    def __init__(self, dim: int, edges: Any, *, dropout: float = 0.0) -> None:
+        from beam_prep.ranking.train.scorers.feature_dropout import FeatureDropout
+
+        rows = [list(map(float, r)) for e in edges for r in e]
+        self.widths = tuple(len(e) for e in edges)
+        self.embedding = FeatureEmbedding(dim, edges=rows, name="feature_embedding")
+        self.dropout = (FeatureDropout(dropout, widths=self.widths, name="feature_dropout")
+                        if dropout else None)
+
+    def __call__(self, xs: Any) -> Any:  # noqa: D102
+        y = self.embedding(ops.concatenate(list(xs), axis=-1) if len(xs) > 1 else xs[0])
+        return y if self.dropout is None else self.dropout(y)

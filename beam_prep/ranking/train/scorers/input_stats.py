@@ -60,4 +60,5 @@ def model_parts(launcher: Any) -> dict[str, Any]:
                                           training=False)
         stats = feature_stats(batches.as_numpy_iterator(), names, bins=hp.model.piecewise_bins)
     return {"scorer_cls": scorer_class(hp.model.scorer),
-            "transforms": input_transforms(hp.model, names, stats)}
+            "transforms": input_transforms(hp.model, names, stats,
+                                           list_features=pre.example_names)}
