@@ -8,6 +8,7 @@ batch 3, so an epoch (one pass) is 4 steps.
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -18,7 +19,7 @@ from beam_prep.ranking.data.encode import DenseFloatEncoder, encode_elwc
 from beam_prep.ranking.data.tfrecord import write_tfrecords
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 from beam_prep.ranking.train import launcher as launcher_module
-from beam_prep.ranking.train.feed import pass_order, resolve_steps_per_execution
+from beam_prep.ranking.train.feed import pass_order, pass_orders, resolve_steps_per_execution
 from beam_prep.ranking.train.hparams import RankingHparams
 from beam_prep.ranking.train.launcher import RankingLauncher
 from beam_prep.ranking.train.tf_feed import MemoryDataset
@@ -57,6 +58,16 @@ def test_memory_dataset_gathers_each_pass_in_its_seeded_order():
         np.testing.assert_array_equal(labels.numpy(), data[1][idx])
     # every list at most once per pass, 2 left out of each pass (10 = 2 x 4 + 2)
     assert all(len(set(rows[2 * p:2 * p + 2].ravel())) == 8 for p in range(3))
+
+
+def test_a_resumed_order_goes_on_where_the_recorded_steps_ended():
+    rows = np.concatenate([pass_order(10, 4, 3, p) for p in range(4)])
+    for start in (0, 1, 2, 5):
+        got = list(itertools.islice(pass_orders(10, 4, 3, start=start), 3))
+        np.testing.assert_array_equal(np.stack(got), rows[start:start + 3])
+    first = next(iter(MemoryDataset((np.arange(10.0),), batch_size=4, seed=3,
+                                    first_step=5).dataset()))
+    np.testing.assert_array_equal(first[0].numpy(), rows[5])
 
 
 def test_memory_dataset_refuses_fewer_lists_than_a_batch():

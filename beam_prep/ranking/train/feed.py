@@ -48,13 +48,14 @@ def pass_order(n: int, batch_size: int, seed: int, index: int) -> np.ndarray:
     return perm[:steps * batch_size].reshape(steps, batch_size).astype(np.int32)
 
 
-def pass_orders(n: int, batch_size: int, seed: int, *, first: int = 0) -> Iterator[np.ndarray]:
-    """Endless ``[batch_size]`` list indices, step after step: pass ``first``, then the next
-    pass... each in its own :func:`pass_order`."""
-    index = first
+def pass_orders(n: int, batch_size: int, seed: int, *, start: int = 0) -> Iterator[np.ndarray]:
+    """Endless ``[batch_size]`` list indices, step after step, pass after pass (each in its
+    own :func:`pass_order`), from step ``start`` of that sequence on (a resumed run goes on
+    where the recorded epochs ended)."""
+    index, skip = divmod(int(start), n // batch_size)
     while True:
-        yield from pass_order(n, batch_size, seed, index)
-        index += 1
+        yield from pass_order(n, batch_size, seed, index)[skip:]
+        index, skip = index + 1, 0
 
 
 def host_memory_bytes() -> int | None:

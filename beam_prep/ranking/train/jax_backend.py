@@ -166,7 +166,7 @@ class JaxRankingLauncher(RankingLauncher):
         if not self.device_cache_used:
             return None
         return DeviceDataset(self.training_lists(), batch_size=data.train_batch_size,
-                             seed=self.hp.training.seed)
+                             seed=self.hp.training.seed, first_step=self.first_step)
 
     def fit_steps_per_execution(self) -> int:
         """``compile``'s ``steps_per_execution`` (``auto`` = 1): the device-resident feed runs

@@ -180,6 +180,7 @@ class DeviceDataset:
         seed: Seed of the per-pass permutations.
         chunk_bytes: Largest host chunk of one transfer.
         sharding: Shape -> sharding of one batch array (default :func:`batch_sharding`).
+        first_step: Step of the order the batches start at (a resumed run's steps so far).
 
     Raises:
         ValueError: Fewer lists than ``batch_size``, or leaves of different lengths.
@@ -187,7 +188,8 @@ class DeviceDataset:
 
     def __init__(self, data: Any, *, batch_size: int, seed: int = 0,
                  chunk_bytes: int = 64 << 20,
-                 sharding: Callable[[tuple[int, ...]], Any] | None = None) -> None:
+                 sharding: Callable[[tuple[int, ...]], Any] | None = None,
+                 first_step: int = 0) -> None:
         leaves, self._treedef = jax.tree_util.tree_flatten(data)
         lengths = {len(x) for x in leaves}
         if len(lengths) != 1:
@@ -198,6 +200,7 @@ class DeviceDataset:
                              f"batch_size={batch_size}; lower the batch size.")
         self.batch_size = int(batch_size)
         self.seed = int(seed)
+        self.first_step = int(first_step)
         self.nbytes = tree_nbytes(leaves)
         shard = sharding or batch_sharding
         out = [shard((self.batch_size, *x.shape[1:])) for x in leaves]
@@ -220,7 +223,7 @@ class DeviceDataset:
     def orders(self) -> Iterator[np.ndarray]:
         """Endless ``[batch_size]`` list indices of the steps: pass after pass, each in its
         own seeded order (:func:`.feed.pass_orders`; what :class:`DeviceLoop` trains on)."""
-        return pass_orders(self.lists, self.batch_size, self.seed)
+        return pass_orders(self.lists, self.batch_size, self.seed, start=self.first_step)
 
     def __iter__(self) -> Iterator[Any]:
         """Endless batches, in the order of :meth:`orders`."""

@@ -325,9 +325,9 @@ class RankingLauncher:
         self.schedule: RankingSchedule | None = None
         self._steps_per_epoch: int | None = None
         self._records: int | None = None
-        #: Whether ``fit`` trained on the cached set (``data.device_cache``), set by fit_input.
-        self.device_cache_used: bool | None = None
+        self.device_cache_used: bool | None = None  #: ``data.device_cache`` used (fit_input)
         self.steps_per_execution_used = 1  #: train steps per ``fit`` call, set by build_model
+        self.first_step = 0  #: the cached set's first step: the steps recorded before (_fit)
 
     def validate(self, element_spec: Any) -> None:
         """Strategy-specific checks (TPU: static shapes, batch divisibility, ...)."""
@@ -598,19 +598,19 @@ class RankingLauncher:
         if not self.device_cache_used:
             return train_ds
         return MemoryDataset(self.training_lists(), batch_size=data.train_batch_size,
-                             seed=self.hp.training.seed).dataset()
+                             seed=self.hp.training.seed, first_step=self.first_step).dataset()
 
     def training_lists(self) -> Any:
-        """Every training list once, parsed as for training (a long list: one seeded subset),
-        in file order: numpy ``(features, labels)`` with the lists on axis 0."""
-        data = self.hp.data
-        return training_lists(self.datasets.build(data.train_pattern, data.train_batch_size,
-                                                  training=True, one_pass=True))
+        """Every training list once, parsed as for training, in file order (numpy, axis 0)."""
+        return training_lists(self.datasets.build(
+            self.hp.data.train_pattern, self.hp.data.train_batch_size, training=True,
+            one_pass=True))
 
     def _fit(self, model: keras.Model, train_ds: tf.data.Dataset,
              valid_ds: tf.data.Dataset | None,
              tracker: run_state.EpochTracker) -> tuple[dict[str, list[float]], int]:
         tr = self.hp.training
+        self.first_step = tracker.state.epochs_done * self.steps_per_epoch()
         save_freq: Any = tr.checkpoint_every_steps or "epoch"
         callbacks: list[Any] = [] if valid_ds is None else [validation_callback(
             Validation(get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None),

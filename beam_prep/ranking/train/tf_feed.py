@@ -54,12 +54,14 @@ class MemoryDataset:
         data: A nest (e.g. ``(features, labels)``) of numpy arrays with the lists on axis 0.
         batch_size: Lists per step.
         seed: Seed of the per-pass permutations (:func:`.feed.pass_order`).
+        first_step: Step of the order the dataset starts at (a resumed run's steps so far).
 
     Raises:
         ValueError: Fewer lists than ``batch_size``, or arrays of different lengths.
     """
 
-    def __init__(self, data: Any, *, batch_size: int, seed: int = 0) -> None:
+    def __init__(self, data: Any, *, batch_size: int, seed: int = 0,
+                 first_step: int = 0) -> None:
         flat = tf.nest.flatten(data)
         lengths = {len(x) for x in flat}
         if len(lengths) != 1:
@@ -68,7 +70,7 @@ class MemoryDataset:
         if self.lists < batch_size:
             raise ValueError(f"The training set holds {self.lists} lists, fewer than "
                              f"batch_size={batch_size}; lower the batch size.")
-        self.batch_size, self.seed = int(batch_size), int(seed)
+        self.batch_size, self.seed, self.first_step = int(batch_size), int(seed), first_step
         self.nbytes = sum(x.nbytes for x in flat)
         self._structure = data
         with tf.device("/CPU:0"):  # tf.data runs on the host
@@ -82,9 +84,9 @@ class MemoryDataset:
     def dataset(self) -> tf.data.Dataset:
         """Endless batches: the lists of each step's :func:`.feed.pass_orders` row gathered
         from memory (static batch shapes), prefetched."""
-        lists, size, seed = self.lists, self.batch_size, self.seed
+        lists, size, seed, start = self.lists, self.batch_size, self.seed, self.first_step
         orders = tf.data.Dataset.from_generator(
-            lambda: pass_orders(lists, size, seed),
+            lambda: pass_orders(lists, size, seed, start=start),
             output_signature=tf.TensorSpec([size], tf.int32))
         tensors, structure = self._tensors, self._structure
 
