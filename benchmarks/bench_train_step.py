@@ -87,6 +87,7 @@ CASES: dict[str, dict[str, Any]] = {
                   "list_size": 32},
 }
 FEEDS = ("keras", "prefetch", "device_cache", "device_loop")
+TF_FEEDS = ("stream", "memory_cache", "memory_loop")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,14 +97,15 @@ class Settings:
     Attributes:
         backend: ``jax`` or ``tensorflow``.
         cases: Case names (keys of ``CASES``).
-        feeds: JAX feeds (``keras``, ``prefetch``).
+        feeds: JAX feeds (``keras``, ``prefetch``, ``device_cache``, ``device_loop``).
         steps: Training steps per epoch.
         epochs: Epochs (the first compiles and is not timed).
         device_steps: Steps of the device-time loop.
         pool: Distinct host batches cycled through.
         distribution: JAX ``data_parallel`` (the issue's setup) or ``default``.
         batch: Overrides every case's batch size (None: the case's).
-        per_call: Train steps per execution of the ``device_loop`` feed.
+        per_call: Train steps per execution of the ``device_loop`` / ``memory_loop`` feeds.
+        tf_feeds: TensorFlow feeds (``stream``, ``memory_cache``, ``memory_loop``).
     """
 
     backend: str
@@ -116,6 +118,7 @@ class Settings:
     distribution: str
     batch: int | None
     per_call: int = 32
+    tf_feeds: tuple[str, ...] = ("stream", "memory_cache", "memory_loop")
 
 
 def synthetic_batches(n: int, batch: int, list_size: int, *, mask: bool,
@@ -152,8 +155,10 @@ def _hparams(case: dict[str, Any]) -> Any:
     return dataclasses.replace(hp, model=model)
 
 
-def build_model(case: dict[str, Any], batches: list[Any]) -> Any:
-    """The launcher's model for ``case`` (input statistics from the first host batch)."""
+def build_model(case: dict[str, Any], batches: list[Any], *, jit_compile: bool = True,
+                steps_per_execution: int = 1) -> Any:
+    """The launcher's model for ``case`` (input statistics from the first host batch),
+    compiled as the launcher does (``jit_compile``, ``steps_per_execution``)."""
     import keras
 
     from beam_prep.codegen.numeric_layers import numpy_stats
@@ -173,9 +178,11 @@ def build_model(case: dict[str, Any], batches: list[Any]) -> Any:
                          include_mask=hp.model.scorer == "dasalc")  # as the launcher
     builder = RankingModelBuilder(inputs, hp.model, global_batch_size=labels.shape[0],
                                   scorer_cls=scorer_class(hp.model.scorer),
-                                  transforms=input_transforms(hp.model, names, stats))
+                                  transforms=input_transforms(hp.model, names, stats,
+                                                              list_features=names))
     model = builder.build(feats)
-    return compile_ranker(model, hp.training, jit_compile=True), hp
+    return compile_ranker(model, hp.training, jit_compile=jit_compile,
+                          steps_per_execution=steps_per_execution), hp
 
 
 class _Timer:
@@ -363,41 +370,136 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
     }
 
 
-def run_tf_case(name: str, s: Settings) -> dict[str, Any]:
-    """One case on the TensorFlow backend (tf.data input, as the TensorFlow launcher)."""
+def write_elwc(batches: list[Any], root: str) -> tuple[Any, str]:
+    """``batches`` as ELWC TFRecords under ``root`` (each list's real documents, in order; the
+    reader pads them back to ``list_size``); returns ``(feature spec, file pattern)``."""
+    from beam_prep.ranking.data.encode import DenseFloatEncoder, encode_elwc
+    from beam_prep.ranking.data.tfrecord import write_tfrecords
+    from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
+
+    names = [f"f{i + 1}" for i in range(FEATURES)]
+    spec = ElwcFeatureSpec(context=(), example=tuple(FeatureInfo(n, "float", (), 0.0)
+                                                     for n in names),
+                           label=LabelInfo("relevance", "float", -1.0))
+    encoder = DenseFloatEncoder(names, label_name="relevance", label_dtype="float")
+    records = []
+    for feats, labels in batches:
+        x = np.concatenate([feats[n] for n in names], axis=-1)  # [B, L, F]
+        for lst, lab in zip(x, labels):
+            real = lab >= 0
+            records.append(encode_elwc(encoder.encode(lst[real], lab[real]), b""))
+    os.makedirs(root, exist_ok=True)
+    write_tfrecords(os.path.join(root, "train-00000.tfrecord"), records)
+    return spec, os.path.join(root, "train-*.tfrecord")
+
+
+class _TraceCount:
+    """Traces of the model's train / test step (Python runs only when ``tf.function``
+    traces): the compiles of the run on TensorFlow."""
+
+    def __init__(self, model: Any) -> None:
+        self.train = self.test = 0
+        train, test = model.train_step, model.test_step
+
+        def train_step(data: Any) -> Any:
+            self.train += 1
+            return train(data)
+
+        def test_step(data: Any) -> Any:
+            self.test += 1
+            return test(data)
+
+        model.train_step, model.test_step = train_step, test_step
+
+
+def tf_feed(feed: str, case: dict[str, Any], batches: list[Any], root: str, *,
+            seed: int = 0) -> Any:
+    """The TensorFlow launcher's training input for ``feed``: ``stream`` is
+    ``DatasetBuilder.build`` (read, parse, preprocess every batch in ``tf.data``);
+    ``memory_cache`` / ``memory_loop`` the lists parsed once, each step gathering its batch
+    from host memory (:class:`beam_prep.ranking.train.tf_feed.MemoryDataset`)."""
+    from beam_prep.ranking.train.hparams import DataHparams
+    from beam_prep.ranking.train.launcher import DatasetBuilder
+    from beam_prep.ranking.train.preprocessor import Preprocessor
+    from beam_prep.ranking.train.tf_feed import MemoryDataset, training_lists
+
+    spec, pattern = write_elwc(batches, root)
+    mask = case["model"].get("scorer") == "dasalc"
+    data = DataHparams(feature_spec="-", train_pattern=pattern, list_size=case["list_size"],
+                       train_batch_size=case["batch"])
+    builder = DatasetBuilder(data, Preprocessor(spec, {}, list_size=case["list_size"],
+                                                include_mask=mask), seed=seed)
+    if feed == "stream":
+        return builder.train_dataset(), None
+    cache = MemoryDataset(training_lists(builder.build(pattern, case["batch"], training=True,
+                                                       one_pass=True)),
+                          batch_size=case["batch"], seed=seed)
+    return cache.dataset(), cache
+
+
+def _producer_ms(ds: Any, n: int) -> float:
+    """The input pipeline alone: ms per batch over ``n`` batches (after a first one)."""
+    it = iter(ds)
+    next(it)
+    start = time.perf_counter()
+    for _ in range(n):
+        next(it)
+    return 1000.0 * (time.perf_counter() - start) / n
+
+
+def run_tf_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
+    """One case on the TensorFlow backend with one feed (the launcher's ``fit``: its finite
+    guard, ``steps_per_execution`` 1, or ``--per_call`` steps per call for ``memory_loop``,
+    a divisor of ``--steps`` as the launcher resolves it)."""
+    import tempfile
+
     import tensorflow as tf
+
+    from beam_prep.ranking.train import guard
+    from beam_prep.ranking.train.feed import resolve_steps_per_execution
 
     case = dict(CASES[name], **({"batch": s.batch} if s.batch else {}))
     mask = case["model"].get("scorer") == "dasalc"
     batches = synthetic_batches(s.pool, case["batch"], case["list_size"], mask=mask)
     timer = _Timer()
-    model, _ = build_model(case, batches)
-    ds = tf.data.Dataset.from_tensor_slices(
-        tuple(tf.nest.map_structure(lambda *xs: np.stack(xs), *batches))).repeat()
-    ds = ds.prefetch(tf.data.AUTOTUNE)
-    model.fit(ds, epochs=s.epochs, steps_per_epoch=s.steps, validation_data=batches[0],
-              validation_batch_size=case["batch"], callbacks=[timer.callback], verbose=0)
+    per_call = (resolve_steps_per_execution(s.per_call, s.steps, auto=s.per_call, divide=True)
+                if feed == "memory_loop" else 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        ds, cache = tf_feed(feed, case, batches, tmp)
+        producer = _producer_ms(ds, s.steps)
+        # jit_compile as the TensorFlow launcher off TPU
+        model, _ = build_model(case, batches, jit_compile=False, steps_per_execution=per_call)
+        traces = _TraceCount(model)
+        t0 = time.perf_counter()
+        model.fit(ds, epochs=s.epochs, steps_per_epoch=s.steps, validation_data=batches[0],
+                  validation_batch_size=case["batch"],
+                  callbacks=[timer.callback, guard.keras_callback()], verbose=0, shuffle=False)
+        total = time.perf_counter() - t0
+        compiles = (traces.train, traces.test)
     timed = timer.epochs[1:] or timer.epochs
     wall = 1000.0 * statistics.median(timed) / s.steps
     fn = model.train_function
     one = iter(tf.data.Dataset.from_tensors(batches[0]).repeat().cache())
     fn(one)
+    calls = max(1, s.device_steps // per_call)
     start = time.perf_counter()
-    for _ in range(s.device_steps):
+    for _ in range(calls):
         logs = fn(one)
     float(logs["loss"])
-    device = 1000.0 * (time.perf_counter() - start) / s.device_steps
-    traces = getattr(fn, "experimental_get_tracing_count", lambda: None)()
-    test = getattr(model.test_function, "experimental_get_tracing_count", lambda: None)()
+    device = 1000.0 * (time.perf_counter() - start) / (calls * per_call)
     real_docs = float(np.mean([np.sum(b[1] >= 0) for b in batches]))
     return {
-        "backend": "tensorflow", "case": name, "feed": "tf.data", "batch": case["batch"],
-        "list_size": case["list_size"], "wall_ms": round(wall, 3),
-        "device_ms": round(device, 3), "host_ms": None, "producer_ms": None,
-        "busy": round(device / wall, 3), "train_compiles": traces, "eval_compiles": test,
+        "backend": "tensorflow", "case": name, "feed": feed, "per_call": per_call,
+        "batch": case["batch"], "list_size": case["list_size"], "wall_ms": round(wall, 3),
+        "device_ms": round(device, 3), "host_ms": round(max(wall - device, 0.0), 3),
+        "producer_ms": round(producer, 3), "busy": round(device / wall, 3),
+        "train_compiles": compiles[0], "eval_compiles": compiles[1],
         "docs_per_s": round(real_docs / wall * 1000.0),
         "first_epoch_s": round(timer.epochs[0], 2) if timer.epochs else None,
-        "fit_s": None, "params": int(model.count_params()),
+        "fit_s": round(total, 2), "params": int(model.count_params()),
+        "compile_s": (round(timer.epochs[0] - wall * s.steps / 1000.0, 2)
+                      if timer.epochs else None),
+        "cache_s": None,
     }
 
 
@@ -409,7 +511,7 @@ def run_backend(s: Settings) -> dict[str, Any]:
     print(" | ".join(COLUMNS), flush=True)
     for name in s.cases:
         new = ([run_jax_case(name, s, feed) for feed in s.feeds] if s.backend == "jax"
-               else [run_tf_case(name, s)])
+               else [run_tf_case(name, s, feed) for feed in s.tf_feeds])
         rows.extend(new)
         print(_table(new, header=False), flush=True)
     info: dict[str, Any] = {"keras": keras.__version__, "numpy": np.__version__}
@@ -464,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pool", type=int, default=4, help="distinct host batches cycled")
     p.add_argument("--distribution", default="data_parallel",
                    choices=("data_parallel", "default"))
+    p.add_argument("--tf_feeds", default=",".join(TF_FEEDS),
+                   help="TensorFlow feeds: stream,memory_cache,memory_loop")
     p.add_argument("--batch", type=int, default=None, help="override every case's batch")
     p.add_argument("--per_call", type=int, default=32,
                    help="device_loop: train steps per jitted program (at most --steps)")
@@ -477,6 +581,9 @@ def main(argv: list[str] | None = None) -> int:
     feeds = tuple(f for f in a.feeds.split(",") if f)
     if any(f not in FEEDS for f in feeds):
         p.error(f"--feeds takes {', '.join(FEEDS)}. Received: {a.feeds!r}")
+    tf_feeds = tuple(f for f in a.tf_feeds.split(",") if f)
+    if any(f not in TF_FEEDS for f in tf_feeds):
+        p.error(f"--tf_feeds takes {', '.join(TF_FEEDS)}. Received: {a.tf_feeds!r}")
     backends = ("jax", "tensorflow") if a.backend == "all" else (a.backend,)
     results: dict[str, Any] = {
         "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
@@ -504,7 +611,8 @@ def _run_here(a: argparse.Namespace, backend: str, cases: tuple[str, ...],
     steps = a.steps or (8 if on_cpu else 50)
     s = Settings(backend=backend, cases=cases, feeds=feeds, steps=steps, epochs=a.epochs,
                  device_steps=a.device_steps or steps, pool=a.pool,
-                 distribution=a.distribution, batch=a.batch, per_call=a.per_call)
+                 distribution=a.distribution, batch=a.batch, per_call=a.per_call,
+                 tf_feeds=tuple(f for f in a.tf_feeds.split(",") if f))
     return run_backend(s)
 
 
@@ -527,7 +635,8 @@ def _run_child(a: argparse.Namespace, backend: str, cases: tuple[str, ...],
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "child.json")
         argv = [sys.executable, os.path.abspath(__file__), "--backend", backend, "--_child",
-                "--cases", ",".join(cases), "--feeds", ",".join(feeds), "--epochs",
+                "--cases", ",".join(cases), "--feeds", ",".join(feeds),
+                "--tf_feeds", a.tf_feeds, "--epochs",
                 str(a.epochs), "--pool", str(a.pool), "--distribution", a.distribution,
                 "--out", out]
         for flag in ("steps", "device_steps", "batch", "per_call"):
