@@ -30,6 +30,15 @@ per-pass permutation: no host work per step); ``device_loop`` is ``device_cache`
 callbacks once per execution). The launcher's callbacks (``ConsistentShardings`` and the finite
 guard, which reads the loss back after every call) run with every feed but ``keras``.
 
+TensorFlow feeds (``--tf_feeds``; keras on backend ``tensorflow``, in a subprocess with
+``KERAS_BACKEND=tensorflow``, ``jit_compile`` off as the launcher off TPU, its finite guard):
+``stream`` is the launcher's streamed ``tf.data`` feed (``DatasetBuilder.build``: the batches
+written as ELWC TFRecords, read, parsed and preprocessed at every step, prefetched);
+``memory_cache`` the lists parsed once and each step's batch gathered from host memory
+(:class:`beam_prep.ranking.train.tf_feed.MemoryDataset`, ``data.device_cache``), one step per
+``fit`` call; ``memory_loop`` the same with ``--per_call`` steps per call (Keras'
+``steps_per_execution``, a divisor of ``--steps`` as the launcher resolves it).
+
 Reported per case and feed:
 
 * ``wall_ms``: wall time per training step in ``fit`` (median epoch after the first, which
@@ -39,10 +48,13 @@ Reported per case and feed:
   ``train_function`` on a cached in-memory batch);
 * ``host_ms``: time per step the training loop spent on input (next batch, conversion,
   transfer; with the prefetch only the wait for a ready batch) and ``producer_ms`` the
-  prefetch thread's own time per batch;
+  prefetch thread's own time per batch (TensorFlow: ``host_ms`` is the wall step minus the
+  compiled step, everything the step waits for outside its graph; ``producer_ms`` the input
+  pipeline alone, per batch, without training);
 * ``busy``: ``device_ms / wall_ms``;
 * ``train_compiles`` / ``eval_compiles``: compilations of the train / test step in the run
-  (JAX: the jitted functions' cache sizes; TensorFlow: ``tf.function`` traces);
+  (JAX: the jitted functions' cache sizes; TensorFlow: traces of ``train_step`` /
+  ``test_step``);
 * ``docs_per_s``: real (non-padding) documents trained per second of wall time;
 * ``compile_s``: the first epoch's extra time over a timed one (compiles, first transfers);
   ``cache_s`` the one-time transfer of the device cache.
@@ -51,6 +63,7 @@ Example::
 
     python benchmarks/bench_train_step.py --backend jax --out results.json
     python benchmarks/bench_train_step.py --cases dnn,synthetic --steps 10 --feeds prefetch
+    python benchmarks/bench_train_step.py --backend tensorflow --cases dnn --per_call 8
 """
 
 from __future__ import annotations

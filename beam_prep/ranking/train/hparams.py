@@ -119,10 +119,12 @@ class DataHparams:
             truncated to after preprocessing (static shapes).
         artifacts: Optional artifact directory whose vocabularies size the embedding tables;
             required (the same fingerprint) for ELWC written by ``make-elwc --artifacts``.
-        device_cache: JAX backend: keep the preprocessed training set on the accelerator and
-            gather each batch there (``true``), stream it from ``tf.data`` (``false``), or
-            ``auto``: cache when it takes at most 25% of the device memory, never on CPU
-            (:class:`~beam_prep.ranking.train.jax_feed.DeviceDataset`).
+        device_cache: Parse and preprocess the training lists once and gather each batch
+            from the cache (``true``), or stream them from ``tf.data`` (``false``), or
+            ``auto``: cache when the set takes at most 25% of the memory that holds it. JAX:
+            on the accelerator (never on CPU;
+            :class:`~beam_prep.ranking.train.jax_feed.DeviceDataset`); TensorFlow ``fit``:
+            in host memory (:class:`~beam_prep.ranking.train.tf_feed.MemoryDataset`).
     """
 
     feature_spec: str
@@ -276,9 +278,11 @@ class TrainHparams:
             TFRecord framing, or a positive integer.
         validation_steps: Validation batches per evaluation (null = the whole set).
         steps_per_execution: Train steps per device call: a positive integer or ``auto``
-            (the default). TensorFlow: steps fused into one ``tf.function`` call (``auto`` =
-            1); values > 1 fail in Keras ``fit`` with more than one replica, the custom loop
-            supports them. JAX with the training set on the device (``data.device_cache``):
+            (the default). TensorFlow ``fit``: steps fused into one ``tf.function`` call, the
+            largest divisor of ``steps_per_epoch`` up to the setting (``auto`` = 32 with one
+            replica, 1 with several: values > 1 fail in Keras ``fit`` with more than one
+            replica; the custom loop supports them, ``auto`` = 1 there). JAX with the
+            training set on the device (``data.device_cache``):
             steps run in one jitted ``lax.fori_loop`` (``auto`` = 32 on an accelerator, 1 on
             CPU; at most ``steps_per_epoch``), batch callbacks (finite check, Ctrl-C,
             per-step checkpoints) run once per execution; other JAX feeds run one step per
