@@ -19,7 +19,12 @@ from beam_prep.ranking.data.encode import DenseFloatEncoder, encode_elwc
 from beam_prep.ranking.data.tfrecord import write_tfrecords
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, FeatureInfo, LabelInfo
 from beam_prep.ranking.train import launcher as launcher_module
-from beam_prep.ranking.train.feed import pass_order, pass_orders, resolve_steps_per_execution
+from beam_prep.ranking.train.feed import (
+    pass_order,
+    pass_orders,
+    resolve_steps_per_execution,
+    use_cache,
+)
 from beam_prep.ranking.train.hparams import RankingHparams
 from beam_prep.ranking.train.launcher import RankingLauncher
 from beam_prep.ranking.train.tf_feed import MemoryDataset
@@ -92,11 +97,11 @@ def _write(root: str) -> dict[str, str]:
             "train": os.path.join(root, "train-*.tfrecord")}
 
 
-def _run(paths, model_dir: str, **over):
+def _run(paths, model_dir: str, **over):  # device_cache auto: the tiny set is cached
     hp = RankingHparams.from_dict({
         "data": {"feature_spec": paths["spec"], "train_pattern": paths["train"],
                  "list_size": LIST_SIZE, "train_batch_size": BATCH, "shuffle_buffer": 0,
-                 "device_cache": over.pop("device_cache", True)},
+                 "device_cache": "auto"},
         "model": {"hidden_sizes": [4], "input_transform": "none"},
         "training": {"model_dir": model_dir, "learning_rate": 0.05, "epochs": 2,
                      "metrics_k": [2], "export_dir": None, **over},
@@ -134,5 +139,12 @@ def test_several_steps_per_fit_call_train_exactly_as_single_steps(tmp_path, monk
     for a, b in zip(single_w, fused_w):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fused_res.history["loss"], single_res.history["loss"], rtol=1e-5)
-    streamed, _, _ = _run(paths, str(tmp_path / "stream"), device_cache=False)
-    assert streamed.device_cache_used is False
+
+
+@pytest.mark.parametrize("setting,nbytes,limit,expected", [
+    (True, 10**15, 1, True), (False, 1, 10**12, False),
+    ("auto", 25, 100, True), ("auto", 26, 100, False),   # at most 25% of the memory
+    ("auto", 1, None, False),                            # memory unknown (JAX on CPU)
+])
+def test_the_cache_follows_the_setting_and_the_memory_budget(setting, nbytes, limit, expected):
+    assert use_cache(setting, nbytes, limit) is expected
