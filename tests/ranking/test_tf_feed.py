@@ -97,12 +97,12 @@ def _write(root: str) -> dict[str, str]:
             "train": os.path.join(root, "train-*.tfrecord")}
 
 
-def _run(paths, model_dir: str, **over):  # device_cache auto: the tiny set is cached
+def _run(paths, model_dir: str, model=None, **over):  # device_cache auto: the set is cached
     hp = RankingHparams.from_dict({
         "data": {"feature_spec": paths["spec"], "train_pattern": paths["train"],
                  "list_size": LIST_SIZE, "train_batch_size": BATCH, "shuffle_buffer": 0,
                  "device_cache": "auto"},
-        "model": {"hidden_sizes": [4], "input_transform": "none"},
+        "model": model or {"hidden_sizes": [4], "input_transform": "none"},
         "training": {"model_dir": model_dir, "learning_rate": 0.05, "epochs": 2,
                      "metrics_k": [2], "export_dir": None, **over},
     })
@@ -148,3 +148,21 @@ def test_several_steps_per_fit_call_train_exactly_as_single_steps(tmp_path, monk
 ])
 def test_the_cache_follows_the_setting_and_the_memory_budget(setting, nbytes, limit, expected):
     assert use_cache(setting, nbytes, limit) is expected
+
+
+def test_the_joint_embedding_trains_and_is_exported_with_the_model(tmp_path):
+    """The piecewise-linear embedding of the list features (one JointEmbedding) and its
+    feature dropout through the launcher: the SavedModel scores as the trained model."""
+    paths = _write(str(tmp_path / "data"))
+    export = str(tmp_path / "export")
+    lau, res, _ = _run(paths, str(tmp_path / "m"), export_dir=export,
+                       model={"hidden_sizes": [4], "input_transform": "piecewise_linear",
+                              "piecewise_bins": 4, "feature_embedding_dim": 3,
+                              "feature_dropout": 0.1})
+    assert res.model.get_layer("feature_embedding").kernel.shape == (1, 4, 3)
+    records = [r.numpy() for r in tf.data.TFRecordDataset(paths["train"].replace("*", "00000"))]
+    served = tf.saved_model.load(export).signatures["serving_default"](
+        serialized=tf.constant(records))["scores"].numpy()
+    features, _ = lau.datasets.parse_fn(tf.constant(records))
+    want = np.asarray(res.model(lau.preprocessor(features), training=False))
+    np.testing.assert_allclose(served, want, rtol=1e-5, atol=1e-5)
