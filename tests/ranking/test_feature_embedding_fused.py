@@ -94,6 +94,9 @@ def test_input_transforms_fuse_piecewise_linear_with_embedding():
     layer = input_transforms(hp, ["f"], {"f": {"edges": edges}})["f"]
     assert isinstance(layer, FeatureEmbedding) and layer.encoding is not None
     assert tuple(np.shape(layer(f))) == (2, 4, 3, 6)
+    # its encoding is never called but counts as built: an unbuilt sublayer made Keras fit
+    # rebuild the model on the first training batch (JAX DeviceLoop: on the index batch)
+    assert layer.encoding.built
     again = FeatureEmbedding.from_config(layer.get_config())
     assert again.encoding.edges == layer.encoding.edges
 

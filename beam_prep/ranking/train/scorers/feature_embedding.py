@@ -92,6 +92,8 @@ class FeatureEmbedding(keras.layers.Layer):
         self.kernel = self.add_weight(name="kernel", shape=(values, width, self.dim),
                                       initializer="glorot_uniform")
         self.bias = self.add_weight(name="bias", shape=(values, self.dim), initializer="zeros")
+        if self.encoding is not None:  # fused: only its constants are read, it is never called
+            self.encoding.build(input_shape)  # (an unbuilt sublayer makes fit rebuild the model)
 
     def call(self, x: Any) -> Any:  # noqa: D102
         x = ops.cast(x, self.compute_dtype)
