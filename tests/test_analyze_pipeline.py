@@ -198,6 +198,7 @@ def test_two_worker_processes_give_byte_identical_artifacts(tmp_path, rows):
     assert_same_artifacts(single, multi)
 
 
+@pytest.mark.slow  # twin of test_dataflow_template.py (default suite time)
 def test_dataflow_translation_dry_run(tmp_path, rows):
     """The whole job translates for Dataflow offline (no network): options, pickling, staging."""
     data = tmp_path / "data.csv"

@@ -136,8 +136,8 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("staging", [
     ["--setup_file", str(REPO / "setup.py")],
-    ["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-analyze:0.2.0",
-     "--sdk_location=container"],
+    pytest.param(["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-analyze:0.2.0",
+                  "--sdk_location=container"], marks=pytest.mark.slow),  # default suite time
 ])
 def test_analyze_translates_for_dataflow(tmp_path, staging):
     (tmp_path / "spec.yaml").write_text(
@@ -153,8 +153,8 @@ def test_analyze_translates_for_dataflow(tmp_path, staging):
 
 @pytest.mark.parametrize("staging", [
     ["--setup_file", str(REPO / "setup.py")],
-    ["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-make-elwc:0.2.0",
-     "--sdk_location=container"],
+    pytest.param(["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-make-elwc:0.2.0",
+                  "--sdk_location=container"], marks=pytest.mark.slow),  # default suite time
 ])
 def test_make_elwc_translates_for_dataflow(tmp_path, staging):
     out = _run(["make-elwc", "--input", str(LETOR), "--input_format", "lightgbm",

@@ -213,6 +213,7 @@ print("RESULT " + json.dumps({"backend": keras.backend.backend(),
 """
 
 
+@pytest.mark.slow  # the JAX twin (default suite time)
 def test_generated_module_in_tf_data_on_jax(setup):
     import importlib.util
     import subprocess

@@ -63,7 +63,8 @@ def _batch(dtypes: dict) -> dict:
             for c in COLUMNS}
 
 
-@pytest.mark.parametrize("side", ["generated", "runtime"])
+# the runtime twin runs in the slow suite (default suite time)
+@pytest.mark.parametrize("side", ["generated", pytest.param("runtime", marks=pytest.mark.slow)])
 def test_hostile_columns_build_predict_export_and_serve(analyzed, side, tmp_path):
     _, generated, pp = analyzed
     if side == "generated":
@@ -147,7 +148,7 @@ def analyzed_lists(tmp_path_factory):
     return generated, layers_from_artifacts(out)
 
 
-@pytest.mark.parametrize("side", ["generated", "runtime"])
+@pytest.mark.parametrize("side", ["generated", pytest.param("runtime", marks=pytest.mark.slow)])
 def test_hostile_list_columns_export_and_serve(analyzed_lists, side, tmp_path):
     generated, pp = analyzed_lists
     module = generated if side == "generated" else pp

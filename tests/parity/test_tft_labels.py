@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ from beam_prep.pipelines import analyze
 
 from beam_prep import Artifacts
 from beam_prep.io.label_sidecar import mutual_info_rows
+from tests.parity import tft_store
 
 ROWS = 3000
 
@@ -94,15 +92,13 @@ def runs(tmp_path_factory) -> dict[str, Any]:
     (root / "columns.json").write_text(json.dumps(columns), encoding="utf-8")
     (root / "config.json").write_text(json.dumps(_tft_config()), encoding="utf-8")
     (root / "spec.yaml").write_text(_spec_yaml(), encoding="utf-8")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("tft_labels_reference.py")),
-         "--data", str(root / "columns.json"), "--config", str(root / "config.json"),
-         "--output", str(root / "tft")], env=env, capture_output=True, text=True,
-        timeout=900)
-    if proc.returncode != 0:
-        pytest.fail(f"TFT reference failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    assets = Path(proc.stdout.strip().splitlines()[-1])
+    tft = tft_store.reference(
+        "labels", "tft_labels_reference.py",
+        ["--data", str(root / "columns.json"), "--config", str(root / "config.json"),
+         "--output", "{out}"],
+        inputs=[root / "columns.json", root / "config.json"], root=root,
+        assets=lambda _, stdout: Path(stdout.strip().splitlines()[-1]))
+    assets = tft / "assets"
     analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
                  "--output", str(root / "ours"), "--quiet", "--batch_size", "257",
                  "--vocab_partitions", "3"])

@@ -1,10 +1,11 @@
 """Parity with tensorflow-transform on the same generated data.
 
 One TFT run (``tft_reference.py`` in a subprocess: importing tensorflow_transform would
-switch ``tf.keras`` to Keras 2 in this process) and one ``beam-prep analyze`` run
-(``pipelines.analyze.run`` on a CSV of the same rows) are shared by every test here; a
-second ``beam-prep analyze`` run on the same rows as TFRecord of ``tf.Example`` (written by
-the reference script) must give the same vocabularies and statistics as the CSV run.
+switch ``tf.keras`` to Keras 2 in this process; its outputs are kept by ``tft_store.py``) and
+one ``beam-prep analyze`` run (``pipelines.analyze.run`` on a CSV of the same rows) are shared
+by every test here; a second ``beam-prep analyze`` run on the same rows as TFRecord of
+``tf.Example`` (written by ``tf_rows.py``) must give the same vocabularies and statistics as
+the CSV run.
 
 What is compared:
 
@@ -31,9 +32,6 @@ from __future__ import annotations
 import collections
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +40,7 @@ import pytest
 from beam_prep.pipelines import analyze
 
 from beam_prep import Artifacts
-from tests.parity import datagen
+from tests.parity import datagen, tf_rows, tft_store
 
 EPSILON = 0.01
 NUM_BUCKETS = 10
@@ -95,16 +93,15 @@ def runs(tmp_path_factory) -> dict[str, Any]:
     (root / "config.json").write_text(json.dumps(_tft_config()), encoding="utf-8")
     (root / "spec.yaml").write_text(_spec_yaml(), encoding="utf-8")
 
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    script = Path(__file__).with_name("tft_reference.py")
-    proc = subprocess.run(
-        [sys.executable, str(script), "--data", str(root / "columns.json"),
-         "--config", str(root / "config.json"), "--output", str(root / "tft"),
-         "--write_tfrecord", str(root / "data.tfrecord")],
-        env=env, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        pytest.fail(f"TFT reference failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    tft_results = json.loads((root / "tft" / "results.json").read_text(encoding="utf-8"))
+    tft = tft_store.reference(
+        "parity", "tft_reference.py",
+        ["--data", str(root / "columns.json"), "--config", str(root / "config.json"),
+         "--output", "{out}"],
+        inputs=[root / "columns.json", root / "config.json"], root=root,
+        assets=lambda live, _: live / "transform_fn_root" / "transform_fn" / "assets")
+    tft_results = json.loads((tft / "results.json").read_text(encoding="utf-8"))
+    spec = tf_rows.feature_spec(_tft_config())
+    tf_rows.write_tfrecord(tf_rows.instances(columns, spec), spec, str(root / "data.tfrecord"))
 
     analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
                  "--output", str(root / "ours"), "--quiet"])
@@ -112,7 +109,7 @@ def runs(tmp_path_factory) -> dict[str, Any]:
                  "--output", str(root / "ours_tfrecord"), "--quiet"])
     return {"columns": columns, "tft": tft_results, "ours": Artifacts(str(root / "ours")),
             "ours_tfrecord": Artifacts(str(root / "ours_tfrecord")),
-            "assets": Path(tft_results["assets_dir"])}
+            "assets": tft / "assets"}
 
 
 def _tft_vocab_bytes(runs: dict[str, Any], name: str) -> bytes:

@@ -9,14 +9,12 @@ rank.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from beam_prep.pipelines import analyze
+
+from tests.parity import tft_store
 
 N = 4000
 SPEC = """
@@ -42,23 +40,22 @@ def both(tmp_path_factory) -> dict:
         for row in zip(*cols.values()):
             f.write(",".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
     (root / "spec.yaml").write_text(SPEC, encoding="utf-8")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    script = Path(__file__).with_name("tft_weighted_reference.py")
-    proc = subprocess.run([sys.executable, str(script), "--data", str(root / "rows.json"),
-                           "--output", str(root)], env=env, capture_output=True, text=True,
-                          timeout=900)
-    if proc.returncode != 0:
-        pytest.fail(f"TFT reference failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    tft = tft_store.reference(
+        "weighted", "tft_weighted_reference.py",
+        ["--data", str(root / "rows.json"), "--output", "{out}"],
+        inputs=[root / "rows.json"], root=root,
+        assets=lambda live, _: live / "tft" / "transform_fn" / "assets")
     analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
                  "--output", str(root / "ours"), "--quiet", "--no_report"])
-    return {"cols": cols, "tft": json.loads((root / "results.json").read_text()),
+    return {"cols": cols, "tft": json.loads((tft / "results.json").read_text()),
+            "assets": tft / "assets",
             "ours": root / "ours"}
 
 
 @pytest.mark.parametrize("name", ["s_all", "s_cut", "i_all"])
 def test_weighted_vocabulary_is_byte_identical_to_tft(both, name) -> None:
     ours = (both["ours"] / "vocab" / f"{name}.txt").read_bytes()
-    theirs = (Path(both["tft"]["assets"]) / name).read_bytes()
+    theirs = (both["assets"] / name).read_bytes()
     assert ours == theirs
 
 

@@ -17,8 +17,8 @@ Usage::
 Writes ``DIR/transform_fn/`` (TFT's ``WriteTransformFn``: vocabulary files in
 ``transform_fn/assets/<name>``) and ``DIR/results.json`` with, per numeric feature,
 ``mean`` and ``var`` (``tft.mean``/``tft.var`` on the value cast to float64) and
-``boundaries`` (``tft.quantiles`` on the float32 value, flattened). With
-``--write_tfrecord PATH`` the rows are also written as ``tf.Example`` records.
+``boundaries`` (``tft.quantiles`` on the float32 value, flattened).
+``tf_rows.py`` builds the rows (and writes them as ``tf.Example`` for the parity test).
 """
 
 from __future__ import annotations
@@ -37,16 +37,8 @@ import tensorflow_transform.beam as tft_beam  # noqa: E402
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # noqa: E402
 from tensorflow_transform.tf_metadata import dataset_metadata  # noqa: E402
 
-_DTYPES = {"string": tf.string, "integer": tf.int64, "float": tf.float32}
-
-
-def _feature_spec(config: dict) -> dict[str, tf.io.FixedLenFeature]:
-    spec: dict[str, tf.io.FixedLenFeature] = {}
-    for v in config["vocabularies"]:
-        spec[v["column"]] = tf.io.FixedLenFeature([], _DTYPES[v["dtype"]])
-    for n in config["numerics"]:
-        spec[n["column"]] = tf.io.FixedLenFeature([], tf.float32)
-    return spec
+# Run as a script: this folder is on sys.path.
+from tf_rows import feature_spec, instances  # noqa: E402
 
 
 def _preprocessing_fn(config: dict):
@@ -74,33 +66,6 @@ def _preprocessing_fn(config: dict):
     return fn
 
 
-def _instances(columns: dict[str, list], spec: dict) -> list[dict]:
-    names = list(spec)
-    encoded = {}
-    for c in names:
-        if spec[c].dtype == tf.string:
-            encoded[c] = [s.encode("utf-8") for s in columns[c]]
-        else:
-            encoded[c] = columns[c]
-    return [dict(zip(names, row)) for row in zip(*(encoded[c] for c in names))]
-
-
-def _write_tfrecord(instances: list[dict], spec: dict, path: str) -> None:
-    """Same rows as tf.Example: bytes_list, int64_list and float_list (float32) features."""
-    def feature(value, dtype) -> tf.train.Feature:
-        if dtype == tf.string:
-            return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-        if dtype == tf.int64:
-            return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-        return tf.train.Feature(float_list=tf.train.FloatList(value=[value]))
-
-    with tf.io.TFRecordWriter(path) as w:
-        for row in instances:
-            ex = tf.train.Example(features=tf.train.Features(
-                feature={c: feature(row[c], spec[c].dtype) for c in spec}))
-            w.write(ex.SerializeToString())
-
-
 def _float64(bits: tf.Tensor) -> float:
     return float(tf.bitcast(bits[:1], tf.float64).numpy()[0])
 
@@ -110,29 +75,25 @@ def main() -> None:
     p.add_argument("--data", required=True)
     p.add_argument("--config", required=True)
     p.add_argument("--output", required=True)
-    p.add_argument("--write_tfrecord", default=None,
-                   help="Also write the rows as tf.Example records to this file.")
     args = p.parse_args()
     with open(args.data, encoding="utf-8") as f:
         columns = json.load(f)
     with open(args.config, encoding="utf-8") as f:
         config = json.load(f)
-    spec = _feature_spec(config)
+    spec = feature_spec(config)
     metadata = dataset_metadata.DatasetMetadata.from_feature_spec(spec)
-    instances = _instances(columns, spec)
-    if args.write_tfrecord:
-        _write_tfrecord(instances, spec, args.write_tfrecord)
+    rows = instances(columns, spec)
     transform_dir = os.path.join(args.output, "transform_fn_root")
     with tempfile.TemporaryDirectory() as tmp:
         with beam.Pipeline(runner=FnApiRunner()) as pipeline:
             with tft_beam.Context(temp_dir=tmp):
-                data = pipeline | "Create" >> beam.Create(instances, reshuffle=False)
+                data = pipeline | "Create" >> beam.Create(rows, reshuffle=False)
                 transform_fn = (data, metadata) | tft_beam.AnalyzeDataset(
                     _preprocessing_fn(config))
                 _ = transform_fn | tft_beam.WriteTransformFn(transform_dir)
 
     tft_output = tft.TFTransformOutput(transform_dir)
-    first = {c: tf.constant([instances[0][c]], dtype=spec[c].dtype) for c in spec}
+    first = {c: tf.constant([rows[0][c]], dtype=spec[c].dtype) for c in spec}
     transformed = tft_output.transform_raw_features(first)
     results: dict[str, dict] = {"numerics": {}, "transform_dir": transform_dir,
                                 "assets_dir": os.path.join(transform_dir, "transform_fn",

@@ -102,6 +102,7 @@ def test_losses_and_metrics_on_jax_equal_the_tensorflow_values(step):
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.slow  # the launcher run on JAX; its TF twins stay (default suite time)
 def test_validation_on_jax_is_exact_for_every_batch_size(launched):
     # data_parallel over 2 devices: 10 lists in batches of 4 (the last padded with 2 empty
     # lists), then the same model over batches of 10, 6 without drop_remainder (a partial
@@ -111,6 +112,7 @@ def test_validation_on_jax_is_exact_for_every_batch_size(launched):
     tl.check_exact(got)
 
 
+@pytest.mark.slow  # the launcher run on JAX; its TF twins stay (default suite time)
 def test_checkpoints_are_written_and_a_run_resumes(launched):
     _, out = launched
     assert out["sample"]["ckpts"] == ["ckpt-0001.weights.h5", "ckpt-0002.weights.h5"]
@@ -120,6 +122,7 @@ def test_checkpoints_are_written_and_a_run_resumes(launched):
     assert out["resumed"]["steps"] == 12
 
 
+@pytest.mark.slow  # the launcher run on JAX; its TF twins stay (default suite time)
 def test_early_stopping_keeps_the_best_epoch(launched):
     _, out = launched
     es = out["es"]
@@ -132,6 +135,7 @@ def test_early_stopping_keeps_the_best_epoch(launched):
     assert values[best] > values[-1]
 
 
+@pytest.mark.slow  # the launcher run on JAX; its TF twins stay (default suite time)
 def test_tensorboard_logs_hold_the_history(launched):
     _, out = launched
     es = out["es"]
@@ -173,6 +177,7 @@ print("RESULT " + json.dumps({
 """
 
 
+@pytest.mark.slow  # the launcher run on JAX; its TF twins stay (default suite time)
 def test_export_serves_the_jax_scores_without_jax(launched):
     tmp, out = launched
     sample = tmp / "sample"

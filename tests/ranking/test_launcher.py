@@ -250,7 +250,8 @@ def check_exact(got: dict, lists: int = 10) -> None:
 
 @pytest.mark.parametrize("loop,batch,drop,steps", [
     ("fit", 3, True, None),     # 10 lists in batches of 3: the last one padded with 2 lists
-    ("fit", 10, True, None),    # one batch: the old "empty extra step" halved val_loss
+    # one batch: the old "empty extra step" halved val_loss (slow: default suite time)
+    pytest.param("fit", 10, True, None, marks=pytest.mark.slow),
     ("custom", 4, False, None),  # the partial batch of 2 kept as it is
 ])
 def test_validation_is_exact_for_every_batch_size(tmp_path, loop, batch, drop, steps):

@@ -142,6 +142,7 @@ def _result(proc, timeout=300):
     return json.loads(line[len("RESULT "):])
 
 
+@pytest.mark.slow  # default suite time; the JAX data-parallel twin stays
 def test_mirrored_two_logical_cpus_matches_single_device(tmp_path):
     res = _result(_run(["mirrored", str(tmp_path)]))
     assert res["mirrored"]["replicas"] == 2 and res["default"]["replicas"] == 1
