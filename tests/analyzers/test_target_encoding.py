@@ -250,7 +250,8 @@ def test_other_specs_keep_their_bytes_and_the_cache_key_changes():
     assert len(keys) == 4
 
 
-def test_cache_dir_serves_target_encoding(tmp_path):  # more in test_target_encoding_cache
+@pytest.mark.slow  # default suite time; test_target_encoding_cache.py covers the cache
+def test_cache_dir_serves_target_encoding(tmp_path):
     rows = _data(0, n=60)
     plain = _run(tmp_path, _spec(), rows, "plain")
     for name in ("cold", "warm"):

@@ -106,6 +106,7 @@ def test_lightgbm_round_trip_is_exact(lightgbm_out):
     assert len(stats["output_files"]["train"]) == 3
 
 
+@pytest.mark.slow  # default suite time; test_make_elwc_scale.py checks the multi-process runner
 def test_multi_process_runner_gives_identical_files(lightgbm_out, tmp_path):
     out = str(tmp_path / "mp")
     make_elwc.run([*LGB_ARGS, "--output", out, "--direct_running_mode=multi_processing",
