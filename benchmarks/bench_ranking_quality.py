@@ -18,7 +18,8 @@ For every fold and seed, both models are trained on the same lists: ours through
 (``lightgbm.train``, objective ``lambdarank``, the settings of LightGBM's own lambdarank
 example: 100 trees (``--lgb_trees``), learning rate 0.1, 31 leaves, ``min_data_in_leaf=50``,
 ``min_sum_hessian_in_leaf=5``, ``seed``, one thread) on the raw text files. Without
-bagging LightGBM is deterministic: its spread over seeds is 0.
+bagging or feature sampling LightGBM does not depend on its seed: it is then fit once per
+fold and its spread over seeds is 0.
 
 **Metric** (one numpy implementation for both): NDCG@10 averaged over the scored lists, gain
 ``2^label - 1``, discount ``1 / log2(1 + rank)``, ties in list order. **IDCG = 0
@@ -38,8 +39,10 @@ stopping of both models (LightGBM: ``--lgb_trees`` is then the cap, ``--lgb_pati
 ours: ``training.early_stopping_metric``, best epoch restored); ``--lgb_params`` takes the
 LightGBM settings chosen by ``benchmarks/tune_lightgbm.py`` (CV on the training lists).
 
-Prints one JSON line per (fold, seed) and a summary: mean ± std over seeds (of the
-per-seed mean over folds), over (fold, seed) pairs, and the paired difference ours - LightGBM.
+Prints one JSON line per (fold, seed), one ``cpu_s per training, <model>:`` line per model
+(CPU seconds of one training: ``time.process_time``, all threads) and a summary: mean ± std
+over seeds (of the per-seed mean over folds), over (fold, seed) pairs, and the paired
+difference ours - LightGBM. The test lists are scored whole (every document, as served).
 """
 
 from __future__ import annotations
