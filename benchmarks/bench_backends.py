@@ -29,7 +29,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from benchmarks.bench_ranking_quality import CONFIG, convert, numpy_ndcg  # noqa: E402
+from benchmarks.bench_ranking_quality import CONFIG, convert  # noqa: E402
+from benchmarks.ltr_files import numpy_ndcg  # noqa: E402
 
 
 def _cpu() -> float:

@@ -18,7 +18,8 @@ For every fold and seed, both models are trained on the same lists: ours through
 (``lightgbm.train``, objective ``lambdarank``, the settings of LightGBM's own lambdarank
 example: 100 trees (``--lgb_trees``), learning rate 0.1, 31 leaves, ``min_data_in_leaf=50``,
 ``min_sum_hessian_in_leaf=5``, ``seed``, one thread) on the raw text files. Without
-bagging LightGBM is deterministic: its spread over seeds is 0.
+bagging or feature sampling LightGBM does not depend on its seed: it is then fit once per
+fold and its spread over seeds is 0.
 
 **Metric** (one numpy implementation for both): NDCG@10 averaged over the scored lists, gain
 ``2^label - 1``, discount ``1 / log2(1 + rank)``, ties in list order. **IDCG = 0
@@ -38,8 +39,10 @@ stopping of both models (LightGBM: ``--lgb_trees`` is then the cap, ``--lgb_pati
 ours: ``training.early_stopping_metric``, best epoch restored); ``--lgb_params`` takes the
 LightGBM settings chosen by ``benchmarks/tune_lightgbm.py`` (CV on the training lists).
 
-Prints one JSON line per (fold, seed) and a summary: mean ± std over seeds (of the
-per-seed mean over folds), over (fold, seed) pairs, and the paired difference ours - LightGBM.
+Prints one JSON line per (fold, seed), one ``cpu_s per training, <model>:`` line per model
+(CPU seconds of one training: ``time.process_time``, all threads) and a summary: mean ± std
+over seeds (of the per-seed mean over folds), over (fold, seed) pairs, and the paired
+difference ours - LightGBM. The test lists are scored whole (every document, as served).
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ import time
 
 import numpy as np
 
+try:
+    from benchmarks.ltr_files import numpy_ndcg, padded, read_lightgbm, write_lightgbm
+except ImportError:  # run as a script: benchmarks/ is on sys.path
+    from ltr_files import numpy_ndcg, padded, read_lightgbm, write_lightgbm
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Bundled sample, MIT licence beside it.
 DATA = os.path.join(ROOT, "examples", "data", "letor", "lightgbm")
@@ -63,53 +71,8 @@ LGB_PARAMS = {"objective": "lambdarank", "num_iterations": 100, "learning_rate":
               "num_threads": 1, "deterministic": True, "verbose": -1}
 
 
-def numpy_ndcg(labels: np.ndarray, scores: np.ndarray, k: int = 10) -> float:
-    """Mean NDCG@k over lists; label < 0 = padding; gain 2^l - 1; list-order ties; IDCG=0 -> 0."""
-    vals = []
-    for y, s in zip(labels, scores):
-        keep = y >= 0
-        y, s = y[keep], s[keep]
-        gains = (2.0 ** y[np.argsort(-s, kind="stable")] - 1)[:k]
-        ideal = np.sort(2.0 ** y - 1)[::-1][:k]
-        disc = 1 / np.log2(np.arange(2, k + 2))
-        idcg = float((ideal * disc[:len(ideal)]).sum())
-        vals.append(0.0 if idcg == 0 else float((gains * disc[:len(gains)]).sum()) / idcg)
-    return float(np.mean(vals))
-
-
-def read_lightgbm(prefix: str, num_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """LightGBM text file -> (dense features [N, D], labels [N], list sizes)."""
-    rows, labels = [], []
-    with open(prefix) as f:
-        for line in f:
-            parts = line.split()
-            labels.append(float(parts[0]))
-            row = np.zeros(num_features, "float32")
-            for item in parts[1:]:
-                j, v = item.split(":")
-                row[int(j) - 1] = float(v)
-            rows.append(row)
-    sizes = np.loadtxt(prefix + ".query", dtype="int64", ndmin=1)
-    return np.stack(rows), np.asarray(labels), sizes
-
-
-def padded(values: np.ndarray, sizes: np.ndarray, fill: float) -> np.ndarray:
-    """Flat per-document values -> ``[lists, max size]`` padded with ``fill``."""
-    out = np.full((len(sizes), int(sizes.max())), fill, "float64")
-    start = 0
-    for i, n in enumerate(sizes):
-        out[i, :n] = values[start:start + n]
-        start += n
-    return out
-
-
 def write_parts(src: str, dst: str, parts: dict[str, list[int]], num_features: int) -> str:
     """Writes ``dst/rank.<name>`` for each name -> query indices of ``src`` (order kept)."""
-    try:
-        from benchmarks.gen_ranking import write_lightgbm
-    except ImportError:  # run as a script: benchmarks/ is on sys.path
-        from gen_ranking import write_lightgbm
-
     x, y, sizes = read_lightgbm(src, num_features)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     os.makedirs(dst, exist_ok=True)
@@ -169,11 +132,14 @@ def convert(src: str, workdir: str, num_features: int) -> tuple[str, str, str, s
 
 
 def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: int,
-             overrides: list[str], valid: str | None = None, config: str = CONFIG) -> dict:
+             overrides: list[str], valid: str | None = None, config: str = CONFIG,
+             n_docs: int | None = None) -> dict:
     """Trains our ranker with ``seed``; NDCG@10 on the test lists.
 
     With ``valid`` (lists carved from the training lists) the launcher early-stops on it
-    (``training.early_stopping_metric`` of the config, best epoch restored).
+    (``training.early_stopping_metric`` of the config, best epoch restored). The test lists
+    are scored whole, as served (every document, however long the list): ``n_docs``, when
+    given, is checked against the number of real entries scored.
     """
     from beam_prep.ranking.train.hparams import RankingHparams
     from beam_prep.ranking.train.launcher import RankingLauncher
@@ -199,6 +165,8 @@ def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: 
         scores.append(s.numpy())
     labels_np, scores_np = np.concatenate(labels), np.concatenate(scores)
     assert labels_np.shape[0] == n_test, (labels_np.shape, n_test)
+    scored = int((labels_np >= 0).sum())
+    assert n_docs is None or scored == n_docs, (scored, n_docs)
     ours = numpy_ndcg(labels_np, scores_np)
     return {"ndcg_10": ours, "keras_rs": float(metric.result()), "steps": result.steps,
             "train_cpu_s": round(cpu, 1), "tied_scores": _tied(labels_np, scores_np)}
@@ -238,12 +206,31 @@ def run_lightgbm(seed: int, src: str, num_features: int, trees: int = 100,
     best = model.best_iteration or trees
     s = model.predict(xt, num_iteration=best, num_threads=1)
     return {"ndcg_10": numpy_ndcg(padded(yt, st, -1.0), padded(s, st, 0.0)), "trees": best,
-            "train_cpu_s": round(cpu, 1), "lists": len(st), "max_list": int(st.max())}
+            "train_cpu_s": round(cpu, 1), "lists": len(st), "docs": int(st.sum()),
+            "max_list": int(st.max())}
 
 
-def _ms(vals: list[float]) -> str:
+# LightGBM settings that draw random numbers; without them a fit does not depend on its seed.
+_LGB_RANDOM = ("bagging_fraction", "bagging_freq", "feature_fraction",
+               "feature_fraction_bynode", "pos_bagging_fraction", "neg_bagging_fraction",
+               "extra_trees")
+
+
+def lgb_depends_on_seed(params: dict) -> bool:
+    """True when ``params`` turn on a random LightGBM option (bagging, feature sampling)."""
+    return any(k in params and params[k] not in (1.0, 0, False) for k in _LGB_RANDOM)
+
+
+def _ms(vals: list[float], digits: int = 4) -> str:
     sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
-    return f"{statistics.fmean(vals):.4f} ± {sd:.4f}"
+    return f"{statistics.fmean(vals):.{digits}f} ± {sd:.{digits}f}"
+
+
+def cpu_lines(ours: list[float], lgb: list[float]) -> list[str]:
+    """One line per model: CPU seconds per training (mean ± std, min-max, how many)."""
+    return [f"cpu_s per training, {name}: {_ms(v, 1)} (min {min(v):.1f}, max {max(v):.1f}, "
+            f"{len(v)} training{'s' * (len(v) != 1)})"
+            for name, v in (("ours", ours), ("lightgbm", lgb)) if v]
 
 
 def main() -> None:  # noqa: D103
@@ -272,18 +259,22 @@ def main() -> None:  # noqa: D103
         srcs = [split_valid(s, os.path.join(args.workdir, f"valid_{k}"), args.valid_every,
                             args.num_features) for k, s in enumerate(srcs)]
     lgb_params = json.loads(args.lgb_params)
-    rows = []
+    rows, lgb_cpu = [], []
     for k, src in enumerate(srcs):
         wd = os.path.join(args.workdir, f"run_{k}")
         if not args.lgb_only:
             spec, train, test, valid = convert(src, wd, args.num_features)
+        lgb = None
         for seed in seeds:
-            lgb = run_lightgbm(seed, src, args.num_features, args.lgb_trees, lgb_params,
-                               args.lgb_patience)
+            # Without bagging or feature sampling LightGBM ignores the seed: fit once a fold.
+            if lgb is None or lgb_depends_on_seed(lgb_params):
+                lgb = run_lightgbm(seed, src, args.num_features, args.lgb_trees, lgb_params,
+                                   args.lgb_patience)
+                lgb_cpu.append(lgb["train_cpu_s"])
             ours = ({"ndcg_10": 0.0, "keras_rs": 0.0, "steps": 0,
                      "train_cpu_s": 0.0, "tied_scores": 0} if args.lgb_only else
                     run_ours(seed, wd, spec, train, test, lgb["lists"], args.overrides, valid,
-                             args.config))
+                             args.config, lgb["docs"]))
             rows.append({"fold": k, "seed": seed, "ours": round(ours["ndcg_10"], 4),
                          "lightgbm": round(lgb["ndcg_10"], 4), "steps": ours["steps"],
                          "lgb_trees": lgb["trees"],
@@ -296,6 +287,9 @@ def main() -> None:  # noqa: D103
     by_fold = {m: [statistics.fmean(r[m] for r in rows if r["fold"] == k)
                    for k in range(len(srcs))] for m in ("ours", "lightgbm")}
     diff = [r["ours"] - r["lightgbm"] for r in rows]
+    ours_cpu = [] if args.lgb_only else [r["ours_cpu_s"] for r in rows]
+    for line in cpu_lines(ours_cpu, lgb_cpu):
+        print(line, flush=True)
     print(json.dumps({
         "mode": f"cv{args.cv}" if args.cv else "test", "data": os.path.relpath(args.data, ROOT),
         "seeds": seeds, "folds": len(srcs),
@@ -306,7 +300,8 @@ def main() -> None:  # noqa: D103
         "ours_minus_lightgbm": _ms(diff),
         "ours_mean": round(statistics.fmean(by_seed["ours"]), 4),
         "lightgbm_mean": round(statistics.fmean(by_seed["lightgbm"]), 4),
-        "ours_cpu_s_mean": round(statistics.fmean(r["ours_cpu_s"] for r in rows), 1),
+        "ours_cpu_s_mean": round(statistics.fmean(ours_cpu), 1) if ours_cpu else 0.0,
+        "lightgbm_cpu_s_mean": round(statistics.fmean(lgb_cpu), 1),
         "wall_s": round(time.perf_counter() - start, 1),
         "lightgbm_trees": args.lgb_trees, "lightgbm_params": lgb_params,
         "valid_every": args.valid_every,

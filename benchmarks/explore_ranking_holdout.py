@@ -3,7 +3,7 @@
 The launcher's own pieces (``PiecewiseLinear`` + numpy quantile edges, ``FeatureEmbedding``,
 the masked softmax loss) on padded numpy arrays instead of ELWC + ``tf.data``, so one setting
 trains in seconds: every 5th list of ``rank.train`` is held out, the rest trains; NDCG@10
-(``bench_ranking_quality.numpy_ndcg``) of the holdout is printed after each of ``evals``
+(``ltr_files.numpy_ndcg``) of the holdout is printed after each of ``evals``
 equal slices of ``steps``, plus the NDCG of 1,000 training lists at the end (train vs
 holdout = over- or under-fitting). ``ens: N`` averages N seeds' scores. Settings found here
 are then confirmed through the launcher with ``bench_ranking_quality.py``.
@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench_ranking_quality import numpy_ndcg, read_lightgbm  # noqa: E402
+from ltr_files import numpy_ndcg, read_lightgbm  # noqa: E402
 
 L = 32
 BASE = {"seed": 0, "bins": 8, "fdim": 0, "hidden": [64, 32], "drop": 0.0, "lr": 1e-3,

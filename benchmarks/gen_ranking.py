@@ -1,12 +1,13 @@
 """Synthetic learning-to-rank data in LightGBM's text format (labels from a nonlinear function).
 
-Every query has 5..30 documents with ``--features`` (default 24) features of three kinds, as
-in web-search feature sets: heavy-tailed counts (log-normal, like click or link counts),
-bounded scores in [0, 1] (like BM25 normalised) and signed Gaussian values. A document's
-relevance is a nonlinear function of its features — products, a sine, a threshold and a
-term relative to the list's mean (what a listwise model can see and a pointwise one cannot)
-— plus a per-query offset and Gaussian noise; graded labels 0..4 cut the relevance at fixed
-global quantiles (50 %, 75 %, 90 %, 97 %). Deterministic for a seed.
+Every query has 5..30 documents (``--list_sizes MIN,MAX``) with ``--features`` (default 24)
+features of three kinds, as in web-search feature sets: heavy-tailed counts (log-normal,
+like click or link counts), bounded scores in [0, 1] (like BM25 normalised) and signed
+Gaussian values. A document's relevance is a nonlinear function of its features —
+products, a sine, a threshold and a term relative to the list's mean (what a listwise model
+can see and a pointwise one cannot) — plus a per-query offset and Gaussian noise; graded
+labels 0..4 cut the relevance at fixed global quantiles (50 %, 75 %, 90 %, 97 %).
+Deterministic for a seed.
 
 Writes ``rank.train`` / ``rank.train.query`` / ``rank.test`` / ``rank.test.query`` (the files
 ``beam-prep make-elwc --input_format lightgbm`` and LightGBM read) into ``--out``.
@@ -27,6 +28,11 @@ import argparse
 import os
 
 import numpy as np
+
+try:
+    from benchmarks.ltr_files import numpy_ndcg, padded, write_lightgbm
+except ImportError:  # run as a script: benchmarks/ is on sys.path
+    from ltr_files import numpy_ndcg, padded, write_lightgbm
 
 CUTS = (0.50, 0.75, 0.90, 0.97)
 
@@ -53,11 +59,16 @@ def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator | None
     return r + rng.normal(0.0, 1.0, len(r))         # label noise
 
 
-def generate(queries: int, *, features: int = 24, seed: int = 0
+def generate(queries: int, *, features: int = 24, seed: int = 0,
+             list_sizes: tuple[int, int] = (5, 30)
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(features [N, D], labels [N] in 0..4, list sizes [queries])``."""
+    """``(features [N, D], labels [N] in 0..4, list sizes [queries])``.
+
+    List sizes are uniform in ``list_sizes`` (both ends included); the default draws the
+    same random stream as before the option existed, so the files are unchanged.
+    """
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(5, 31, queries)
+    sizes = rng.integers(list_sizes[0], list_sizes[1] + 1, queries)
     n, third = int(sizes.sum()), features // 3
     heavy = rng.lognormal(1.0, 1.5, (n, third))
     bounded = rng.uniform(0.0, 1.0, (n, third))
@@ -74,22 +85,8 @@ def oracle_ndcg(x: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> float:
     (The noise is the same for every document of a list or independent of the features, so
     ranking by the noise-free relevance maximises the expected gain at every position.)
     """
-    try:
-        from benchmarks.bench_ranking_quality import numpy_ndcg, padded
-    except ImportError:  # run as a script
-        from bench_ranking_quality import numpy_ndcg, padded
     clean = _relevance(x, sizes, None)
     return numpy_ndcg(padded(labels, sizes, -1.0), padded(clean, sizes, 0.0))
-
-
-def write_lightgbm(prefix: str, x: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> None:
-    """``prefix`` (``label 1:v 2:v ...``) and ``prefix.query`` (one list size a line)."""
-    with open(prefix, "w") as f:
-        for y, row in zip(labels, x):
-            f.write(f"{int(y)} " + " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(row))
-                    + "\n")
-    with open(prefix + ".query", "w") as f:
-        f.write("".join(f"{int(s)}\n" for s in sizes))
 
 
 def main(argv: list[str] | None = None) -> None:  # noqa: D103
@@ -99,12 +96,19 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     ap.add_argument("--test_queries", type=int, default=1000)
     ap.add_argument("--features", type=int, default=24)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--list_sizes", default="5,30",
+                    help="MIN,MAX documents per query (uniform, both included), e.g. 20,200")
     ap.add_argument("--oracle", action="store_true",
                     help="print the NDCG@10 of the noise-free relevance on the test lists")
     args = ap.parse_args(argv)
+    lo, hi = (int(v) for v in args.list_sizes.split(","))
+    if not 1 <= lo <= hi:
+        raise SystemExit(f"--list_sizes: {args.list_sizes!r} is not MIN,MAX with "
+                         "1 <= MIN <= MAX; pass e.g. 20,200")
     os.makedirs(args.out, exist_ok=True)
     total = args.train_queries + args.test_queries
-    x, y, sizes = generate(total, features=args.features, seed=args.seed)
+    x, y, sizes = generate(total, features=args.features, seed=args.seed,
+                           list_sizes=(lo, hi))
     cut = int(sizes[:args.train_queries].sum())
     write_lightgbm(os.path.join(args.out, "rank.train"), x[:cut], y[:cut],
                    sizes[:args.train_queries])

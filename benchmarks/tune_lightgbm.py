@@ -5,7 +5,7 @@ every fold k of ``--cv K`` over ``rank.train`` (fold k = queries with index % K 
 other folds are split again — every ``--valid_every``-th list for early stopping (at most
 ``--max_trees`` rounds, ``--patience`` rounds without a better validation NDCG@10), the rest
 to fit — and the held-out fold is scored with the numpy NDCG@10 of
-``bench_ranking_quality.py`` (IDCG = 0 -> 0). ``rank.test`` is never read.
+``ltr_files.py`` (IDCG = 0 -> 0). ``rank.test`` is never read.
 
 Prints one JSON line per setting (mean ± std over folds, mean best iteration) and the best
 setting last, ready for ``bench_ranking_quality.py --lgb_params '<json>'``.
@@ -27,7 +27,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_ranking_quality import LGB_PARAMS, numpy_ndcg, padded, read_lightgbm  # noqa: E402
+from bench_ranking_quality import LGB_PARAMS  # noqa: E402
+from ltr_files import numpy_ndcg, padded, read_lightgbm  # noqa: E402
 
 
 def _rows(starts: np.ndarray, queries: np.ndarray) -> np.ndarray:

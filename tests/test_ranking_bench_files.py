@@ -1,0 +1,95 @@
+"""The ranking benchmarks' shared file/metric module and the generator's list-length option."""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+
+import numpy as np
+import pytest
+
+from benchmarks import bench_ranking_quality as bench
+from benchmarks import gen_ranking, ltr_files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _imported(path: str) -> set[str]:
+    """Every module name a file imports, at the top or inside a function."""
+    names: set[str] = set()
+    with open(path) as f:
+        for node in ast.walk(ast.parse(f.read())):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+    return {n.rsplit(".", 1)[-1] for n in names}
+
+
+def test_benchmark_scripts_do_not_import_each_other() -> None:
+    """gen_ranking and the ranking benchmarks share ltr_files, not each other (no cycle)."""
+    scripts = ("gen_ranking", "bench_ranking_quality", "tune_lightgbm",
+               "explore_ranking_holdout")
+    for script in scripts:
+        got = _imported(os.path.join(ROOT, "benchmarks", f"{script}.py"))
+        assert "ltr_files" in got, script
+        if script in ("gen_ranking", "bench_ranking_quality"):
+            assert not got & {"gen_ranking", "bench_ranking_quality"}, (script, got)
+    assert not _imported(os.path.join(ROOT, "benchmarks", "ltr_files.py")) & set(scripts)
+
+
+def test_default_list_sizes_keep_the_old_stream() -> None:
+    """The default draws sizes exactly as before the option: rng.integers(5, 31)."""
+    x, y, sizes = gen_ranking.generate(200, seed=3)
+    np.testing.assert_array_equal(sizes, np.random.default_rng(3).integers(5, 31, 200))
+    x2, y2, sizes2 = gen_ranking.generate(200, seed=3, list_sizes=(5, 30))
+    np.testing.assert_array_equal(x, x2)
+    np.testing.assert_array_equal(y, y2)
+    np.testing.assert_array_equal(sizes, sizes2)
+
+
+def test_long_lists_cover_the_range(tmp_path) -> None:  # noqa: ANN001
+    gen_ranking.main(["--out", str(tmp_path), "--train_queries", "400", "--test_queries",
+                      "40", "--list_sizes", "20,200"])
+    sizes = np.loadtxt(tmp_path / "rank.train.query", dtype="int64")
+    assert len(sizes) == 400 and sizes.min() >= 20 and sizes.max() <= 200
+    assert sizes.min() < 30 and sizes.max() > 190            # both ends reached
+    x, y, read_sizes = ltr_files.read_lightgbm(str(tmp_path / "rank.train"), 24)
+    np.testing.assert_array_equal(read_sizes, sizes)
+    assert x.shape == (sizes.sum(), 24) and set(np.unique(y)) <= {0, 1, 2, 3, 4}
+
+
+def test_bad_list_sizes_is_one_line() -> None:
+    with pytest.raises(SystemExit, match="--list_sizes: '30,20' is not MIN,MAX"):
+        gen_ranking.main(["--out", "/nonexistent", "--list_sizes", "30,20"])
+
+
+def test_write_read_round_trip(tmp_path) -> None:  # noqa: ANN001
+    rng = np.random.default_rng(0)
+    x = rng.lognormal(0, 2, (7, 3)).astype("float32")
+    y, sizes = np.array([0, 1, 2, 3, 4, 0, 1]), np.array([3, 4])
+    ltr_files.write_lightgbm(str(tmp_path / "r"), x, y, sizes)
+    x2, y2, s2 = ltr_files.read_lightgbm(str(tmp_path / "r"), 3)
+    np.testing.assert_allclose(x2, x, rtol=1e-5)
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(s2, sizes)
+
+
+def test_ndcg_against_hand_formula() -> None:
+    labels = ltr_files.padded(np.array([2.0, 0.0, 1.0, 0.0, 0.0]), np.array([3, 2]), -1.0)
+    scores = ltr_files.padded(np.array([0.9, 0.8, 0.1, 0.5, 0.2]), np.array([3, 2]), 0.0)
+    # list 1 ranked (2, 0, 1): DCG 3 + 0 + 1/log2(4); ideal (2, 1, 0): 3 + 1/log2(3).
+    # list 2 has no relevant document: IDCG = 0 -> it scores 0 and counts.
+    want = (3 + 1 / math.log2(4)) / (3 + 1 / math.log2(3)) / 2
+    assert ltr_files.numpy_ndcg(labels, scores) == pytest.approx(want, abs=1e-12)
+
+
+def test_lightgbm_seed_dependence_and_cpu_lines() -> None:
+    assert not bench.lgb_depends_on_seed({"num_leaves": 15, "learning_rate": 0.05})
+    assert not bench.lgb_depends_on_seed({"bagging_fraction": 1.0})
+    assert bench.lgb_depends_on_seed({"bagging_fraction": 0.8, "bagging_freq": 1})
+    assert bench.lgb_depends_on_seed({"feature_fraction": 0.5})
+    assert bench.cpu_lines([10.0, 14.0], [2.0]) == [
+        "cpu_s per training, ours: 12.0 ± 2.8 (min 10.0, max 14.0, 2 trainings)",
+        "cpu_s per training, lightgbm: 2.0 ± 0.0 (min 2.0, max 2.0, 1 training)"]
