@@ -334,3 +334,57 @@ def test_the_guard_names_the_first_non_finite_step_inside_an_execution(device_lo
     assert nan["3"]["diverged"] == want
     # Stopped after the execution that held it (steps 1-3, then 4-5).
     assert nan["3"]["iterations"] == (3 if nan["first_step"] <= 3 else 5)
+
+
+@pytest.fixture(scope="module")
+def stream_loop(tmp_path_factory):
+    return _worker("stream_loop", tmp_path_factory.mktemp("jax_stream_loop"))
+
+
+@pytest.mark.parametrize("strategy", ["default", "data_parallel"])
+def test_superbatches_train_exactly_as_single_streamed_steps(stream_loop, strategy):
+    single, fused = stream_loop[strategy]["1"], stream_loop[strategy]["3"]
+    # 3 epochs of 5 steps, 3 steps per execution: 3 + 2 (a padded stack) per epoch.
+    assert fused["executions"] == 6
+    assert single["iterations"] == fused["iterations"] == 15
+    for name in ("loss", "mae"):
+        np.testing.assert_allclose(fused["history"][name], single["history"][name], rtol=1e-5)
+    assert _max_diff(fused["weights"], single["weights"]) < 1e-5
+    # The stream is the cache's order, so the streamed run is also the cached one.
+    assert _max_diff(stream_loop["cache_1"]["weights"], single["weights"]) < 1e-5
+
+
+def test_superbatches_hold_each_execution_in_the_stream_order(stream_loop):
+    stream, stacks = stream_loop["stream"], stream_loop["stacks"]
+    # 4 steps per execution over 5-step epochs: executions of 4, 1, 4, 1, 4, 1 steps.
+    counts, at, seen = [4, 1] * 3, 0, []
+    for stack, count in zip(stacks, counts):
+        labels = np.asarray(stack["labels"])
+        assert labels.shape == (4, 4)
+        for i in range(count):
+            np.testing.assert_array_equal(labels[i], stream[at + i])
+            np.testing.assert_array_equal(np.asarray(stack["x"])[i][:, 0], stream[at + i])
+        assert not labels[count:].any()  # padding, never run
+        seen += labels[:count].astype(int).tolist()
+        at += count
+        # One transfer per stack, each batch split over the 2 data replicas, not the steps.
+        assert stack["devices"] == 2 and stack["step_axis_split"] is False
+    assert at == 15
+    for p in range(3):  # every list once per pass (20 of 23, as drop_remainder)
+        rows = sum(seen[p * 5:(p + 1) * 5], [])
+        assert len(rows) == len(set(rows)) == 20
+
+
+@pytest.mark.parametrize("strategy", ["default", "data_parallel"])
+def test_the_streamed_program_compiles_once_per_run(stream_loop, strategy):
+    # Full and shorter executions run one program (the short stack is padded).
+    assert stream_loop[strategy]["1"]["train_compiles"] == 1
+    assert stream_loop[strategy]["3"]["train_compiles"] == 1
+
+
+def test_the_guard_names_the_first_non_finite_streamed_step(stream_loop):
+    nan = stream_loop["nan"]
+    want = {"name": "loss", "step": nan["first_step"], "epoch": 0}
+    assert nan["1"]["diverged"] == want
+    assert nan["3"]["diverged"] == want
+    assert nan["3"]["iterations"] == (3 if nan["first_step"] <= 3 else 5)
