@@ -256,13 +256,13 @@ def device_feed(tmp: str) -> dict:
 
 def device_cache(tmp: str) -> dict:
     """The launcher with data.device_cache true and false on the same data and seed, and
-    true with 3 steps per execution (DeviceLoop)."""
+    both with 3 steps per execution (DeviceLoop, StreamLoop)."""
     from beam_prep.ranking.train.backend import make_launcher as build_launcher
     from tests.ranking import test_launcher as tl
 
     paths = tl._write_data(os.path.join(tmp, "data"), n_train=16)
     out = {}
-    for setting, per_call in ((True, 1), (False, 1), (True, 3)):
+    for setting, per_call in ((True, 1), (False, 1), (True, 3), (False, 3)):
         name = str(setting).lower() + ("" if per_call == 1 else f"_x{per_call}")
         hp = tl._hparams(paths, os.path.join(tmp, f"model_{name}"), epochs=6,
                          steps_per_epoch=4, early_stopping_metric=None)
@@ -271,9 +271,19 @@ def device_cache(tmp: str) -> dict:
             overrides=[f"data.device_cache={str(setting).lower()}",
                        f"training.steps_per_execution={per_call}"])
         lau = build_launcher(hp)
+        loops: list = []
+        fit_input = lau.fit_input
+
+        def spy(train_ds, model, fit_input=fit_input, loops=loops):
+            source = fit_input(train_ds, model)
+            loops.append(type(model.train_function).__name__)  # the fused loop, if installed
+            return source
+
+        lau.fit_input = spy
         res = lau.run()
         out[name] = {"used": lau.device_cache_used, "history": res.history,
-                     "steps": res.steps, "per_call": lau.steps_per_execution_used}
+                     "steps": res.steps, "per_call": lau.steps_per_execution_used,
+                     "loop": loops[0]}
     return out
 
 

@@ -301,6 +301,13 @@ def test_device_cache_is_used_per_the_setting_and_trains_like_the_stream(tmp_pat
     assert set(fused["history"]) == set(cached["history"])
     for name, values in cached["history"].items():
         np.testing.assert_allclose(fused["history"][name], values, rtol=1e-4, atol=1e-6)
+    # The same over the stream (superbatches of 3 steps): the streamed run, per call.
+    stacked = out["false_x3"]
+    assert (stacked["used"], stacked["per_call"], stacked["steps"]) == (False, 3, 24)
+    assert (stacked["loop"], fused["loop"], streamed["loop"]) == ("StreamLoop", "DeviceLoop",
+                                                                  "NoneType")
+    for name, values in streamed["history"].items():
+        np.testing.assert_allclose(stacked["history"][name], values, rtol=1e-4, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
