@@ -315,10 +315,16 @@ def device_loop(tmp_path_factory):
     return _worker("device_loop", tmp_path_factory.mktemp("jax_device_loop"))
 
 
+FEEDS = ["device_loop", "stream_loop"]  # the cached set / superbatches of the stream
+
+
+@pytest.mark.parametrize("feed", FEEDS)
 @pytest.mark.parametrize("strategy", ["default", "data_parallel"])
-def test_several_steps_per_program_train_exactly_as_single_steps(device_loop, strategy):
-    single, fused = device_loop[strategy]["1"], device_loop[strategy]["3"]
-    # 3 epochs of 5 steps, 3 steps per execution: 2 executions per epoch (3 + 2 steps).
+def test_several_steps_per_program_train_exactly_as_single_steps(request, feed, strategy):
+    out = request.getfixturevalue(feed)[strategy]
+    single, fused = out["1"], out["3"]
+    # 3 epochs of 5 steps, 3 steps per execution: 2 executions per epoch (3 + 2 steps; the
+    # streamed 2-step execution runs a padded stack).
     assert fused["executions"] == 6
     assert single["iterations"] == fused["iterations"] == 15
     for name in ("loss", "mae"):
@@ -326,16 +332,19 @@ def test_several_steps_per_program_train_exactly_as_single_steps(device_loop, st
     assert _max_diff(fused["weights"], single["weights"]) < 1e-5
 
 
+@pytest.mark.parametrize("feed", FEEDS)
 @pytest.mark.parametrize("strategy", ["default", "data_parallel"])
-def test_the_train_step_compiles_once_per_run(device_loop, strategy):
+def test_the_train_step_compiles_once_per_run(request, feed, strategy):
     # Device-resident batches with the launcher's ConsistentShardings: the initial state,
     # the step's outputs and each epoch's reset metrics share one compiled step.
-    assert device_loop[strategy]["1"]["train_compiles"] == 1
-    assert device_loop[strategy]["3"]["train_compiles"] == 1  # partial executions included
+    out = request.getfixturevalue(feed)[strategy]
+    assert out["1"]["train_compiles"] == 1
+    assert out["3"]["train_compiles"] == 1  # partial (streamed: padded) executions included
 
 
-def test_the_guard_names_the_first_non_finite_step_inside_an_execution(device_loop):
-    nan = device_loop["nan"]
+@pytest.mark.parametrize("feed", FEEDS)
+def test_the_guard_names_the_first_non_finite_step_inside_an_execution(request, feed):
+    nan = request.getfixturevalue(feed)["nan"]
     want = {"name": "loss", "step": nan["first_step"], "epoch": 0}
     assert nan["1"]["diverged"] == want
     assert nan["3"]["diverged"] == want
@@ -348,17 +357,10 @@ def stream_loop(tmp_path_factory):
     return _worker("stream_loop", tmp_path_factory.mktemp("jax_stream_loop"))
 
 
-@pytest.mark.parametrize("strategy", ["default", "data_parallel"])
-def test_superbatches_train_exactly_as_single_streamed_steps(stream_loop, strategy):
-    single, fused = stream_loop[strategy]["1"], stream_loop[strategy]["3"]
-    # 3 epochs of 5 steps, 3 steps per execution: 3 + 2 (a padded stack) per epoch.
-    assert fused["executions"] == 6
-    assert single["iterations"] == fused["iterations"] == 15
-    for name in ("loss", "mae"):
-        np.testing.assert_allclose(fused["history"][name], single["history"][name], rtol=1e-5)
-    assert _max_diff(fused["weights"], single["weights"]) < 1e-5
-    # The stream is the cache's order, so the streamed run is also the cached one.
-    assert _max_diff(stream_loop["cache_1"]["weights"], single["weights"]) < 1e-5
+def test_the_streamed_order_is_the_cached_order(stream_loop):
+    # The worker streams the cache's pass orders: one step per call, the same training.
+    cached, streamed = stream_loop["cache_1"], stream_loop["default"]["1"]
+    assert _max_diff(cached["weights"], streamed["weights"]) < 1e-5
 
 
 def test_superbatches_hold_each_execution_in_the_stream_order(stream_loop):
@@ -380,18 +382,3 @@ def test_superbatches_hold_each_execution_in_the_stream_order(stream_loop):
     for p in range(3):  # every list once per pass (20 of 23, as drop_remainder)
         rows = sum(seen[p * 5:(p + 1) * 5], [])
         assert len(rows) == len(set(rows)) == 20
-
-
-@pytest.mark.parametrize("strategy", ["default", "data_parallel"])
-def test_the_streamed_program_compiles_once_per_run(stream_loop, strategy):
-    # Full and shorter executions run one program (the short stack is padded).
-    assert stream_loop[strategy]["1"]["train_compiles"] == 1
-    assert stream_loop[strategy]["3"]["train_compiles"] == 1
-
-
-def test_the_guard_names_the_first_non_finite_streamed_step(stream_loop):
-    nan = stream_loop["nan"]
-    want = {"name": "loss", "step": nan["first_step"], "epoch": 0}
-    assert nan["1"]["diverged"] == want
-    assert nan["3"]["diverged"] == want
-    assert nan["3"]["iterations"] == (3 if nan["first_step"] <= 3 else 5)

@@ -10,6 +10,11 @@ ready (double buffering with ``depth=2``). The training loop then receives array
 sit where the step needs them; Keras' own ``device_put`` of an array already placed with that
 sharding is a no-op.
 
+Several steps per call (``training.steps_per_execution``) run as one jitted
+``lax.fori_loop`` program: :class:`DeviceLoop` gathers each step's batch from the
+device-resident set (:class:`DeviceDataset`), :class:`StreamLoop` takes it from a
+"superbatch", the execution's host batches stacked and sent in one ``device_put``.
+
 Timing (for the benchmark and logs): ``host_seconds`` is the producer's time per batch (input,
 conversion, transfer dispatch), ``wait_seconds`` the time the training loop waited for a batch.
 
