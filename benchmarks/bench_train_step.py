@@ -27,7 +27,12 @@ batches ahead, on a background thread); ``device_cache`` is the launcher's
 per-pass permutation: no host work per step); ``device_loop`` is ``device_cache`` with
 ``training.steps_per_execution`` > 1, :class:`beam_prep.ranking.train.jax_feed.DeviceLoop`
 (``--per_call`` steps per jitted ``lax.fori_loop``, at most ``--steps``; Keras calls the batch
-callbacks once per execution). The launcher's callbacks (``ConsistentShardings`` and the finite
+callbacks once per execution); ``stream_loop`` is the launcher's streamed feed (data over
+``data.device_cache``'s budget) with ``--per_call`` steps per call,
+:class:`beam_prep.ranking.train.jax_feed.StreamLoop`: the host batches of one execution stacked
+into one array per leaf, sent in one ``device_put`` on a background thread while the previous
+execution trains, run by ``device_loop``'s program (its one-step twin is ``prefetch``). The
+launcher's callbacks (``ConsistentShardings`` and the finite
 guard, which reads the loss back after every call) run with every feed but ``keras``.
 
 TensorFlow feeds (``--tf_feeds``; keras on backend ``tensorflow``, in a subprocess with
@@ -47,10 +52,11 @@ Reported per case and feed:
   one device-resident batch, ``block_until_ready`` at the end (TensorFlow: the compiled
   ``train_function`` on a cached in-memory batch);
 * ``host_ms``: time per step the training loop spent on input (next batch, conversion,
-  transfer; with the prefetch only the wait for a ready batch) and ``producer_ms`` the
-  prefetch thread's own time per batch (TensorFlow: ``host_ms`` is the wall step minus the
-  compiled step, everything the step waits for outside its graph; ``producer_ms`` the input
-  pipeline alone, per batch, without training);
+  transfer; with the prefetch only the wait for a ready batch, ``stream_loop``: for a ready
+  stack) and ``producer_ms`` the prefetch thread's own time per batch (``stream_loop``: per
+  stacked batch, its stacking and transfer included; TensorFlow: ``host_ms`` is the wall
+  step minus the compiled step, everything the step waits for outside its graph;
+  ``producer_ms`` the input pipeline alone, per batch, without training);
 * ``busy``: ``device_ms / wall_ms``;
 * ``train_compiles`` / ``eval_compiles``: compilations of the train / test step in the run
   (JAX: the jitted functions' cache sizes; TensorFlow: traces of ``train_step`` /
@@ -99,7 +105,7 @@ CASES: dict[str, dict[str, Any]] = {
     "dnn_b1024": {"config": "examples/train.yaml", "model": {}, "batch": 1024,
                   "list_size": 32},
 }
-FEEDS = ("keras", "prefetch", "device_cache", "device_loop")
+FEEDS = ("keras", "prefetch", "device_cache", "device_loop", "stream_loop")
 TF_FEEDS = ("stream", "memory_cache", "memory_loop")
 
 
@@ -110,14 +116,16 @@ class Settings:
     Attributes:
         backend: ``jax`` or ``tensorflow``.
         cases: Case names (keys of ``CASES``).
-        feeds: JAX feeds (``keras``, ``prefetch``, ``device_cache``, ``device_loop``).
+        feeds: JAX feeds (``keras``, ``prefetch``, ``device_cache``, ``device_loop``,
+            ``stream_loop``).
         steps: Training steps per epoch.
         epochs: Epochs (the first compiles and is not timed).
         device_steps: Steps of the device-time loop.
         pool: Distinct host batches cycled through.
         distribution: JAX ``data_parallel`` (the issue's setup) or ``default``.
         batch: Overrides every case's batch size (None: the case's).
-        per_call: Train steps per execution of the ``device_loop`` / ``memory_loop`` feeds.
+        per_call: Train steps per execution of the ``device_loop`` / ``stream_loop`` /
+            ``memory_loop`` feeds.
         tf_feeds: TensorFlow feeds (``stream``, ``memory_cache``, ``memory_loop``).
     """
 
@@ -321,7 +329,12 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
     import keras
 
     from beam_prep.ranking.train.jax_distribution import make_distribution
-    from beam_prep.ranking.train.jax_feed import DeviceDataset, DeviceLoop, DevicePrefetcher
+    from beam_prep.ranking.train.jax_feed import (
+        DeviceDataset,
+        DeviceLoop,
+        DevicePrefetcher,
+        StreamLoop,
+    )
 
     case = dict(CASES[name], **({"batch": s.batch} if s.batch else {}))
     keras.distribution.set_distribution(make_distribution(s.distribution))
@@ -344,6 +357,11 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
         elif feed == "prefetch":
             prefetch = DevicePrefetcher(source, depth=2)
             source = prefetch.generator()
+        elif feed == "stream_loop":
+            loop = StreamLoop(model, source, steps=min(s.per_call, s.steps),
+                              steps_per_epoch=s.steps)
+            loop.install()
+            prefetch, source = loop.feed, loop.data()
         valid = batches[0]
         t0 = time.perf_counter()
         model.fit(clock.wrap(source), epochs=s.epochs, steps_per_epoch=s.steps,
@@ -353,7 +371,7 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
         total = time.perf_counter() - t0
         train_compiles, eval_compiles = spy.compiles("train_step"), spy.compiles("test_step")
         if loop is not None:  # its own jitted program replaces Keras' train step
-            train_compiles = (train_compiles or 0) + loop._program._cache_size()
+            train_compiles = (train_compiles or 0) + loop.compiles()
     finally:
         spy.close()
         clock.close()
@@ -363,14 +381,17 @@ def run_jax_case(name: str, s: Settings, feed: str) -> dict[str, Any]:
     wall = 1000.0 * statistics.median(timed) / s.steps
     device = _jax_device_ms(model, batches[0], s.device_steps)
     steps_all = s.steps * s.epochs
-    host = 1000.0 * clock.seconds / steps_all
+    waited = prefetch.wait_seconds if feed == "stream_loop" else 0.0  # inside the loop call
+    host = 1000.0 * (clock.seconds + waited) / steps_all
+    per_batch = loop.steps if feed == "stream_loop" else 1  # a stack holds per_call batches
     real_docs = float(np.mean([np.sum(b[1] >= 0) for b in batches]))
     keras.distribution.set_distribution(None)
     return {
         "backend": "jax", "case": name, "feed": feed, "batch": case["batch"],
         "list_size": case["list_size"], "wall_ms": round(wall, 3),
         "device_ms": round(device, 3), "host_ms": round(host, 3),
-        "producer_ms": (round(1000.0 * prefetch.host_seconds / max(prefetch.produced, 1), 3)
+        "producer_ms": (round(1000.0 * prefetch.host_seconds
+                              / max(prefetch.produced * per_batch, 1), 3)
                         if prefetch is not None else None),
         "busy": round(device / wall, 3), "train_compiles": train_compiles,
         "eval_compiles": eval_compiles, "docs_per_s": round(real_docs / wall * 1000.0),
@@ -570,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default=",".join(CASES),
                    help=f"comma-separated, of {', '.join(CASES)}")
     p.add_argument("--feeds", default=",".join(FEEDS),
-                   help="JAX feeds: keras,prefetch,device_cache,device_loop")
+                   help="JAX feeds: keras,prefetch,device_cache,device_loop,stream_loop")
     p.add_argument("--steps", type=int, default=None,
                    help="steps per epoch (default: 50 on an accelerator, 8 on CPU)")
     p.add_argument("--epochs", type=int, default=3)
@@ -583,7 +604,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="TensorFlow feeds: stream,memory_cache,memory_loop")
     p.add_argument("--batch", type=int, default=None, help="override every case's batch")
     p.add_argument("--per_call", type=int, default=32,
-                   help="device_loop: train steps per jitted program (at most --steps)")
+                   help="device_loop / stream_loop: train steps per jitted program "
+                        "(at most --steps)")
     p.add_argument("--out", default=None, help="JSON file of the results")
     p.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)

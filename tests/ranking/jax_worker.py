@@ -14,6 +14,8 @@ modes:
   module     the generated preprocessing module of tests' artifacts, in tf.data, on this backend
   device_loop  DeviceLoop (several train steps per jitted program) vs one step per call;
              compile counts; the finite guard inside an execution
+  stream_loop  StreamLoop (superbatches of a streamed set) vs one streamed step per call;
+             the stacks against the stream; compile counts; the finite guard
 
 Prints one JSON line prefixed by RESULT.
 """
@@ -254,13 +256,13 @@ def device_feed(tmp: str) -> dict:
 
 def device_cache(tmp: str) -> dict:
     """The launcher with data.device_cache true and false on the same data and seed, and
-    true with 3 steps per execution (DeviceLoop)."""
+    both with 3 steps per execution (DeviceLoop, StreamLoop)."""
     from beam_prep.ranking.train.backend import make_launcher as build_launcher
     from tests.ranking import test_launcher as tl
 
     paths = tl._write_data(os.path.join(tmp, "data"), n_train=16)
     out = {}
-    for setting, per_call in ((True, 1), (False, 1), (True, 3)):
+    for setting, per_call in ((True, 1), (False, 1), (True, 3), (False, 3)):
         name = str(setting).lower() + ("" if per_call == 1 else f"_x{per_call}")
         hp = tl._hparams(paths, os.path.join(tmp, f"model_{name}"), epochs=6,
                          steps_per_epoch=4, early_stopping_metric=None)
@@ -269,24 +271,42 @@ def device_cache(tmp: str) -> dict:
             overrides=[f"data.device_cache={str(setting).lower()}",
                        f"training.steps_per_execution={per_call}"])
         lau = build_launcher(hp)
+        loops: list = []
+        fit_input = lau.fit_input
+
+        def spy(train_ds, model, fit_input=fit_input, loops=loops):
+            source = fit_input(train_ds, model)
+            loops.append(type(model.train_function).__name__)  # the fused loop, if installed
+            return source
+
+        lau.fit_input = spy
         res = lau.run()
         out[name] = {"used": lau.device_cache_used, "history": res.history,
-                     "steps": res.steps, "per_call": lau.steps_per_execution_used}
+                     "steps": res.steps, "per_call": lau.steps_per_execution_used,
+                     "loop": loops[0]}
     return out
 
 
 def _fit_small(strategy: str, steps: int, *, epochs: int = 3, steps_per_epoch: int = 5,
-               bad_list: int | None = None) -> dict:
+               bad_list: int | None = None, stream: bool = False) -> dict:
     """A 2-layer regressor trained from a DeviceDataset (48 lists of 8, seed 3) with the
     launcher's ConsistentShardings and finite guard, one step per call (``steps`` 1) or
-    ``steps`` per DeviceLoop execution. ``bad_list``: that list's features are NaN."""
+    ``steps`` per DeviceLoop execution. ``bad_list``: that list's features are NaN.
+    ``stream``: the same batches in the same order (the cache's pass orders) streamed from the
+    host instead, through a DevicePrefetcher (1 step per call) or a StreamLoop."""
     import keras
     import numpy as np
     from keras.src.backend.jax import trainer
 
     from beam_prep.ranking.train import guard
+    from beam_prep.ranking.train.feed import pass_orders
     from beam_prep.ranking.train.jax_distribution import ConsistentShardings, make_distribution
-    from beam_prep.ranking.train.jax_feed import DeviceDataset, DeviceLoop
+    from beam_prep.ranking.train.jax_feed import (
+        DeviceDataset,
+        DeviceLoop,
+        DevicePrefetcher,
+        StreamLoop,
+    )
 
     keras.distribution.set_distribution(make_distribution(strategy))
     jitted = []
@@ -308,10 +328,19 @@ def _fit_small(strategy: str, steps: int, *, epochs: int = 3, steps_per_epoch: i
         model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"),
                                   keras.layers.Dense(1)])
         model.compile("adam", "mse", metrics=["mae"], jit_compile=True)
-        data = DeviceDataset((x, y), batch_size=8, seed=3)
-        source, loop = data.generator(), None
-        if steps > 1:
-            loop = DeviceLoop(model, data, steps=steps, steps_per_epoch=steps_per_epoch)
+        loop = None
+        if stream:
+            host = ((x[idx], y[idx]) for idx in pass_orders(48, 8, 3))
+            if steps > 1:
+                loop = StreamLoop(model, host, steps=steps, steps_per_epoch=steps_per_epoch)
+            else:
+                source = DevicePrefetcher(host, depth=2).generator()
+        else:
+            data = DeviceDataset((x, y), batch_size=8, seed=3)
+            source = data.generator()
+            if steps > 1:
+                loop = DeviceLoop(model, data, steps=steps, steps_per_epoch=steps_per_epoch)
+        if loop is not None:
             loop.install()
             source = loop.data()
         out: dict = {}
@@ -327,7 +356,7 @@ def _fit_small(strategy: str, steps: int, *, epochs: int = 3, steps_per_epoch: i
         out["train_compiles"] = sum(f._cache_size() for f in jitted
                                     if hasattr(f, "_cache_size"))
         if loop is not None:
-            out["train_compiles"] += loop._program._cache_size()
+            out["train_compiles"] += loop.compiles()
             out["executions"] = loop.executions
         return out
     finally:
@@ -353,9 +382,52 @@ def device_loop(tmp: str) -> dict:
     return out
 
 
+def stream_loop(tmp: str) -> dict:
+    """Superbatches: the streamed feed one step per call vs StreamLoop executions (3 steps;
+    5-step epochs end with a padded 2-step execution), without and with a distribution; the
+    stacks themselves against the stream; then a NaN list, for the guard."""
+    import keras
+    import numpy as np
+
+    from beam_prep.ranking.train.feed import pass_order
+    from beam_prep.ranking.train.jax_distribution import make_distribution
+    from beam_prep.ranking.train.jax_feed import StreamLoop
+
+    out: dict = {}
+    for strategy in ("default", "data_parallel"):
+        out[strategy] = {str(k): _fit_small(strategy, k, stream=True) for k in (1, 3)}
+    out["cache_1"] = _fit_small("default", 1)
+    order = np.concatenate([pass_order(48, 8, 3, p) for p in range(3)])
+    bad = int(order[7][0])
+    first = min(i for i, rows in enumerate(order) if bad in rows)
+    out["nan"] = {"first_step": first + 1,
+                  **{str(k): _fit_small("default", k, bad_list=bad, stream=True)
+                     for k in (1, 3)}}
+    # The stacks: 23 lists, batches of 4 (5 steps a pass), stream = 3 passes of the pass
+    # orders; 4 steps per execution over 5-step epochs: 4 + 1 (padded) per epoch.
+    keras.distribution.set_distribution(make_distribution("data_parallel"))
+    ids = np.arange(23, dtype="float32")
+    stream = [order_ for p in range(3) for order_ in pass_order(23, 4, 9, p)]
+    host = iter([({"x": ids[o][:, None] * np.ones((1, 3), "float32")}, ids[o]) for o in stream])
+    loop = StreamLoop(None, host, steps=4, steps_per_epoch=5)
+    stacks = []
+    for _ in range(6):
+        feats, labels = next(loop.feed)
+        stacks.append({"x": np.asarray(feats["x"]).tolist(),
+                       "labels": np.asarray(labels).tolist(),
+                       "devices": len(labels.sharding.device_set),
+                       "step_axis_split": labels.sharding.shard_shape(labels.shape)[0] != 4})
+    loop.feed.close()
+    keras.distribution.set_distribution(None)
+    out["stacks"] = stacks
+    out["stream"] = [o.tolist() for o in stream]
+    return out
+
+
 def main(mode: str, tmp: str) -> None:
     result = {"step": step, "launcher": launcher, "multi": multi, "device_feed": device_feed,
-              "device_cache": device_cache, "device_loop": device_loop}[mode](tmp)
+              "device_cache": device_cache, "device_loop": device_loop,
+              "stream_loop": stream_loop}[mode](tmp)
     print("RESULT " + json.dumps(result), flush=True)
 
 

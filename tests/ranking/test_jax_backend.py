@@ -301,6 +301,13 @@ def test_device_cache_is_used_per_the_setting_and_trains_like_the_stream(tmp_pat
     assert set(fused["history"]) == set(cached["history"])
     for name, values in cached["history"].items():
         np.testing.assert_allclose(fused["history"][name], values, rtol=1e-4, atol=1e-6)
+    # The same over the stream (superbatches of 3 steps): the streamed run, per call.
+    stacked = out["false_x3"]
+    assert (stacked["used"], stacked["per_call"], stacked["steps"]) == (False, 3, 24)
+    assert (stacked["loop"], fused["loop"], streamed["loop"]) == ("StreamLoop", "DeviceLoop",
+                                                                  "NoneType")
+    for name, values in streamed["history"].items():
+        np.testing.assert_allclose(stacked["history"][name], values, rtol=1e-4, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -308,10 +315,16 @@ def device_loop(tmp_path_factory):
     return _worker("device_loop", tmp_path_factory.mktemp("jax_device_loop"))
 
 
+FEEDS = ["device_loop", "stream_loop"]  # the cached set / superbatches of the stream
+
+
+@pytest.mark.parametrize("feed", FEEDS)
 @pytest.mark.parametrize("strategy", ["default", "data_parallel"])
-def test_several_steps_per_program_train_exactly_as_single_steps(device_loop, strategy):
-    single, fused = device_loop[strategy]["1"], device_loop[strategy]["3"]
-    # 3 epochs of 5 steps, 3 steps per execution: 2 executions per epoch (3 + 2 steps).
+def test_several_steps_per_program_train_exactly_as_single_steps(request, feed, strategy):
+    out = request.getfixturevalue(feed)[strategy]
+    single, fused = out["1"], out["3"]
+    # 3 epochs of 5 steps, 3 steps per execution: 2 executions per epoch (3 + 2 steps; the
+    # streamed 2-step execution runs a padded stack).
     assert fused["executions"] == 6
     assert single["iterations"] == fused["iterations"] == 15
     for name in ("loss", "mae"):
@@ -319,18 +332,53 @@ def test_several_steps_per_program_train_exactly_as_single_steps(device_loop, st
     assert _max_diff(fused["weights"], single["weights"]) < 1e-5
 
 
+@pytest.mark.parametrize("feed", FEEDS)
 @pytest.mark.parametrize("strategy", ["default", "data_parallel"])
-def test_the_train_step_compiles_once_per_run(device_loop, strategy):
+def test_the_train_step_compiles_once_per_run(request, feed, strategy):
     # Device-resident batches with the launcher's ConsistentShardings: the initial state,
     # the step's outputs and each epoch's reset metrics share one compiled step.
-    assert device_loop[strategy]["1"]["train_compiles"] == 1
-    assert device_loop[strategy]["3"]["train_compiles"] == 1  # partial executions included
+    out = request.getfixturevalue(feed)[strategy]
+    assert out["1"]["train_compiles"] == 1
+    assert out["3"]["train_compiles"] == 1  # partial (streamed: padded) executions included
 
 
-def test_the_guard_names_the_first_non_finite_step_inside_an_execution(device_loop):
-    nan = device_loop["nan"]
+@pytest.mark.parametrize("feed", FEEDS)
+def test_the_guard_names_the_first_non_finite_step_inside_an_execution(request, feed):
+    nan = request.getfixturevalue(feed)["nan"]
     want = {"name": "loss", "step": nan["first_step"], "epoch": 0}
     assert nan["1"]["diverged"] == want
     assert nan["3"]["diverged"] == want
     # Stopped after the execution that held it (steps 1-3, then 4-5).
     assert nan["3"]["iterations"] == (3 if nan["first_step"] <= 3 else 5)
+
+
+@pytest.fixture(scope="module")
+def stream_loop(tmp_path_factory):
+    return _worker("stream_loop", tmp_path_factory.mktemp("jax_stream_loop"))
+
+
+def test_the_streamed_order_is_the_cached_order(stream_loop):
+    # The worker streams the cache's pass orders: one step per call, the same training.
+    cached, streamed = stream_loop["cache_1"], stream_loop["default"]["1"]
+    assert _max_diff(cached["weights"], streamed["weights"]) < 1e-5
+
+
+def test_superbatches_hold_each_execution_in_the_stream_order(stream_loop):
+    stream, stacks = stream_loop["stream"], stream_loop["stacks"]
+    # 4 steps per execution over 5-step epochs: executions of 4, 1, 4, 1, 4, 1 steps.
+    counts, at, seen = [4, 1] * 3, 0, []
+    for stack, count in zip(stacks, counts):
+        labels = np.asarray(stack["labels"])
+        assert labels.shape == (4, 4)
+        for i in range(count):
+            np.testing.assert_array_equal(labels[i], stream[at + i])
+            np.testing.assert_array_equal(np.asarray(stack["x"])[i][:, 0], stream[at + i])
+        assert not labels[count:].any()  # padding, never run
+        seen += labels[:count].astype(int).tolist()
+        at += count
+        # One transfer per stack, each batch split over the 2 data replicas, not the steps.
+        assert stack["devices"] == 2 and stack["step_axis_split"] is False
+    assert at == 15
+    for p in range(3):  # every list once per pass (20 of 23, as drop_remainder)
+        rows = sum(seen[p * 5:(p + 1) * 5], [])
+        assert len(rows) == len(set(rows)) == 20

@@ -281,12 +281,12 @@ class TrainHparams:
             (the default). TensorFlow ``fit``: steps fused into one ``tf.function`` call, the
             largest divisor of ``steps_per_epoch`` up to the setting (``auto`` = 32 with one
             replica, 1 with several: values > 1 fail in Keras ``fit`` with more than one
-            replica; the custom loop supports them, ``auto`` = 1 there). JAX with the
-            training set on the device (``data.device_cache``):
-            steps run in one jitted ``lax.fori_loop`` (``auto`` = 32 on an accelerator, 1 on
-            CPU; at most ``steps_per_epoch``), batch callbacks (finite check, Ctrl-C,
-            per-step checkpoints) run once per execution; other JAX feeds run one step per
-            call.
+            replica; the custom loop supports them, ``auto`` = 1 there). JAX on one
+            process: steps run in one jitted ``lax.fori_loop`` (``auto`` = 32 on an
+            accelerator, 1 on CPU; at most ``steps_per_epoch``), gathering from the training
+            set on the device (``data.device_cache``) or, when it is streamed, from one
+            superbatch of the execution's batches sent in one transfer; batch callbacks
+            (finite check, Ctrl-C, per-step checkpoints) run once per execution.
         metrics_k: Cut-offs of NDCG@k and MRR@k.
         checkpoint_every_steps: Checkpoint period in steps (0 = once per epoch).
         early_stopping_metric: Validation metric watched by early stopping, e.g.

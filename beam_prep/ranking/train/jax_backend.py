@@ -44,6 +44,7 @@ from beam_prep.ranking.train.jax_feed import (
     DeviceDataset,
     DeviceLoop,
     DevicePrefetcher,
+    StreamLoop,
     resolve_steps_per_execution,
     use_device_cache,
 )
@@ -129,23 +130,31 @@ class JaxRankingLauncher(RankingLauncher):
         (:meth:`device_dataset`; each step gathers its batch there), trained
         ``training.steps_per_execution`` steps per jitted program
         (:class:`~.jax_feed.DeviceLoop`, installed as ``model``'s train function) when that
-        resolves to more than one step; else ``tf.data``'s numpy batches through a
-        :class:`~.jax_feed.DevicePrefetcher` (one ``device_put`` per batch with the batch's
-        sharding, two ahead, on a background thread). Several processes keep Keras' own
-        per-process distribution of the dataset.
+        resolves to more than one step; else ``tf.data``'s numpy batches streamed: one step
+        per call through a :class:`~.jax_feed.DevicePrefetcher` (one ``device_put`` per batch
+        with the batch's sharding, two ahead, on a background thread), or with several steps
+        per call as superbatches (:class:`~.jax_feed.StreamLoop`: the batches of one execution
+        stacked on the host, sent in one ``device_put`` per leaf while the previous execution
+        trains, run in one jitted program). Several processes keep Keras' own per-process
+        distribution of the dataset.
         """
         if jax.process_count() > 1:
             return train_ds
         cached = self.device_dataset(train_ds.element_spec)
-        if cached is None:
-            return DevicePrefetcher(train_ds.as_numpy_iterator(), depth=2).generator()
         steps_per_epoch = self.steps_per_epoch()
         steps = resolve_steps_per_execution(self.hp.training.steps_per_execution,
                                             steps_per_epoch)
         self.steps_per_execution_used = steps
-        if steps == 1:
+        if cached is None and steps == 1:
+            return DevicePrefetcher(train_ds.as_numpy_iterator(), depth=2).generator()
+        if cached is None:
+            loop: DeviceLoop | StreamLoop = StreamLoop(
+                model, train_ds.as_numpy_iterator(), steps=steps,
+                steps_per_epoch=steps_per_epoch)
+        elif steps == 1:
             return cached.generator()
-        loop = DeviceLoop(model, cached, steps=steps, steps_per_epoch=steps_per_epoch)
+        else:
+            loop = DeviceLoop(model, cached, steps=steps, steps_per_epoch=steps_per_epoch)
         loop.install()
         return loop.data()
 

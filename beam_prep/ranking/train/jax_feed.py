@@ -10,6 +10,11 @@ ready (double buffering with ``depth=2``). The training loop then receives array
 sit where the step needs them; Keras' own ``device_put`` of an array already placed with that
 sharding is a no-op.
 
+Several steps per call (``training.steps_per_execution``) run as one jitted
+``lax.fori_loop`` program: :class:`DeviceLoop` gathers each step's batch from the
+device-resident set (:class:`DeviceDataset`), :class:`StreamLoop` takes it from a
+"superbatch", the execution's host batches stacked and sent in one ``device_put``.
+
 Timing (for the benchmark and logs): ``host_seconds`` is the producer's time per batch (input,
 conversion, transfer dispatch), ``wait_seconds`` the time the training loop waited for a batch.
 
@@ -21,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -57,7 +63,8 @@ class DevicePrefetcher:
     Args:
         batches: Iterator of host batches (a pytree of numpy arrays per batch).
         depth: Batches kept on the device ahead of the step (2 = double buffering).
-        sharding: Shape -> sharding of one array (default :func:`batch_sharding`).
+        sharding: Shape -> sharding of one array (default :func:`batch_sharding`); called on
+            the producer thread under the ``keras.distribution`` of the constructing thread.
 
     Raises:
         Whatever ``batches`` raises, at the ``next()`` that would have returned that batch.
@@ -69,6 +76,8 @@ class DevicePrefetcher:
             raise ValueError(f"`depth` must be a positive integer. Received: depth={depth}")
         self._batches = batches
         self._sharding = sharding or batch_sharding
+        # Keras keeps the distribution per thread: the producer places with the caller's.
+        self._distribution = keras.distribution.distribution()
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self.host_seconds = 0.0
@@ -91,6 +100,7 @@ class DevicePrefetcher:
     def _produce(self) -> None:
         shardings: Any = None
         try:
+            keras.distribution.set_distribution(self._distribution)
             while not self._stop.is_set():
                 start = time.perf_counter()
                 try:
@@ -258,34 +268,27 @@ def resolve_steps_per_execution(setting: Any, steps_per_epoch: int) -> int:
     return resolve_feed_steps(setting, steps_per_epoch, auto=auto)
 
 
-class DeviceLoop:
-    """``steps`` train steps of a Keras model per device program, gathering from a
-    :class:`DeviceDataset`: what ``fit`` runs as its ``train_function`` (:meth:`install`).
+class _FusedLoop:
+    """Up to ``steps`` train steps of a Keras model in one jitted ``lax.fori_loop``: what
+    ``fit`` runs as its ``train_function`` (:meth:`install`). Subclasses say where step ``i``'s
+    batch comes from (:meth:`_inputs`, :meth:`_select`).
 
     Keras 3's JAX trainer runs ``steps_per_execution`` as a Python loop of jitted single steps,
-    so every step still costs a Python dispatch. Here one jitted function runs up to ``steps``
-    steps in a ``lax.fori_loop``: step ``i`` gathers its batch on the device (the lists at
-    ``indices[i]``), calls the model's pure ``train_step`` and carries the state. The training
-    data sent to ``fit`` are the per-step list indices (:meth:`data`: the order of
-    :meth:`DeviceDataset.orders`, the same as the dataset's own batches); the loop pulls as many
-    as are left of the epoch (at most ``steps``), so an execution never runs past
-    ``steps_per_epoch`` and the steps are the ones single steps would take. Keras calls the
-    batch callbacks once per execution; the logs are the last step's. ``step_losses`` holds the
-    logged loss of each step of the last execution (a device array, read only when needed).
-
-    Args:
-        model: A compiled Keras model (JAX backend, ``jit_compile``).
-        dataset: The device-resident training set.
-        steps: Train steps per execution (>= 1).
-        steps_per_epoch: ``fit``'s ``steps_per_epoch``.
+    so every step still costs a Python dispatch. Here one program runs the steps of an
+    execution and carries the state. The data sent to ``fit`` are one token per step
+    (:meth:`data`); an execution pulls as many as are left of the epoch (at most ``steps``), so
+    it never runs past ``steps_per_epoch`` and the steps are the ones single steps would take.
+    Every execution calls the same compiled program (the step count is an argument, the
+    inputs are padded to ``steps``): one compile per run. Keras calls the batch callbacks once
+    per execution; the logs are the last step's. ``step_losses`` holds the logged loss of each
+    step of the last execution (a device array, read only when needed).
     """
 
-    def __init__(self, model: keras.Model, dataset: DeviceDataset, *, steps: int,
-                 steps_per_epoch: int) -> None:
+    def __init__(self, model: keras.Model, *, steps: int, steps_per_epoch: int) -> None:
         if steps < 1 or steps_per_epoch < 1:
             raise ValueError(f"`steps` and `steps_per_epoch` must be positive integers. "
                              f"Received: steps={steps}, steps_per_epoch={steps_per_epoch}")
-        self.model, self.dataset = model, dataset
+        self.model = model
         self.steps, self.steps_per_epoch = int(steps), int(steps_per_epoch)
         self.step_in_epoch = 0
         self.step_losses: Any = None
@@ -293,46 +296,62 @@ class DeviceLoop:
         self.executions = 0
         self._program: Any = None
         self._state_shardings: Any = None
+        self._treedef: Any = None
+
+    # What a subclass provides.
+    def _first_batch(self) -> Any:
+        """One real training batch (``install`` builds the model on it)."""
+        raise NotImplementedError
+
+    def _batch_specs(self) -> list[jax.ShapeDtypeStruct]:
+        """Shape and dtype of each leaf of one step's batch."""
+        raise NotImplementedError
+
+    def _inputs(self, iterator: Iterator[Any], count: int) -> Any:
+        """The program's data for the next execution of ``count`` steps (pulls ``count``
+        tokens from ``fit``'s ``iterator``)."""
+        raise NotImplementedError
+
+    def _select(self, inputs: Any, i: Any) -> list[Any]:
+        """Traced: the leaves of step ``i``'s batch out of ``inputs``."""
+        raise NotImplementedError
+
+    def data(self) -> Iterator[tuple[np.ndarray]]:
+        """What ``fit`` trains on: one ``(token,)`` per step."""
+        raise NotImplementedError
 
     def install(self) -> None:
         """Makes this loop the model's ``fit`` train function (``steps_per_execution`` =
         ``steps``); builds the model's metrics and optimizer on one real batch first, as
-        ``fit`` would (it must not peek at the index batches)."""
+        ``fit`` would (it must not peek at the tokens)."""
         model = self.model
-        model._symbolic_build(data_batch=self.dataset.batch(
-            np.arange(self.dataset.batch_size, dtype=np.int32)))
+        model._symbolic_build(data_batch=self._first_batch())
         if keras.distribution.distribution() is not None:  # fit purges the variables later
             self._state_shardings = model._get_state_sharding_spec()
         model.steps_per_execution = self.steps
         model.train_function = self
 
-    def data(self) -> Iterator[tuple[np.ndarray]]:
-        """What ``fit`` trains on: ``(indices,)`` per step, the dataset's own order."""
-        for indices in self.dataset.orders():
-            yield (indices,)
-
     def _build(self, state: Any) -> Any:
-        model, dataset = self.model, self.dataset
-        sharding = [batch_sharding((dataset.batch_size, *x.shape[1:])) for x in dataset._leaves]
+        model, specs = self.model, self._batch_specs()
+        sharding = [batch_sharding(s.shape) for s in specs]
         constrain = keras.distribution.distribution() is not None
 
-        def gather(leaves: list[Any], idx: Any) -> Any:
-            batch = [jax.numpy.take(x, idx, axis=0) for x in leaves]
+        def batch_at(inputs: Any, i: Any) -> Any:
+            batch = self._select(inputs, i)
             if constrain:
                 batch = [jax.lax.with_sharding_constraint(b, s) for b, s in zip(batch, sharding)]
-            return jax.tree_util.tree_unflatten(dataset._treedef, batch)
+            return jax.tree_util.tree_unflatten(self._treedef, batch)
 
-        probe = jax.eval_shape(model.train_step, state, gather(
-            dataset._leaves, np.zeros((dataset.batch_size,), np.int32)))[0]
+        probe = jax.eval_shape(model.train_step, state,
+                               jax.tree_util.tree_unflatten(self._treedef, specs))[0]
 
-        def program(state: Any, leaves: list[Any], steps: list[Any], count: Any) -> Any:
-            indices = jax.numpy.stack(steps)
+        def program(state: Any, inputs: Any, count: Any) -> Any:
             logs = jax.tree_util.tree_map(lambda s: jax.numpy.zeros(s.shape, s.dtype), probe)
             losses = jax.numpy.full((self.steps,), jax.numpy.nan, "float32")
 
             def body(i: Any, carry: Any) -> Any:
                 state, _, losses = carry
-                logs, state = model.train_step(state, gather(leaves, indices[i]))
+                logs, state = model.train_step(state, batch_at(inputs, i))
                 return state, logs, losses.at[i].set(logs["loss"].astype("float32"))
 
             state, logs, losses = jax.lax.fori_loop(0, count, body, (state, logs, losses))
@@ -346,16 +365,18 @@ class DeviceLoop:
     def __call__(self, state: Any, iterator: Iterator[Any]) -> tuple[Any, Any]:
         """One execution: ``fit``'s ``train_function(state, iterator)``."""
         count = min(self.steps, self.steps_per_epoch - self.step_in_epoch)
-        indices = [next(iterator)[0] for _ in range(count)]
-        indices += [indices[-1]] * (self.steps - count)  # padding, never run
+        inputs = self._inputs(iterator, count)
         if self._program is None:
             self._program = self._build(state)
-        logs, state, self.step_losses = self._program(state, self.dataset._leaves, indices,
-                                                      np.int32(count))
+        logs, state, self.step_losses = self._program(state, inputs, np.int32(count))
         self.step_in_epoch = (self.step_in_epoch + count) % self.steps_per_epoch
         self.last_count = count
         self.executions += 1
         return logs, state
+
+    def compiles(self) -> int:
+        """Compilations of the fused program so far (one per run expected)."""
+        return self._program._cache_size() if self._program is not None else 0
 
     def first_nonfinite(self) -> int | None:
         """0-based index, within the last execution, of its first step whose logged loss is
@@ -365,3 +386,156 @@ class DeviceLoop:
         losses = np.asarray(self.step_losses)[:self.last_count]
         bad = np.flatnonzero(~np.isfinite(losses))
         return int(bad[0]) if bad.size else None
+
+
+class DeviceLoop(_FusedLoop):
+    """``steps`` train steps per device program, gathering from a :class:`DeviceDataset`
+    (see :class:`_FusedLoop` for the loop itself).
+
+    Step ``i`` gathers its batch on the device (the lists at ``indices[i]``). The tokens sent
+    to ``fit`` are the per-step list indices (:meth:`data`: the order of
+    :meth:`DeviceDataset.orders`, the same as the dataset's own batches).
+
+    Args:
+        model: A compiled Keras model (JAX backend, ``jit_compile``).
+        dataset: The device-resident training set.
+        steps: Train steps per execution (>= 1).
+        steps_per_epoch: ``fit``'s ``steps_per_epoch``.
+    """
+
+    def __init__(self, model: keras.Model, dataset: DeviceDataset, *, steps: int,
+                 steps_per_epoch: int) -> None:
+        super().__init__(model, steps=steps, steps_per_epoch=steps_per_epoch)
+        self.dataset = dataset
+        self._treedef = dataset._treedef
+
+    def _first_batch(self) -> Any:
+        return self.dataset.batch(np.arange(self.dataset.batch_size, dtype=np.int32))
+
+    def _batch_specs(self) -> list[jax.ShapeDtypeStruct]:
+        return [jax.ShapeDtypeStruct((self.dataset.batch_size, *x.shape[1:]), x.dtype)
+                for x in self.dataset._leaves]
+
+    def data(self) -> Iterator[tuple[np.ndarray]]:
+        """``(indices,)`` per step, the dataset's own order."""
+        for indices in self.dataset.orders():
+            yield (indices,)
+
+    def _inputs(self, iterator: Iterator[Any], count: int) -> Any:
+        indices = [next(iterator)[0] for _ in range(count)]
+        indices += [indices[-1]] * (self.steps - count)  # padding, never run
+        return self.dataset._leaves, np.stack(indices)
+
+    def _select(self, inputs: Any, i: Any) -> list[Any]:
+        leaves, indices = inputs
+        return [jax.numpy.take(x, indices[i], axis=0) for x in leaves]
+
+
+def execution_sizes(steps: int, steps_per_epoch: int) -> Iterator[int]:
+    """Endless steps of each execution: ``steps`` at a time, the last of each epoch shorter
+    when ``steps`` does not divide ``steps_per_epoch`` (as :class:`_FusedLoop` runs them)."""
+    whole, rest = divmod(int(steps_per_epoch), int(steps))
+    epoch = [int(steps)] * whole + ([rest] if rest else [])
+    while True:
+        yield from epoch
+
+
+def superbatches(batches: Iterator[Any], steps: int, sizes: Iterator[int]) -> Iterator[Any]:
+    """Host batches stacked ``steps`` at a time: each leaf ``[steps, *batch_shape]``, the
+    execution's batches first (``sizes``), zeros after them in a shorter execution (padding
+    that the program never runs). Ends with ``batches`` (a partial last stack is dropped)."""
+    for count in sizes:
+        try:
+            first = next(batches)
+        except StopIteration:
+            return
+        leaves, treedef = jax.tree_util.tree_flatten(first)
+        stack = [np.empty((steps, *np.shape(x)), np.asarray(x).dtype) for x in leaves]
+        for i in range(count):
+            if i:
+                try:
+                    leaves = treedef.flatten_up_to(next(batches))
+                except StopIteration:
+                    return
+            for out, x in zip(stack, leaves):
+                out[i] = x
+        for out in stack:
+            out[count:] = 0
+        yield jax.tree_util.tree_unflatten(treedef, stack)
+
+
+def stacked_sharding(shape: tuple[int, ...]) -> Any:
+    """The sharding of a superbatch of ``shape`` ``[steps, *batch_shape]``: each batch
+    placed as :func:`batch_sharding` places it (the steps axis not split)."""
+    sharding = batch_sharding(tuple(shape[1:]))
+    if isinstance(sharding, jax.sharding.NamedSharding):
+        return jax.sharding.NamedSharding(
+            sharding.mesh, jax.sharding.PartitionSpec(None, *sharding.spec))
+    return sharding
+
+
+class StreamLoop(_FusedLoop):
+    """``steps`` train steps per device program over a streamed training set ("superbatches";
+    see :class:`_FusedLoop` for the loop itself).
+
+    A background thread (:class:`DevicePrefetcher`, ``depth=1``) stacks the host batches of
+    one execution into one array per leaf (:func:`superbatches`, following the executions'
+    sizes), puts each stack on the device in one ``device_put`` with the batch's sharding
+    (:func:`stacked_sharding`) and prepares the next while the current one trains; step ``i``
+    of the program takes batch ``i`` of the stack. An epoch whose steps ``steps`` does not
+    divide ends with a shorter execution: its stack is padded with zeros to ``steps`` (one
+    transfer of the padding per epoch) so that every execution runs the same compiled
+    program. Up to three stacks are on the device at once (the one training, the one queued,
+    the one the thread holds). The batches are trained in the stream's order, each once.
+
+    Args:
+        model: A compiled Keras model (JAX backend, ``jit_compile``).
+        batches: Iterator of host batches (a pytree of numpy arrays per batch, static shapes,
+            e.g. ``tf.data``'s ``as_numpy_iterator()``); at least one batch.
+        steps: Train steps per execution (>= 1).
+        steps_per_epoch: ``fit``'s ``steps_per_epoch``.
+
+    Raises:
+        ValueError: ``batches`` is empty, or ``steps`` / ``steps_per_epoch`` not positive.
+    """
+
+    def __init__(self, model: keras.Model, batches: Iterator[Any], *, steps: int,
+                 steps_per_epoch: int) -> None:
+        super().__init__(model, steps=steps, steps_per_epoch=steps_per_epoch)
+        try:
+            first = next(batches)
+        except StopIteration:
+            raise ValueError("The training stream holds no batch.") from None
+        leaves, self._treedef = jax.tree_util.tree_flatten(first)
+        self._specs = [jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype) for x in leaves]
+        self._first = jax.device_put(first, jax.tree_util.tree_map(
+            lambda x: batch_sharding(np.shape(x)), first))
+        self.feed = DevicePrefetcher(
+            superbatches(itertools.chain([first], batches), self.steps,
+                         execution_sizes(self.steps, self.steps_per_epoch)),
+            depth=1, sharding=stacked_sharding)
+        self._token = (np.zeros((self._specs[0].shape[0],), np.int32),)
+
+    def _first_batch(self) -> Any:
+        first, self._first = self._first, None
+        return first
+
+    def _batch_specs(self) -> list[jax.ShapeDtypeStruct]:
+        return self._specs
+
+    def data(self) -> Iterator[tuple[np.ndarray]]:
+        """A constant token per step (the batches come from :attr:`feed`); stops the thread
+        when ``fit`` lets go of it."""
+        try:
+            while True:
+                yield self._token
+        finally:
+            self.feed.close()
+
+    def _inputs(self, iterator: Iterator[Any], count: int) -> Any:
+        for _ in range(count):
+            next(iterator)
+        return jax.tree_util.tree_leaves(next(self.feed))
+
+    def _select(self, inputs: Any, i: Any) -> list[Any]:
+        return [jax.lax.dynamic_index_in_dim(x, i, axis=0, keepdims=False) for x in inputs]
