@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU rows of BENCHMARKS.md §15 (issue 31) in one run of under 5 minutes: the launcher's
-# JAX feeds device_cache (one step per call) and device_loop (32 steps per jitted program) on
+# JAX feeds device_cache (one step per call), device_loop (32 steps per jitted program over the
+# device-resident set) and stream_loop (32 streamed steps per program, one transfer each) on
 # the cases dnn, dnn_b1024, dasalc, dasalc_l128 and synthetic of bench_train_step.py.
 #
 # For a machine with jax (GPU) and no TensorFlow. keras and keras-rs come from WHEELS: a
@@ -10,15 +11,17 @@
 #   WHEELS=shared/wheels bash benchmarks/gpu_train_step.sh [OUT]   # OUT: default $OUT or /tmp/gpu_train_step
 #
 # Writes OUT/<case>.json (bench_train_step's JSON) and OUT/summary.md (the rows for §15), and
-# prints the summary. Each case has its own time limit (CASE_S, default 50 s); a case that
-# runs out is listed as such and the others still run. ALLOW_CPU=1 runs it on CPU (a dry run
+# prints the summary. Each case has its own time limit (CASE_S, default 55 s); a case that
+# runs out is listed as such and the others still run. FEEDS overrides the feeds
+# (default device_cache,device_loop,stream_loop). ALLOW_CPU=1 runs it on CPU (a dry run
 # of the script: the cases then run out of time).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-${OUT:-/tmp/gpu_train_step}}
 WHEELS=${WHEELS:-$ROOT/shared/wheels}
-CASE_S=${CASE_S:-50}
+CASE_S=${CASE_S:-55}
+FEEDS=${FEEDS:-device_cache,device_loop,stream_loop}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 
@@ -46,7 +49,7 @@ EOF
 start=$SECONDS
 for case in dnn dnn_b1024 dasalc dasalc_l128 synthetic; do
   timeout --signal=KILL "$CASE_S" "$PY" "$ROOT/benchmarks/bench_train_step.py" --backend jax \
-    --cases "$case" --feeds device_cache,device_loop --steps 32 --epochs 3 --per_call 32 \
+    --cases "$case" --feeds "$FEEDS" --steps 32 --epochs 3 --per_call 32 \
     --device_steps 32 --out "$OUT/$case.json" > "$OUT/$case.log" 2>&1
   echo "$case: exit $? after $((SECONDS - start)) s"
 done
