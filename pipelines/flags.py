@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions, StandardOptions
 
 from beam_prep.config.cli_flags import parse_relaxed, require
 from beam_prep.errors import InputError
@@ -138,6 +138,59 @@ def template_location(beam_args: Sequence[str]) -> str | None:
     return PipelineOptions(list(beam_args)).get_all_options().get("template_location") or None
 
 
+#: The runner a job uses without ``--runner``: Beam's in-process FnApiRunner (what the
+#: DirectRunner falls back to when it cannot download Prism), named explicitly so a local run
+#: does not depend on a download. It honours ``--direct_running_mode=multi_processing`` and
+#: ``--direct_num_workers``.
+DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+
+#: Runners that hand the job to a Beam job server (Flink, Spark or another portable engine).
+PORTABLE_RUNNERS = frozenset({"FlinkRunner", "SparkRunner", "PortableRunner"})
+
+#: ``--environment_cache_millis`` given to a portable runner when the command line has none.
+#: Beam's default (0) starts a new SDK worker for every Spark task (5x slower in
+#: docs/runners.md); a short cache keeps the worker between stages, yet a job that Flink
+#: restarts after a dead SDK worker (a restart delay longer than this, see
+#: runners/flink-conf/) meets a fresh worker instead of the dead cached one.
+PORTABLE_ENVIRONMENT_CACHE_MILLIS = 5000
+
+
+def _runner_name(runner: object) -> str:
+    """``FlinkRunner`` for ``FlinkRunner``, a dotted path or a runner object."""
+    name = runner if isinstance(runner, str) else type(runner).__name__
+    return str(name).rsplit(".", 1)[-1]
+
+
+def job_pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    """The Beam options of a job: the command line's, with beam_prep's defaults added.
+
+    * no ``--runner``: :data:`DEFAULT_LOCAL_RUNNER`;
+    * a portable runner (:data:`PORTABLE_RUNNERS`) without ``--environment_cache_millis``:
+      :data:`PORTABLE_ENVIRONMENT_CACHE_MILLIS` (docs/runners.md, "Faults").
+
+    A value on the command line always wins.
+
+    Example:
+        >>> o = job_pipeline_options(["--runner=SparkRunner"])
+        >>> o.view_as(PortableOptions).environment_cache_millis
+        5000
+        >>> o = job_pipeline_options(["--runner=FlinkRunner", "--environment_cache_millis=0"])
+        >>> o.view_as(PortableOptions).environment_cache_millis
+        0
+        >>> job_pipeline_options([]).view_as(StandardOptions).runner == DEFAULT_LOCAL_RUNNER
+        True
+    """
+    options = PipelineOptions(list(beam_args))
+    standard = options.view_as(StandardOptions)
+    if standard.runner is None:
+        standard.runner = DEFAULT_LOCAL_RUNNER
+    given = any(a.split("=", 1)[0] == "--environment_cache_millis" for a in beam_args)
+    if _runner_name(standard.runner) in PORTABLE_RUNNERS and not given:
+        options.view_as(PortableOptions).environment_cache_millis = (
+            PORTABLE_ENVIRONMENT_CACHE_MILLIS)
+    return options
+
+
 #: Runners whose workers run on this machine, in this working directory.
 LOCAL_RUNNERS = frozenset({"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner",
                            "SwitchingDirectRunner", "PrismRunner", "InteractiveRunner"})
@@ -166,7 +219,7 @@ def require_shared_paths(beam_args: Sequence[str], paths: dict[str, str | Sequen
     """
     options = PipelineOptions(list(beam_args)).get_all_options()
     runner = options.get("runner")
-    if (runner is None or str(runner).rsplit(".", 1)[-1] in LOCAL_RUNNERS
+    if (runner is None or _runner_name(runner) in LOCAL_RUNNERS
             or options.get("dry_run")):  # translation only: no worker reads anything
         return
     for flag, value in paths.items():
