@@ -144,15 +144,14 @@ def template_location(beam_args: Sequence[str]) -> str | None:
 #: ``--direct_num_workers``.
 DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 
-#: Runners that hand the job to a Beam job server (Flink, Spark or another portable engine).
-PORTABLE_RUNNERS = frozenset({"FlinkRunner", "SparkRunner", "PortableRunner"})
-
-#: ``--environment_cache_millis`` given to a portable runner when the command line has none.
-#: Beam's default (0) starts a new SDK worker for every Spark task (5x slower in
-#: docs/runners.md); a short cache keeps the worker between stages, yet a job that Flink
-#: restarts after a dead SDK worker (a restart delay longer than this, see
-#: runners/flink-conf/) meets a fresh worker instead of the dead cached one.
-PORTABLE_ENVIRONMENT_CACHE_MILLIS = 5000
+#: ``--environment_cache_millis`` a job on these runners gets when the command line has none
+#: (how long an SDK worker is kept after its last task; Beam's default 0 starts one per task).
+#: Spark: 10 minutes, as Spark starts stages seconds apart and Beam's default made the test
+#: job 5x slower; a dead worker is left behind by excluding its executor (job-server
+#: settings, docs/runners.md "Faults"). Flink: 5 s, shorter than the restart delay of
+#: runners/flink-conf/, so a restarted job meets a fresh worker instead of the dead one
+#: still in Beam's cache.
+ENVIRONMENT_CACHE_MILLIS = {"SparkRunner": 600000, "FlinkRunner": 5000}
 
 
 def _runner_name(runner: object) -> str:
@@ -165,17 +164,17 @@ def job_pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     """The Beam options of a job: the command line's, with beam_prep's defaults added.
 
     * no ``--runner``: :data:`DEFAULT_LOCAL_RUNNER`;
-    * a portable runner (:data:`PORTABLE_RUNNERS`) without ``--environment_cache_millis``:
-      :data:`PORTABLE_ENVIRONMENT_CACHE_MILLIS` (docs/runners.md, "Faults").
+    * ``--runner=SparkRunner`` or ``FlinkRunner`` without ``--environment_cache_millis``:
+      the runner's :data:`ENVIRONMENT_CACHE_MILLIS` (docs/runners.md, "Faults").
 
     A value on the command line always wins.
 
     Example:
-        >>> o = job_pipeline_options(["--runner=SparkRunner"])
+        >>> o = job_pipeline_options(["--runner=FlinkRunner"])
         >>> o.view_as(PortableOptions).environment_cache_millis
         5000
         >>> o = job_pipeline_options(["--runner=FlinkRunner", "--environment_cache_millis=0"])
-        >>> o.view_as(PortableOptions).environment_cache_millis
+        >>> int(o.view_as(PortableOptions).environment_cache_millis)  # Beam keeps it a string
         0
         >>> job_pipeline_options([]).view_as(StandardOptions).runner == DEFAULT_LOCAL_RUNNER
         True
@@ -185,9 +184,9 @@ def job_pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     if standard.runner is None:
         standard.runner = DEFAULT_LOCAL_RUNNER
     given = any(a.split("=", 1)[0] == "--environment_cache_millis" for a in beam_args)
-    if _runner_name(standard.runner) in PORTABLE_RUNNERS and not given:
-        options.view_as(PortableOptions).environment_cache_millis = (
-            PORTABLE_ENVIRONMENT_CACHE_MILLIS)
+    default = ENVIRONMENT_CACHE_MILLIS.get(_runner_name(standard.runner))
+    if default is not None and not given:
+        options.view_as(PortableOptions).environment_cache_millis = default
     return options
 
 

@@ -96,19 +96,21 @@ def test_relative_paths_stay_fine_on_local_runners_and_urls_everywhere():
                                                     "--cache_dir": None})
 
 
-@pytest.mark.parametrize("runner", ["FlinkRunner", "SparkRunner", "PortableRunner",
-                                    "apache_beam.runners.portability.flink_runner.FlinkRunner"])
-def test_portable_runners_get_a_short_environment_cache_unless_one_is_given(runner):
-    # docs/runners.md "Faults": shorter than the Flink restart delay of runners/flink-conf/
+@pytest.mark.parametrize("runner, millis", [
+    ("FlinkRunner", 5000), ("apache_beam.runners.portability.flink_runner.FlinkRunner", 5000),
+    ("SparkRunner", 600000)])
+def test_flink_and_spark_get_an_environment_cache_unless_one_is_given(runner, millis):
+    # docs/runners.md "Faults": Flink's is shorter than the restart delay of runners/flink-conf/
     options = job_pipeline_options([f"--runner={runner}", "--environment_type=EXTERNAL"])
-    assert int(options.get_all_options()["environment_cache_millis"]) == 5000
+    assert int(options.get_all_options()["environment_cache_millis"]) == millis
     for given, value in ((["--environment_cache_millis=0"], 0),
                          (["--environment_cache_millis", "600000"], 600000)):
         options = job_pipeline_options([f"--runner={runner}", *given])
         assert int(options.get_all_options()["environment_cache_millis"]) == value
 
 
-@pytest.mark.parametrize("argv", [[], ["--runner=DirectRunner"], ["--runner=DataflowRunner"]])
+@pytest.mark.parametrize("argv", [[], ["--runner=DirectRunner"], ["--runner=DataflowRunner"],
+                                  ["--runner=PortableRunner"]])
 def test_other_runners_keep_beams_environment_cache_default(argv):
     options = job_pipeline_options(argv).get_all_options()
     assert options["environment_cache_millis"] == 0
