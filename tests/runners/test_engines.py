@@ -202,12 +202,15 @@ def test_spark_reschedules_the_work_of_a_killed_executor_or_worker(target, spark
     after the job has finished 8 tasks; the lost tasks and shuffle outputs are recomputed."""
     victim = spark_cluster.workers[1]
     killed: list[int] = []
+    orphans: list[int] = []  # the killed worker's executors (they should exit by themselves)
     offset = _log_size(spark)
 
     def fault(done: threading.Event) -> None:
         if not _wait_for_finished_tasks(spark, offset, 8, done):
             return
         pids = spark_cluster.executors(victim) if target == "executor" else [victim.pid]
+        if target == "worker":
+            orphans.extend(spark_cluster.executors(victim))
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
         killed.extend(pids)
@@ -219,6 +222,10 @@ def test_spark_reschedules_the_work_of_a_killed_executor_or_worker(target, spark
             victim.wait()
             spark_cluster.workers.append(
                 engines.spark_worker(spark_cluster.folder, spark_cluster.url, 3))
+        left = [p for p in orphans if Path(f"/proc/{p}").exists()]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"executors {left} outlived their killed worker"
     assert killed, "the job finished before 8 tasks were logged: nothing killed"
     assert any(m in log for m in ("Lost executor", "Executor lost", "removed:")), log[-2000:]
     assert_same_artifacts(reference["artifacts"], out)
