@@ -16,6 +16,7 @@ fault tests kill one).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,8 @@ PYSPARK = RUNNERS / "pyspark" / "pyspark"
 WORK = RUNNERS / "shared"
 #: Flink settings for the job server (the restart strategy; docs/runners.md "Faults").
 FLINK_CONF = ROOT / "runners" / "flink-conf"
+#: Settings of the standalone Flink session cluster (JobManager and TaskManagers).
+FLINK_CLUSTER_CONF = ROOT / "runners" / "flink-cluster-conf"
 #: Spark settings of the job server (the driver): a task that failed on an executor is not
 #: retried there, and an executor with failed tasks is excluded and replaced. An executor
 #: whose cached SDK worker died otherwise fails every retry sent to it (docs/runners.md).
@@ -219,6 +223,61 @@ def flink_job_server(folder: Path, *, master: str = "[local]",
                                                     f"--parallelism={parallelism}"), log)
     finally:
         stop(proc)
+
+
+@dataclass
+class FlinkCluster:
+    """A standalone Flink session cluster: a JobManager and TaskManagers of 1 slot each."""
+
+    jobmanager: subprocess.Popen
+    taskmanagers: list[subprocess.Popen]
+    master: str  # host:port of the JobManager's REST endpoint
+    folder: Path
+    flags: tuple[str, ...]
+
+    def start_taskmanager(self) -> subprocess.Popen:
+        """Starts one more TaskManager (as a supervisor restarting a dead one would)."""
+        i = len(self.taskmanagers) + 1
+        tm = start(["java", *JAVA_OPENS, "-cp", f"{FLINK_LIB}/*",
+                    "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "--configDir",
+                    str(FLINK_CLUSTER_CONF), *self.flags], self.folder / f"taskmanager{i}.log")
+        self.taskmanagers.append(tm)
+        return tm
+
+    def registered_taskmanagers(self) -> int:
+        try:
+            with urllib.request.urlopen(f"http://{self.master}/taskmanagers", timeout=5) as r:
+                return len(json.load(r)["taskmanagers"])
+        except OSError:
+            return 0
+
+
+@contextlib.contextmanager
+def flink_cluster(folder: Path, *, taskmanagers: int = 2) -> Iterator[FlinkCluster]:
+    """A standalone Flink session cluster on 127.0.0.1, started from the job server's jars
+    (Flink's distribution archive is not on Maven Central; its runtime classes are)."""
+    rest, rpc = free_port(), free_port()
+    flags = (f"-Drest.port={rest}", f"-Djobmanager.rpc.port={rpc}")
+    log = folder / "jobmanager.log"
+    jm = start(["java", *JAVA_OPENS, "-cp", f"{FLINK_LIB}/*",
+                "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint",
+                "--configDir", str(FLINK_CLUSTER_CONF), *flags], log)
+    cluster = FlinkCluster(jm, [], f"127.0.0.1:{rest}", folder, flags)
+    try:
+        wait_for_port(rest, jm, log)
+        for _ in range(taskmanagers):
+            cluster.start_taskmanager()
+        end = time.monotonic() + 180
+        while cluster.registered_taskmanagers() < taskmanagers:
+            if time.monotonic() > end or any(t.poll() is not None for t in cluster.taskmanagers):
+                raise RuntimeError("Flink TaskManagers did not register:\n"
+                                   f"{(folder / 'taskmanager1.log').read_text()[-3000:]}")
+            time.sleep(1)
+        yield cluster
+    finally:
+        for tm in cluster.taskmanagers:
+            stop(tm)
+        stop(jm)
 
 
 @dataclass

@@ -144,9 +144,10 @@ def _analyze_with_fault(engine, pool, inputs, fault) -> tuple[Path, str, str]:
 
 
 def _kill_one_busy_worker(pool, killed: list[int], done: threading.Event,
-                          busy_for: float) -> None:
+                          busy_for: float, *, kill: bool = True) -> None:
     """SIGKILLs one SDK worker of this job that is connected, has run ``busy_for`` s and is
     computing (its CPU time grew in the last 0.2 s): a worker in the middle of a bundle.
+    ``kill=False`` only waits for such a worker (appended to ``killed`` all the same).
 
     A worker killed before it connects is another fault: Beam's ExternalEnvironmentFactory
     waits for it forever (docs/runners.md).
@@ -163,7 +164,8 @@ def _kill_one_busy_worker(pool, killed: list[int], done: threading.Event,
             cpu, last = engines.cpu_ticks(pid), ticks.get(pid)
             ticks[pid] = cpu
             if now - first_seen[pid] >= busy_for and last is not None and cpu > last:
-                os.kill(pid, signal.SIGKILL)
+                if kill:
+                    os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
                 return
         time.sleep(0.2)
@@ -228,4 +230,30 @@ def test_spark_reschedules_the_work_of_a_killed_executor_or_worker(target, spark
     assert not left, f"executors {left} outlived their killed worker"
     assert killed, "the job finished before 8 tasks were logged: nothing killed"
     assert any(m in log for m in ("Lost executor", "Executor lost", "removed:")), log[-2000:]
+    assert_same_artifacts(reference["artifacts"], out)
+
+
+def test_a_flink_cluster_restarts_the_work_of_a_killed_taskmanager(flink_remote, flink_cluster,
+                                                                  pool, inputs, reference):
+    """The analysis on a standalone Flink cluster (2 TaskManagers of 1 slot): TaskManager 2 is
+    SIGKILLed once an SDK worker has computed for 5 s, and a new TaskManager is started in its
+    place (Flink's standalone mode starts none); the job restarts and gives the same bytes."""
+    killed: list[int] = []
+    victim = flink_cluster.taskmanagers[1]
+    jm_log = flink_cluster.folder / "jobmanager.log"
+    offset = jm_log.stat().st_size
+
+    def fault(done: threading.Event) -> None:
+        busy: list[int] = []
+        _kill_one_busy_worker(pool, busy, done, 5.0, kill=False)
+        if busy:
+            os.kill(victim.pid, signal.SIGKILL)
+            killed.append(victim.pid)
+            flink_cluster.start_taskmanager()
+
+    out, _, _ = _analyze_with_fault(flink_remote, pool, inputs, fault)
+    assert killed, "no SDK worker of this job computed for 5 s: nothing killed"
+    with open(jm_log, "rb") as f:
+        f.seek(offset)
+        assert RETRIED["FlinkRunner"] in f.read().decode("utf-8", "replace")
     assert_same_artifacts(reference["artifacts"], out)
