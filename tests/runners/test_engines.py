@@ -180,7 +180,8 @@ RETRIED = {"FlinkRunner": "switched from state RUNNING to RESTARTING",
 def test_a_killed_sdk_worker_is_replaced_and_the_job_gives_the_same_bytes(engine, pool, inputs,
                                                                          reference):
     killed: list[int] = []
-    busy_for = 5.0  # Flink [local] runs the whole analysis on one worker in ~30 s
+    # Flink [local] runs the whole analysis on one worker in 8-30 s (the machine's load)
+    busy_for = 1.0
     out, _, log = _analyze_with_fault(
         engine, pool, inputs, lambda done: _kill_one_busy_worker(pool, killed, done, busy_for))
     assert killed, f"no SDK worker of this job was connected for {busy_for} s: nothing killed"
@@ -236,7 +237,7 @@ def test_spark_reschedules_the_work_of_a_killed_executor_or_worker(target, spark
 def test_a_flink_cluster_restarts_the_work_of_a_killed_taskmanager(flink_remote, flink_cluster,
                                                                   pool, inputs, reference):
     """The analysis on a standalone Flink cluster (2 TaskManagers of 1 slot): TaskManager 2 is
-    SIGKILLed once an SDK worker has computed for 5 s, and a new TaskManager is started in its
+    SIGKILLed once an SDK worker has computed for 2 s, and a new TaskManager is started in its
     place (Flink's standalone mode starts none); the job restarts and gives the same bytes."""
     killed: list[int] = []
     victim = flink_cluster.taskmanagers[1]
@@ -245,14 +246,14 @@ def test_a_flink_cluster_restarts_the_work_of_a_killed_taskmanager(flink_remote,
 
     def fault(done: threading.Event) -> None:
         busy: list[int] = []
-        _kill_one_busy_worker(pool, busy, done, 5.0, kill=False)
+        _kill_one_busy_worker(pool, busy, done, 2.0, kill=False)
         if busy:
             os.kill(victim.pid, signal.SIGKILL)
             killed.append(victim.pid)
             flink_cluster.start_taskmanager()
 
     out, _, _ = _analyze_with_fault(flink_remote, pool, inputs, fault)
-    assert killed, "no SDK worker of this job computed for 5 s: nothing killed"
+    assert killed, "no SDK worker of this job computed for 2 s: nothing killed"
     with open(jm_log, "rb") as f:
         f.seek(offset)
         assert RETRIED["FlinkRunner"] in f.read().decode("utf-8", "replace")
