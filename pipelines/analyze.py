@@ -22,10 +22,10 @@ import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.analyze_args import build_parser
 from beam_prep.pipelines.flags import (
     is_dry_run,
+    job_pipeline_options,
     parse_job_args,
     require_shared_paths,
     template_location,
@@ -61,10 +61,6 @@ from beam_prep.io.run_record import RUN_FILE, write_run_record
 from beam_prep.progress import ProgressMonitor
 from beam_prep.run_summary import SummaryRecorder
 from beam_prep.spec import Spec
-
-DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
-
-
 
 
 def _validate_args(args: argparse.Namespace) -> None:
@@ -108,9 +104,7 @@ def run(argv: Sequence[str] | None = None, *,
     check_columns(files, fmt, {c: owners[c] for c in columns}, csv_delimiter=args.csv_delimiter)
 
     cache_run = (cache_run_id or cache_fn.new_run_id()) if args.cache_dir else None
-    options = PipelineOptions(beam_args)
-    if options.view_as(StandardOptions).runner is None:
-        options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
+    options = job_pipeline_options(beam_args)
     # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/; the job's
     # last step moves the finished artifacts into place (manifest last) and releases the lock,
     # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.

@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions, StandardOptions
 
 from beam_prep.config.cli_flags import parse_relaxed, require
 from beam_prep.errors import InputError
@@ -138,6 +138,58 @@ def template_location(beam_args: Sequence[str]) -> str | None:
     return PipelineOptions(list(beam_args)).get_all_options().get("template_location") or None
 
 
+#: The runner a job uses without ``--runner``: Beam's in-process FnApiRunner (what the
+#: DirectRunner falls back to when it cannot download Prism), named explicitly so a local run
+#: does not depend on a download. It honours ``--direct_running_mode=multi_processing`` and
+#: ``--direct_num_workers``.
+DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+
+#: ``--environment_cache_millis`` a job on these runners gets when the command line has none
+#: (how long an SDK worker is kept after its last task; Beam's default 0 starts one per task).
+#: Spark: 10 minutes, as Spark starts stages seconds apart and Beam's default made the test
+#: job 5x slower; a dead worker is left behind by excluding its executor (job-server
+#: settings, docs/runners.md "Faults"). Flink: 5 s, shorter than the restart delay of
+#: runners/flink-conf/, so a restarted job meets a fresh worker instead of the dead one
+#: still in Beam's cache.
+ENVIRONMENT_CACHE_MILLIS = {"SparkRunner": 600000, "FlinkRunner": 5000}
+
+
+def _runner_name(runner: object) -> str:
+    """``FlinkRunner`` for ``FlinkRunner``, a dotted path or a runner object."""
+    name = runner if isinstance(runner, str) else type(runner).__name__
+    return str(name).rsplit(".", 1)[-1]
+
+
+def job_pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    """The Beam options of a job: the command line's, with beam_prep's defaults added.
+
+    * no ``--runner``: :data:`DEFAULT_LOCAL_RUNNER`;
+    * ``--runner=SparkRunner`` or ``FlinkRunner`` without ``--environment_cache_millis``:
+      the runner's :data:`ENVIRONMENT_CACHE_MILLIS` (docs/runners.md, "Faults").
+
+    A value on the command line always wins.
+
+    Example:
+        >>> o = job_pipeline_options(["--runner=FlinkRunner"])
+        >>> o.view_as(PortableOptions).environment_cache_millis
+        5000
+        >>> o = job_pipeline_options(["--runner=FlinkRunner", "--environment_cache_millis=0"])
+        >>> int(o.view_as(PortableOptions).environment_cache_millis)  # Beam keeps it a string
+        0
+        >>> job_pipeline_options([]).view_as(StandardOptions).runner == DEFAULT_LOCAL_RUNNER
+        True
+    """
+    options = PipelineOptions(list(beam_args))
+    standard = options.view_as(StandardOptions)
+    if standard.runner is None:
+        standard.runner = DEFAULT_LOCAL_RUNNER
+    given = any(a.split("=", 1)[0] == "--environment_cache_millis" for a in beam_args)
+    default = ENVIRONMENT_CACHE_MILLIS.get(_runner_name(standard.runner))
+    if default is not None and not given:
+        options.view_as(PortableOptions).environment_cache_millis = default
+    return options
+
+
 #: Runners whose workers run on this machine, in this working directory.
 LOCAL_RUNNERS = frozenset({"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner",
                            "SwitchingDirectRunner", "PrismRunner", "InteractiveRunner"})
@@ -166,7 +218,7 @@ def require_shared_paths(beam_args: Sequence[str], paths: dict[str, str | Sequen
     """
     options = PipelineOptions(list(beam_args)).get_all_options()
     runner = options.get("runner")
-    if (runner is None or str(runner).rsplit(".", 1)[-1] in LOCAL_RUNNERS
+    if (runner is None or _runner_name(runner) in LOCAL_RUNNERS
             or options.get("dry_run")):  # translation only: no worker reads anything
         return
     for flag, value in paths.items():

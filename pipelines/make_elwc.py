@@ -25,9 +25,9 @@ import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from beam_prep.pipelines.flags import (
     is_dry_run,
+    job_pipeline_options,
     parse_job_args,
     require_shared_paths,
     template_location,
@@ -60,11 +60,6 @@ from beam_prep.ranking.data.transforms import (
 )
 from beam_prep.ranking.data.value_rules import format_code_counts
 from beam_prep.run_summary import SummaryRecorder
-
-# Beam's in-process FnApiRunner (what the DirectRunner falls back to when it cannot download
-# Prism), named explicitly as in pipelines/analyze.py so the local run does not depend on a
-# download. It honours --direct_running_mode=multi_processing and --direct_num_workers.
-DEFAULT_LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 
 
 def _csv(text: str | None) -> tuple[str, ...]:
@@ -115,9 +110,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     files = list_input_files(args.input, opts)
     _refuse_empty_inputs(args.input, [path for _, path, _ in files])
     opts = resolve_num_shards(opts, args.input, files)
-    options = PipelineOptions(beam_args)
-    if options.view_as(StandardOptions).runner is None:
-        options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
+    options = job_pipeline_options(beam_args)
     # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/; the job's
     # last step moves the finished files into place (stats.json last) and releases the lock,
     # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.

@@ -18,10 +18,9 @@ import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from beam_prep.pipelines.analyze import DEFAULT_LOCAL_RUNNER
 from beam_prep.pipelines.flags import (
     is_dry_run,
+    job_pipeline_options,
     parse_job_args,
     require_shared_paths,
     template_location,
@@ -89,9 +88,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     fmt = args.input_format or infer_common_format(files)
     check_columns(files, fmt, encoder.owners, csv_delimiter=args.csv_delimiter)
     splits = job_splits(files, fmt, args)
-    options = PipelineOptions(beam_args)
-    if options.view_as(StandardOptions).runner is None:
-        options.view_as(StandardOptions).runner = DEFAULT_LOCAL_RUNNER
+    options = job_pipeline_options(beam_args)
     template = template_location(beam_args)
     with OutputRun(args.output, TRANSFORM_OUTPUT, overwrite=args.overwrite,
                    force_unlock=args.force_unlock) as out:

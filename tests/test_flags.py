@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from beam_prep.pipelines.flags import beam_unknown_args, parse_job_args
+from beam_prep.pipelines.flags import (
+    DEFAULT_LOCAL_RUNNER,
+    beam_unknown_args,
+    job_pipeline_options,
+    parse_job_args,
+)
 
 from beam_prep import cli
 
@@ -89,3 +94,24 @@ def test_relative_paths_stay_fine_on_local_runners_and_urls_everywhere():
     require_shared_paths(["--runner=DataflowRunner", "--dry_run=True"], {"--input": ["d.csv"]})
     require_shared_paths(["--runner=SparkRunner"], {"--input": ["gs://b/x.csv", "/abs/y.csv"],
                                                     "--cache_dir": None})
+
+
+@pytest.mark.parametrize("runner, millis", [
+    ("FlinkRunner", 5000), ("apache_beam.runners.portability.flink_runner.FlinkRunner", 5000),
+    ("SparkRunner", 600000)])
+def test_flink_and_spark_get_an_environment_cache_unless_one_is_given(runner, millis):
+    # docs/runners.md "Faults": Flink's is shorter than the restart delay of runners/flink-conf/
+    options = job_pipeline_options([f"--runner={runner}", "--environment_type=EXTERNAL"])
+    assert int(options.get_all_options()["environment_cache_millis"]) == millis
+    for given, value in ((["--environment_cache_millis=0"], 0),
+                         (["--environment_cache_millis", "600000"], 600000)):
+        options = job_pipeline_options([f"--runner={runner}", *given])
+        assert int(options.get_all_options()["environment_cache_millis"]) == value
+
+
+@pytest.mark.parametrize("argv", [[], ["--runner=DirectRunner"], ["--runner=DataflowRunner"],
+                                  ["--runner=PortableRunner"]])
+def test_other_runners_keep_beams_environment_cache_default(argv):
+    options = job_pipeline_options(argv).get_all_options()
+    assert options["environment_cache_millis"] == 0
+    assert options["runner"] == (argv[0].split("=")[1] if argv else DEFAULT_LOCAL_RUNNER)

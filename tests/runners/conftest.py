@@ -38,6 +38,20 @@ def flink(pool):
         yield server
 
 
+@pytest.fixture  # one test uses it: the cluster stops after it (one cluster at a time)
+def flink_cluster():
+    with engines.flink_cluster(engines.shared_dir("flink-cluster-")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def flink_remote(pool, flink_cluster):
+    """A Flink job server submitting to the standalone cluster."""
+    with engines.flink_job_server(engines.shared_dir("flink-js-"),
+                                  master=flink_cluster.master) as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def spark_cluster():
     with engines.spark_cluster(engines.shared_dir("spark-")) as cluster:

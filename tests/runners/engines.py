@@ -16,6 +16,7 @@ fault tests kill one).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,15 @@ SPARK_LIB = RUNNERS / f"spark-3-job-server-{BEAM_JAVA}" / "lib"
 PYSPARK = RUNNERS / "pyspark" / "pyspark"
 #: Shared storage for inputs and outputs (never under /tmp, which workers do not share).
 WORK = RUNNERS / "shared"
+#: Flink settings for the job server (the restart strategy; docs/runners.md "Faults").
+FLINK_CONF = ROOT / "runners" / "flink-conf"
+#: Settings of the standalone Flink session cluster (JobManager and TaskManagers).
+FLINK_CLUSTER_CONF = ROOT / "runners" / "flink-cluster-conf"
+#: Spark settings of the job server (the driver): a task that failed on an executor is not
+#: retried there, and an executor with failed tasks is excluded and replaced. An executor
+#: whose cached SDK worker died otherwise fails every retry sent to it (docs/runners.md).
+SPARK_FAULT_CONF = ["-Dspark.excludeOnFailure.enabled=true",
+                    "-Dspark.excludeOnFailure.killExcludedExecutors=true"]
 
 JAVA_OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (
     "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
@@ -128,7 +139,37 @@ class WorkerPool:
 
     def live_workers(self) -> list[int]:
         return [p for p in self.worker_pids() if Path(f"/proc/{p}").exists()
-                and "SdkHarness" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")]
+                and "SdkHarness" in _read(Path(f"/proc/{p}/cmdline"))]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:  # the process ended
+        return ""
+
+
+def cpu_ticks(pid: int) -> int:
+    """User + system CPU time of process ``pid`` in clock ticks (0 once it has ended)."""
+    stat = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()
+    return int(stat[11]) + int(stat[12]) if len(stat) > 12 else 0
+
+
+def connected(pid: int) -> bool:
+    """Whether process ``pid`` holds an established TCP connection (an SDK worker that has
+    reached its runner, as opposed to one still starting)."""
+    fd_dir = Path(f"/proc/{pid}/fd")
+    try:
+        inodes = {os.readlink(fd_dir / fd)[8:-1] for fd in os.listdir(fd_dir)
+                  if os.readlink(fd_dir / fd).startswith("socket:[")}
+    except OSError:
+        return False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in _read(Path(table)).splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "01" and fields[9] in inodes:
+                return True
+    return False
 
 
 @contextlib.contextmanager
@@ -157,6 +198,7 @@ class JobServer:
     port: int
     runner: str
     flags: tuple[str, ...]
+    log: Path
 
     def beam_args(self, pool: WorkerPool) -> list[str]:
         return [f"--runner={self.runner}", f"--job_endpoint=127.0.0.1:{self.port}",
@@ -173,13 +215,69 @@ def flink_job_server(folder: Path, *, master: str = "[local]",
     proc = start(["java", *JAVA_OPENS, "-cp", f"{FLINK_LIB}/*",
                   "org.apache.beam.runners.flink.FlinkJobServerDriver", "--job-host",
                   "127.0.0.1", "--job-port", str(port), "--artifact-port", "0",
-                  "--expansion-port", "0", "--flink-master", master], log)
+                  "--expansion-port", "0", "--flink-master", master,
+                  "--flink-conf-dir", str(FLINK_CONF)], log)
     try:
         wait_for_port(port, proc, log)
         yield JobServer(proc, port, "FlinkRunner", (f"--flink_master={master}",
-                                                    f"--parallelism={parallelism}"))
+                                                    f"--parallelism={parallelism}"), log)
     finally:
         stop(proc)
+
+
+@dataclass
+class FlinkCluster:
+    """A standalone Flink session cluster: a JobManager and TaskManagers of 1 slot each."""
+
+    jobmanager: subprocess.Popen
+    taskmanagers: list[subprocess.Popen]
+    master: str  # host:port of the JobManager's REST endpoint
+    folder: Path
+    flags: tuple[str, ...]
+
+    def start_taskmanager(self) -> subprocess.Popen:
+        """Starts one more TaskManager (as a supervisor restarting a dead one would)."""
+        i = len(self.taskmanagers) + 1
+        tm = start(["java", *JAVA_OPENS, "-cp", f"{FLINK_LIB}/*",
+                    "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "--configDir",
+                    str(FLINK_CLUSTER_CONF), *self.flags], self.folder / f"taskmanager{i}.log")
+        self.taskmanagers.append(tm)
+        return tm
+
+    def registered_taskmanagers(self) -> int:
+        try:
+            with urllib.request.urlopen(f"http://{self.master}/taskmanagers", timeout=5) as r:
+                return len(json.load(r)["taskmanagers"])
+        except OSError:
+            return 0
+
+
+@contextlib.contextmanager
+def flink_cluster(folder: Path, *, taskmanagers: int = 2) -> Iterator[FlinkCluster]:
+    """A standalone Flink session cluster on 127.0.0.1, started from the job server's jars
+    (Flink's distribution archive is not on Maven Central; its runtime classes are)."""
+    rest, rpc = free_port(), free_port()
+    flags = (f"-Drest.port={rest}", f"-Djobmanager.rpc.port={rpc}")
+    log = folder / "jobmanager.log"
+    jm = start(["java", *JAVA_OPENS, "-cp", f"{FLINK_LIB}/*",
+                "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint",
+                "--configDir", str(FLINK_CLUSTER_CONF), *flags], log)
+    cluster = FlinkCluster(jm, [], f"127.0.0.1:{rest}", folder, flags)
+    try:
+        wait_for_port(rest, jm, log)
+        for _ in range(taskmanagers):
+            cluster.start_taskmanager()
+        end = time.monotonic() + 180
+        while cluster.registered_taskmanagers() < taskmanagers:
+            if time.monotonic() > end or any(t.poll() is not None for t in cluster.taskmanagers):
+                raise RuntimeError("Flink TaskManagers did not register:\n"
+                                   f"{(folder / 'taskmanager1.log').read_text()[-3000:]}")
+            time.sleep(1)
+        yield cluster
+    finally:
+        for tm in cluster.taskmanagers:
+            stop(tm)
+        stop(jm)
 
 
 @dataclass
@@ -189,6 +287,17 @@ class SparkCluster:
     master: subprocess.Popen
     workers: list[subprocess.Popen]
     url: str
+    folder: Path
+
+    def executors(self, worker: subprocess.Popen) -> list[int]:
+        """Pids of the executor JVMs that Spark worker ``worker`` runs now."""
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            stat = _read(Path(f"/proc/{pid}/stat")).rsplit(")", 1)[-1].split()
+            if (len(stat) > 1 and stat[1] == str(worker.pid)
+                    and "CoarseGrainedExecutorBackend" in _read(Path(f"/proc/{pid}/cmdline"))):
+                found.append(int(pid))
+        return found
 
 
 def _spark_env(folder: Path) -> dict[str, str]:
@@ -222,7 +331,7 @@ def spark_cluster(folder: Path, *, workers: int = 2) -> Iterator[SparkCluster]:
             if time.monotonic() > end:
                 raise RuntimeError(f"Spark workers did not register:\n{log.read_text()[-2000:]}")
             time.sleep(1)
-        yield SparkCluster(master, procs, url)
+        yield SparkCluster(master, procs, url, folder)
     finally:
         for p in procs:
             stop(p)
@@ -239,13 +348,14 @@ def spark_job_server(folder: Path, master_url: str) -> Iterator[JobServer]:
     # Beam's code cannot use (NoSuchMethodError Preconditions.checkState, a failed first
     # attempt of every task).
     proc = start(["java", *JAVA_OPENS, f"-Dspark.executor.extraClassPath={SPARK_LIB}/*",
+                  *SPARK_FAULT_CONF,
                   "-cp", f"{SPARK_LIB}/*:{PYSPARK}/jars/*",
                   "org.apache.beam.runners.spark.SparkJobServerDriver", "--job-host",
                   "127.0.0.1", "--job-port", str(port), "--artifact-port", "0",
                   "--expansion-port", "0", "--spark-master-url", master_url], log)
     try:
         wait_for_port(port, proc, log)
-        yield JobServer(proc, port, "SparkRunner", ())
+        yield JobServer(proc, port, "SparkRunner", (), log)
     finally:
         stop(proc)
 

@@ -5,6 +5,10 @@ Beam's portable runner, with SDK workers isolated as on separate hosts (see
 tests/runners/engines.py): every file of the output (artifacts and manifest, transform
 shards, ELWC shards, rejected rows and their per-reason counts) must be byte-identical, and no
 other file may exist. The inputs cover every feature family (tests/runners/data.py).
+
+Faults: an SDK worker, a Spark executor JVM or a Spark worker daemon is SIGKILLed in the
+middle of an analysis; the engine must retry and the artifacts must still be byte-identical
+(no row counted twice: the manifest's counts are compared; no partial file: no extra file).
 """
 
 from __future__ import annotations
@@ -50,9 +54,8 @@ def _elwc(inputs, out: Path, *beam_args: str) -> Path:
 
 
 def _engine_args(engine, pool) -> list[str]:
-    # Keep SDK workers between stages (Beam's default 0 starts a new worker per stage and
-    # task on Spark: 5x slower here).
-    return [*engine.beam_args(pool), "--environment_cache_millis=600000"]
+    # No --environment_cache_millis: the jobs' default for portable runners is what is tested
+    return engine.beam_args(pool)
 
 
 @pytest.fixture(scope="module")
@@ -101,51 +104,157 @@ def test_analyze_transform_and_make_elwc_give_the_direct_runners_bytes(engine, p
     assert_same_artifacts(reference["elwc"], elwc)
 
 
-def _kill_one_busy_worker(pool, before: set[int], killed: list[int], done: threading.Event,
-                          busy_for: float = 15.0) -> None:
-    """SIGKILLs one SDK worker of this job once it has run ``busy_for`` seconds.
+def _log_size(engine) -> int:
+    return engine.log.stat().st_size
 
-    A worker killed while it starts (before it connects) is not what this test is about:
-    Beam's ExternalEnvironmentFactory then waits for it forever (docs/runners.md).
+
+def _log_since(engine, offset: int) -> str:
+    with open(engine.log, "rb") as f:
+        f.seek(offset)
+        return f.read().decode("utf-8", "replace")
+
+
+def _analyze_with_fault(engine, pool, inputs, fault) -> tuple[Path, str, str]:
+    """Runs the analysis on ``engine`` in a subprocess while ``fault(done)`` runs in a thread.
+
+    In a subprocess with a timeout: a job that hangs fails the test instead of the suite.
+
+    Returns:
+        The artifacts folder, the job's stderr and what the job server logged meanwhile.
     """
-    first_seen: dict[int, float] = {}
-    while not done.is_set() and not killed:
-        now = time.monotonic()
-        for pid in pool.live_workers():
-            if pid in before:
-                continue
-            first_seen.setdefault(pid, now)
-            if now - first_seen[pid] >= busy_for:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-                return
-        time.sleep(0.5)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "found, not fixed: with --environment_cache_millis the Spark job fails when an SDK worker "
-    "is killed mid-job (every retry of the task meets the cached dead worker: "
-    "FnApiControlClient / BundleProcessor.newBundle errors until spark.task.maxFailures); "
-    "the output is left uncommitted (_LOCK and _staging-* only). docs/runners.md"))
-def test_spark_retries_a_killed_sdk_worker_and_gives_the_same_bytes(spark, pool, inputs,
-                                                                    reference):
-    root = engines.shared_dir("spark-fault-")
-    killed: list[int] = []
-    before = set(pool.worker_pids())
-    done = threading.Event()
-    killer = threading.Thread(target=_kill_one_busy_worker, args=(pool, before, killed, done))
-    killer.start()
-    # In a subprocess with a timeout: a job that hangs fails the test instead of the suite.
+    out = engines.shared_dir(f"{engine.runner}-fault-") / "artifacts"
     argv = ["--spec", str(inputs["spec"]), "--input", str(inputs["events"] / "*.csv"),
-            "--output", str(root / "artifacts"), "--no_report", "--quiet", *SPEC_FLAGS,
-            *_engine_args(spark, pool)]
+            "--output", str(out), *SPEC_FLAGS, *_engine_args(engine, pool)]
+    offset = _log_size(engine)
+    done = threading.Event()
+    killer = threading.Thread(target=fault, args=(done,))
+    killer.start()
     try:
-        proc = subprocess.run([sys.executable, "-m", "beam_prep.pipelines.analyze", *argv],
-                              capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, "-c", "import sys; from beam_prep.pipelines import analyze; "
+                                   "analyze.run(sys.argv[1:])", *argv],
+            capture_output=True, text=True, timeout=900)
     finally:
         done.set()
         killer.join()
+    log = _log_since(engine, offset)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert killed, "no SDK worker of this job lived 15 s: nothing was killed"
-    assert len(set(pool.worker_pids()) - before) > 1  # a new worker replaced the killed one
-    assert_same_artifacts(reference["artifacts"], root / "artifacts")
+    assert not list(out.glob("_staging-*")) and not (out / "_LOCK").exists()
+    return out, proc.stderr, log
+
+
+def _kill_one_busy_worker(pool, killed: list[int], done: threading.Event,
+                          busy_for: float, *, kill: bool = True) -> None:
+    """SIGKILLs one SDK worker of this job that is connected, has run ``busy_for`` s and is
+    computing (its CPU time grew in the last 0.2 s): a worker in the middle of a bundle.
+    ``kill=False`` only waits for such a worker (appended to ``killed`` all the same).
+
+    A worker killed before it connects is another fault: Beam's ExternalEnvironmentFactory
+    waits for it forever (docs/runners.md).
+    """
+    before = set(pool.worker_pids())
+    first_seen: dict[int, float] = {}
+    ticks: dict[int, int] = {}
+    while not done.is_set():
+        now = time.monotonic()
+        for pid in pool.live_workers():
+            if pid in before or not engines.connected(pid):
+                continue
+            first_seen.setdefault(pid, now)
+            cpu, last = engines.cpu_ticks(pid), ticks.get(pid)
+            ticks[pid] = cpu
+            if now - first_seen[pid] >= busy_for and last is not None and cpu > last:
+                if kill:
+                    os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+        time.sleep(0.2)
+
+
+#: What each engine logs when a task failed and was run again (the fault hit mid-job).
+RETRIED = {"FlinkRunner": "switched from state RUNNING to RESTARTING",
+           "SparkRunner": "Lost task"}
+
+
+@pytest.mark.parametrize("engine", ENGINES, indirect=True)
+def test_a_killed_sdk_worker_is_replaced_and_the_job_gives_the_same_bytes(engine, pool, inputs,
+                                                                         reference):
+    killed: list[int] = []
+    # Flink [local] runs the whole analysis on one worker in 8-30 s (the machine's load)
+    busy_for = 1.0
+    out, _, log = _analyze_with_fault(
+        engine, pool, inputs, lambda done: _kill_one_busy_worker(pool, killed, done, busy_for))
+    assert killed, f"no SDK worker of this job was connected for {busy_for} s: nothing killed"
+    assert RETRIED[engine.runner] in log, "the kill did not make a task fail: not mid-job"
+    assert_same_artifacts(reference["artifacts"], out)
+
+
+def _wait_for_finished_tasks(engine, offset: int, n: int, done: threading.Event) -> bool:
+    """Waits until the Spark job server has logged ``n`` finished tasks since ``offset``."""
+    while not done.is_set():
+        if _log_since(engine, offset).count("Finished task") >= n:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("target", ["executor", "worker"])
+def test_spark_reschedules_the_work_of_a_killed_executor_or_worker(target, spark, spark_cluster,
+                                                                   pool, inputs, reference):
+    """SIGKILLs worker 2's executor JVM, or worker 2 itself (its executor then exits too),
+    after the job has finished 8 tasks; the lost tasks and shuffle outputs are recomputed."""
+    victim = spark_cluster.workers[1]
+    killed: list[int] = []
+    orphans: list[int] = []  # the killed worker's executors (they should exit by themselves)
+    offset = _log_size(spark)
+
+    def fault(done: threading.Event) -> None:
+        if not _wait_for_finished_tasks(spark, offset, 8, done):
+            return
+        pids = spark_cluster.executors(victim) if target == "executor" else [victim.pid]
+        if target == "worker":
+            orphans.extend(spark_cluster.executors(victim))
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        killed.extend(pids)
+
+    try:
+        out, _, log = _analyze_with_fault(spark, pool, inputs, fault)
+    finally:
+        if target == "worker":  # a new worker in its place for the tests that follow
+            victim.wait()
+            spark_cluster.workers.append(
+                engines.spark_worker(spark_cluster.folder, spark_cluster.url, 3))
+        left = [p for p in orphans if Path(f"/proc/{p}").exists()]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"executors {left} outlived their killed worker"
+    assert killed, "the job finished before 8 tasks were logged: nothing killed"
+    assert any(m in log for m in ("Lost executor", "Executor lost", "removed:")), log[-2000:]
+    assert_same_artifacts(reference["artifacts"], out)
+
+
+def test_a_flink_cluster_restarts_the_work_of_a_killed_taskmanager(flink_remote, flink_cluster,
+                                                                  pool, inputs, reference):
+    """The analysis on a standalone Flink cluster (2 TaskManagers of 1 slot): TaskManager 2 is
+    SIGKILLed once an SDK worker has computed for 2 s, and a new TaskManager is started in its
+    place (Flink's standalone mode starts none); the job restarts and gives the same bytes."""
+    killed: list[int] = []
+    victim = flink_cluster.taskmanagers[1]
+    jm_log = flink_cluster.folder / "jobmanager.log"
+    offset = jm_log.stat().st_size
+
+    def fault(done: threading.Event) -> None:
+        busy: list[int] = []
+        _kill_one_busy_worker(pool, busy, done, 2.0, kill=False)
+        if busy:
+            os.kill(victim.pid, signal.SIGKILL)
+            killed.append(victim.pid)
+            flink_cluster.start_taskmanager()
+
+    out, _, _ = _analyze_with_fault(flink_remote, pool, inputs, fault)
+    assert killed, "no SDK worker of this job computed for 2 s: nothing killed"
+    with open(jm_log, "rb") as f:
+        f.seek(offset)
+        assert RETRIED["FlinkRunner"] in f.read().decode("utf-8", "replace")
+    assert_same_artifacts(reference["artifacts"], out)
