@@ -97,7 +97,9 @@ def _train(tmp_path, scorer: str, ensemble: int = 1):
 
 
 @pytest.mark.parametrize("scorer,ensemble", [
-    ("dnn", 1), ("dasalc", 1),
+    ("dnn", 1),
+    # slow: default suite time (dasalc's padding and permutation rules: test_quality_scorers.py)
+    pytest.param("dasalc", 1, marks=pytest.mark.slow),
     pytest.param("dnn", 2, marks=pytest.mark.slow),
     pytest.param("dasalc", 2, marks=pytest.mark.slow)])
 def test_tensorflow_export_scores_every_document(tmp_path, scorer, ensemble):
