@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,26 @@ def pass_orders(n: int, batch_size: int, seed: int, *, start: int = 0) -> Iterat
     while True:
         yield from pass_order(n, batch_size, seed, index)[skip:]
         index, skip = index + 1, 0
+
+
+def count_lists(arrays: Iterable[Any], batch_size: int) -> int:
+    """The number of lists every array of a cached training set holds (its first axis).
+
+    Example:
+        >>> count_lists([np.zeros((5, 2)), np.zeros(5)], 4)
+        5
+
+    Raises:
+        ValueError: Arrays of different lengths, or fewer lists than ``batch_size``.
+    """
+    lengths = {len(x) for x in arrays}
+    if len(lengths) != 1:
+        raise ValueError(f"Every array needs the same number of lists. Received: {lengths}")
+    lists = lengths.pop()
+    if lists < batch_size:
+        raise ValueError(f"The training set holds {lists} lists, fewer than "
+                         f"batch_size={batch_size}; lower the batch size.")
+    return lists
 
 
 def host_memory_bytes() -> int | None:

@@ -40,6 +40,7 @@ import numpy as np
 from beam_prep.ranking.train.feed import (
     CACHE_FRACTION,
     STEPS_PER_EXECUTION_AUTO,
+    count_lists,
     pass_orders,
     use_cache,
 )
@@ -201,13 +202,7 @@ class DeviceDataset:
                  sharding: Callable[[tuple[int, ...]], Any] | None = None,
                  first_step: int = 0) -> None:
         leaves, self._treedef = jax.tree_util.tree_flatten(data)
-        lengths = {len(x) for x in leaves}
-        if len(lengths) != 1:
-            raise ValueError(f"Every array needs the same number of lists. Received: {lengths}")
-        self.lists = lengths.pop()
-        if self.lists < batch_size:
-            raise ValueError(f"The training set holds {self.lists} lists, fewer than "
-                             f"batch_size={batch_size}; lower the batch size.")
+        self.lists = count_lists(leaves, batch_size)
         self.batch_size = int(batch_size)
         self.seed = int(seed)
         self.first_step = int(first_step)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from beam_prep.ranking.train.feed import host_memory_bytes, pass_orders, use_cache
+from beam_prep.ranking.train.feed import count_lists, host_memory_bytes, pass_orders, use_cache
 
 
 def spec_nbytes(element_spec: Any, lists: int) -> int:
@@ -63,13 +63,7 @@ class MemoryDataset:
     def __init__(self, data: Any, *, batch_size: int, seed: int = 0,
                  first_step: int = 0) -> None:
         flat = tf.nest.flatten(data)
-        lengths = {len(x) for x in flat}
-        if len(lengths) != 1:
-            raise ValueError(f"Every array needs the same number of lists. Received: {lengths}")
-        self.lists = lengths.pop()
-        if self.lists < batch_size:
-            raise ValueError(f"The training set holds {self.lists} lists, fewer than "
-                             f"batch_size={batch_size}; lower the batch size.")
+        self.lists = count_lists(flat, batch_size)
         self.batch_size, self.seed, self.first_step = int(batch_size), int(seed), first_step
         self.nbytes = sum(x.nbytes for x in flat)
         self._structure = data
