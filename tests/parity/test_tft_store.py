@@ -1,11 +1,12 @@
 """The stored TF Transform outputs (``tft_store.py``) equal a live TFT run on the same inputs.
 
-Slow: it runs the three TFT references (about a minute of CPU each). The default suite checks
+Slow: it runs the five TFT references (about a minute of CPU each). The default suite checks
 on every run that the store was made from the inputs the tests generate (their sha256).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from tests.parity import tft_store
 
 ROOT = Path(__file__).resolve().parents[2]
 PARITY = ["tests/parity/test_tft_parity.py", "tests/parity/test_tft_labels.py",
-          "tests/parity/test_tft_weighted.py"]
+          "tests/parity/test_tft_weighted.py", "tests/per_key/test_per_key_tft_parity.py",
+          "tests/per_key/test_per_key_buckets_tft_parity.py"]
 
 
 def test_every_store_holds_its_inputs_digest_and_assets():
@@ -26,6 +28,10 @@ def test_every_store_holds_its_inputs_digest_and_assets():
         digest = (folder / "inputs.sha256").read_text(encoding="ascii").strip()
         assert len(digest) == 64 and int(digest, 16) >= 0
         assert any((folder / "assets").iterdir())
+    for name in ("per_key", "per_key_buckets"):  # transformed values, no transform_fn
+        folder = tft_store.STORE / name
+        assert len((folder / "inputs.sha256").read_text(encoding="ascii").strip()) == 64
+        assert json.loads((folder / "tft.json").read_text(encoding="utf-8"))
 
 
 def test_an_unknown_mode_is_refused(monkeypatch):

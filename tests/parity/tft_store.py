@@ -16,9 +16,10 @@ regenerated and hashed; a stored reference whose digest differs is never used.
   test ``test_tft_store.py`` runs the parity tests this way);
 * ``refresh``: run TFT and rewrite the store.
 
-Stored layout: ``assets/`` (the files of ``transform_fn/assets``), ``results.json`` when the
-reference writes one (its machine-specific path keys removed) and any extra files the
-reference writes (``data.tfrecord``).
+Stored layout: ``assets/`` (the files of ``transform_fn/assets``, for the references that
+export a transform), ``results.json`` when the reference writes one (its machine-specific path
+keys removed) and any extra files the reference writes (``data.tfrecord``, the per-key
+references' ``tft.json``). The per-key parity tests in ``tests/per_key`` use the same store.
 
 Example:
     >>> mode()  # doctest: +SKIP
@@ -41,7 +42,9 @@ import pytest
 STORE = Path(__file__).with_name("tft_store")
 MODES = ("stored", "live", "check", "refresh")
 _PATH_KEYS = ("assets", "assets_dir", "transform_dir")
-REFRESH = "BEAM_PREP_TFT=refresh python -m pytest -m 'not runners' tests/parity"
+REFRESH = ("BEAM_PREP_TFT=refresh python -m pytest -m 'not runners' tests/parity "
+           "tests/per_key/test_per_key_tft_parity.py "
+           "tests/per_key/test_per_key_buckets_tft_parity.py")
 
 
 def mode() -> str:
@@ -66,9 +69,10 @@ def _tree(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _normalise(live: Path, assets: Path, extra: Sequence[str], out: Path) -> None:
+def _normalise(live: Path, assets: Path | None, extra: Sequence[str], out: Path) -> None:
     """Copy a live run's outputs into the stored layout under ``out``."""
-    shutil.copytree(assets, out / "assets")
+    if assets is not None:
+        shutil.copytree(assets, out / "assets")
     results = live / "results.json"
     if results.exists():
         data = json.loads(results.read_text(encoding="utf-8"))
@@ -80,20 +84,22 @@ def _normalise(live: Path, assets: Path, extra: Sequence[str], out: Path) -> Non
         shutil.copyfile(live / name, out / name)
 
 
-def reference(name: str, script: str, args: Sequence[str], *, inputs: Sequence[Path],
-              root: Path, assets: Callable[[Path, str], Path],
+def reference(name: str, script: str | Path, args: Sequence[str], *, inputs: Sequence[Path],
+              root: Path, assets: Callable[[Path, str], Path] | None,
               extra: Sequence[str] = ()) -> Path:
     """TFT's outputs for one parity test, stored or live per :func:`mode`.
 
     Args:
         name: the store folder, ``tests/parity/tft_store/<name>``.
-        script: the reference script beside this module (runs TFT in its own process:
-            importing tensorflow_transform flips ``tf.keras`` for the whole process).
+        script: the reference script, a path or a name beside this module (runs TFT in its
+            own process: importing tensorflow_transform flips ``tf.keras`` for the whole
+            process).
         args: its arguments; ``{out}`` in one stands for the live output folder.
         inputs: the input files the script reads; their digest keys the store.
         root: a scratch folder for a live run.
         assets: given the live output folder and the script's stdout, the folder holding
-            TFT's ``transform_fn/assets``.
+            TFT's ``transform_fn/assets``; None for a reference that writes only ``extra``
+            files (the per-key references write their transformed values as JSON).
         extra: other files the script writes into its output folder, kept in the store.
 
     Returns:
@@ -112,13 +118,14 @@ def reference(name: str, script: str, args: Sequence[str], *, inputs: Sequence[P
     live.mkdir()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     argv = [a.replace("{out}", str(live)) for a in args]
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name(script)), *argv],
+    path = script if isinstance(script, Path) else Path(__file__).with_name(script)
+    proc = subprocess.run([sys.executable, str(path), *argv],
                           env=env, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         pytest.fail(f"TFT reference failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     out = root / "tft_normalised"
     out.mkdir()
-    _normalise(live, assets(live, proc.stdout), extra, out)
+    _normalise(live, None if assets is None else assets(live, proc.stdout), extra, out)
     (out / "inputs.sha256").write_text(digest + "\n", encoding="ascii")
     if how == "check":
         theirs, ours = _tree(out), (_tree(stored) if stored.exists() else {})

@@ -7,14 +7,13 @@ are float32 so both sides compare the same numbers. TFT maps a value through a p
 equals a boundary across it: such rows (a value equal to one of its key's boundaries) may
 differ by one bucket (measured: 3 of 39 such rows); all other rows are equal. TFT gives -1
 for a key it did not see, beam_prep the global buckets (docs/generated_layers.md): not
-compared here.
+compared here. The default suite reads TFT's buckets from the TFT store
+(``tests/parity/tft_store.py``, keyed by the sha256 of the rows).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ pytest.importorskip("tensorflow_transform")
 tf = pytest.importorskip("tensorflow")
 
 import beam_prep  # noqa: E402
+from tests.parity import tft_store  # noqa: E402
 from tests.per_key import helpers  # noqa: E402
 from tests.per_key.test_per_key_buckets import oracle  # noqa: E402
 
@@ -45,12 +45,11 @@ def tft_run(tmp_path_factory):
     x = np.float32(rng.normal(0.0, 1.0, n) * spread).tolist() + [4.0, 2.0, 3.0]
     data = tmp_path / "rows.json"
     data.write_text(json.dumps({"x": x, "key": keys}))
-    script = Path(__file__).with_name("tft_per_key_buckets_reference.py")
-    proc = subprocess.run([sys.executable, str(script), "--data", str(data), "--output",
-                           str(tmp_path / "tft.json"), "--buckets", "5"],
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    ref = np.array(json.loads((tmp_path / "tft.json").read_text())["bucket"])
+    tft = tft_store.reference(
+        "per_key_buckets", Path(__file__).with_name("tft_per_key_buckets_reference.py"),
+        ["--data", str(data), "--output", "{out}/tft.json", "--buckets", "5"],
+        inputs=[data], root=tmp_path, assets=None, extra=["tft.json"])
+    ref = np.array(json.loads((tft / "tft.json").read_text())["bucket"])
     return x, keys, ref
 
 

@@ -1,15 +1,14 @@
 """Per-key scaling against TF Transform's scale_to_z_score_per_key / scale_by_min_max_per_key.
 
-TFT runs in a subprocess (it switches tf.keras to Keras 2). TFT computes the per-key
-statistics in float32 from float32 input; beam_prep in float64, rounded once: agreement to
-float32 precision (rtol 1e-5) is expected.
+TFT runs in a subprocess (it switches tf.keras to Keras 2); the default suite reads its output
+from the TFT store (``tests/parity/tft_store.py``, keyed by the sha256 of the rows). TFT
+computes the per-key statistics in float32 from float32 input; beam_prep in float64, rounded
+once: agreement to float32 precision (rtol 1e-5) is expected.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ pytest.importorskip("tensorflow_transform")
 tf = pytest.importorskip("tensorflow")
 
 import beam_prep  # noqa: E402
+from tests.parity import tft_store  # noqa: E402
 from tests.per_key import helpers  # noqa: E402
 
 SPEC = """
@@ -35,12 +35,11 @@ def test_matches_tft_per_key_scalings(tmp_path):
     x = np.float32(rng.normal(10.0, 3.0, n)).tolist() + [4.0, 2.0, 2.0]  # float32 values
     data = tmp_path / "rows.json"
     data.write_text(json.dumps({"x": x, "key": keys}))
-    script = Path(__file__).with_name("tft_per_key_reference.py")
-    proc = subprocess.run([sys.executable, str(script), "--data", str(data), "--output",
-                           str(tmp_path / "tft.json")], capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    ref = json.loads((tmp_path / "tft.json").read_text())
+    tft = tft_store.reference(
+        "per_key", Path(__file__).with_name("tft_per_key_reference.py"),
+        ["--data", str(data), "--output", "{out}/tft.json"], inputs=[data], root=tmp_path,
+        assets=None, extra=["tft.json"])
+    ref = json.loads((tft / "tft.json").read_text())
     rows = {"price": x, "store": keys}
     path = str(tmp_path / "rows.jsonl")
     helpers.write_jsonl(rows, path)
