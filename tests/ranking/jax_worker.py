@@ -424,10 +424,22 @@ def stream_loop(tmp: str) -> dict:
     return out
 
 
+MODES = {"step": step, "launcher": launcher, "multi": multi, "device_feed": device_feed,
+         "device_cache": device_cache, "device_loop": device_loop, "stream_loop": stream_loop}
+
+
 def main(mode: str, tmp: str) -> None:
-    result = {"step": step, "launcher": launcher, "multi": multi, "device_feed": device_feed,
-              "device_cache": device_cache, "device_loop": device_loop,
-              "stream_loop": stream_loop}[mode](tmp)
+    """Runs one mode, or several named with commas (one process: one JAX start-up), each in
+    its own folder under ``tmp``; prints one ``RESULT`` line (a mode's result, or a mapping of
+    mode to result for several)."""
+    modes = mode.split(",")
+    if len(modes) == 1:
+        result = MODES[mode](tmp)
+    else:
+        result = {}
+        for name in modes:
+            os.makedirs(os.path.join(tmp, name), exist_ok=True)
+            result[name] = MODES[name](os.path.join(tmp, name))
     print("RESULT " + json.dumps(result), flush=True)
 
 

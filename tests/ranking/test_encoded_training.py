@@ -199,11 +199,13 @@ def test_ensemble_on_encoded_elwc_trains_every_member_and_serves_raw(data, tmp_p
 
 _SCORE = """
 import sys, numpy as np, tensorflow as tf
-export, records, out = sys.argv[1:4]
-data = [r.numpy() for r in tf.data.TFRecordDataset(records)]
-scores = tf.saved_model.load(export).signatures["serving_default"](
-    serialized=tf.constant(data))["scores"].numpy()
-np.save(out, scores)
+export, out, *files = sys.argv[1:]
+serve = tf.saved_model.load(export).signatures["serving_default"]
+scores = {}
+for i, records in enumerate(files):
+    data = [r.numpy() for r in tf.data.TFRecordDataset(records)]
+    scores[str(i)] = serve(serialized=tf.constant(data))["scores"].numpy()
+np.savez(out, **scores)
 """
 
 
@@ -247,18 +249,16 @@ def test_export_scores_raw_features_like_the_model_scores_encoded(data, tmp_path
     shutil.rmtree(art)  # serving must not need the artifact directory
     raw_files = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))
     assert len(raw_files) == 1
-    out = str(tmp_path / "scores.npy")
-    subprocess.run([sys.executable, "-c", _SCORE, export_dir, raw_files[0], out], check=True,
-                   cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
-    got = np.load(out)
-    assert got.shape == want.shape
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     long_raw = str(tmp_path / "long.tfrecord")
     with tf.io.TFRecordWriter(long_raw) as w:
         w.write(_long_list(_records(data["raw"]), 200))
-    subprocess.run([sys.executable, "-c", _SCORE, export_dir, long_raw, out], check=True,
-                   cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
-    got_long = np.load(out)
+    out = str(tmp_path / "scores.npz")
+    subprocess.run([sys.executable, "-c", _SCORE, export_dir, out, raw_files[0], long_raw],
+                   check=True, cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": "-1"})
+    scores = np.load(out)
+    got, got_long = scores["0"], scores["1"]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert got_long.shape == (1, 200)
     np.testing.assert_allclose(got_long[0], want_long, rtol=1e-5, atol=1e-6)
 

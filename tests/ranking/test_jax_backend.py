@@ -42,9 +42,18 @@ def _worker(mode: str, tmp, env: dict | None = None) -> dict:
     return _run(["-m", "tests.ranking.jax_worker", mode, str(tmp)], env)
 
 
+# The JAX checks of this module that need no launcher run: one subprocess (one JAX start-up).
+SHARED = ("step", "device_feed", "device_loop", "stream_loop")
+
+
 @pytest.fixture(scope="module")
-def step(tmp_path_factory):
-    return _worker("step", tmp_path_factory.mktemp("jax_step"))
+def shared(tmp_path_factory):
+    return _worker(",".join(SHARED), tmp_path_factory.mktemp("jax_shared"))
+
+
+@pytest.fixture(scope="module")
+def step(shared):
+    return shared["step"]
 
 
 @pytest.fixture(scope="module")
@@ -270,8 +279,8 @@ def test_two_processes_train_together_over_jax_cpu_collectives(tmp_path):
                                rtol=1e-5)
 
 
-def test_device_dataset_sees_every_list_once_per_pass_in_a_seeded_order(tmp_path):
-    out = _worker("device_feed", tmp_path)
+def test_device_dataset_sees_every_list_once_per_pass_in_a_seeded_order(shared):
+    out = shared["device_feed"]
     steps = out["steps_per_pass"]
     assert steps == 23 // 4
     passes = [sum(out["seen"][p * steps:(p + 1) * steps], []) for p in range(3)]
@@ -311,8 +320,8 @@ def test_device_cache_is_used_per_the_setting_and_trains_like_the_stream(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def device_loop(tmp_path_factory):
-    return _worker("device_loop", tmp_path_factory.mktemp("jax_device_loop"))
+def device_loop(shared):
+    return shared["device_loop"]
 
 
 FEEDS = ["device_loop", "stream_loop"]  # the cached set / superbatches of the stream
@@ -353,8 +362,8 @@ def test_the_guard_names_the_first_non_finite_step_inside_an_execution(request, 
 
 
 @pytest.fixture(scope="module")
-def stream_loop(tmp_path_factory):
-    return _worker("stream_loop", tmp_path_factory.mktemp("jax_stream_loop"))
+def stream_loop(shared):
+    return shared["stream_loop"]
 
 
 def test_the_streamed_order_is_the_cached_order(stream_loop):

@@ -69,7 +69,7 @@ SCRIPT = BLOCK + textwrap.dedent("""
     losses = {}
     for scorer, transform, dim in (("dnn", "none", 0), ("dasalc", "log1p", 0),
                                    ("dnn", "piecewise_linear", 4)):
-        hp = ModelHparams(scorer=scorer, hidden_sizes=(4,), attention_dim=4,
+        hp = ModelHparams(scorer=scorer, hidden_sizes=(4,), attention_dim=4, attention_layers=1,
                           input_transform=transform, piecewise_bins=4,
                           feature_embedding_dim=dim)
         names = ("f", "__mask__") if scorer == "dasalc" else ("f",)
