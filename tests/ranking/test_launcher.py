@@ -65,6 +65,9 @@ def _write_data(root: str, *, n_train: int = 8, n_valid: int = 8) -> dict[str, s
 
 
 def _hparams(paths, model_dir, **training) -> RankingHparams:
+    """A small config over ``_write_data``'s lists; no export unless ``export_dir`` is given
+    (writing the SavedModel costs seconds a run; the export has its own tests)."""
+    training = {"export_dir": None, **training}
     return RankingHparams.from_dict({
         "data": {"feature_spec": paths["spec"], "train_pattern": paths["train"],
                  "valid_pattern": paths["valid"], "list_size": LIST_SIZE,

@@ -61,8 +61,15 @@ def copy_sample(tmp) -> dict[str, str]:
 
 
 def config_yaml(paths, model_dir, **over) -> str:
-    """A small training config over the copied sample."""
+    """A small training config over the copied sample.
+
+    No export unless ``export`` names its folder (``"default"``: the launcher's default,
+    ``<model_dir>/export``): writing the SavedModel costs seconds a run, and most tests here
+    check training.
+    """
     strategy = over.pop("strategy", "default")
+    export = over.pop("export", None)
+    export_line = "" if export == "default" else f"\n  export_dir: {export or 'null'}"
     text = f"""
 data:
   feature_spec: {paths['spec']}
@@ -77,7 +84,7 @@ model:
   hidden_sizes: [8]
   embedding_dim: 4
 training:
-  model_dir: {model_dir}
+  model_dir: {model_dir}{export_line}
   loss: softmax
   learning_rate: 0.05
   epochs: {over.pop('epochs', 2)}
