@@ -18,14 +18,17 @@ from beam_prep.pipelines import analyze
 from beam_prep.analyzers.numeric import new_sketch
 from beam_prep.analyzers.sketch_chunks import CHUNK, ChunkedSketch
 
-SPECS = {
-    "plain": "features:\n  - {name: x, kind: numeric, num_buckets: 5, scaling: robust}\n",
-    "weighted": "features:\n  - {name: x, kind: numeric, num_buckets: 5, weights: w}\n",
-}
+# Unweighted and weighted: two features on the column x, analysed together (3 runs, not 6).
+SPEC = ("features:\n"
+        "  - {name: plain, column: x, kind: numeric, num_buckets: 5, scaling: robust}\n"
+        "  - {name: weighted, column: x, kind: numeric, num_buckets: 5, weights: w}\n")
 
 
-@pytest.mark.parametrize("kind", sorted(SPECS))
-def test_global_boundaries_do_not_depend_on_batch_size(tmp_path, kind):
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The values and, per feature, (boundaries, quartiles) of the default batch size, 333 and
+    7001."""
+    tmp_path = tmp_path_factory.mktemp("batch_size")
     rng = np.random.default_rng(0)
     values = rng.normal(size=40000)
     weights = rng.integers(1, 4, size=values.size)
@@ -38,14 +41,23 @@ def test_global_boundaries_do_not_depend_on_batch_size(tmp_path, kind):
     data = tmp_path / "t.jsonl"
     data.write_text("".join(lines))
     spec = tmp_path / "s.yaml"
-    spec.write_text(SPECS[kind])
-    got = []
+    spec.write_text(SPEC)
+    got = {"plain": [], "weighted": []}
     for i, extra in enumerate(([], ["--batch_size", "333"], ["--batch_size", "7001"])):
         out = tmp_path / f"o{i}"
         analyze.run(["--spec", str(spec), "--input", str(data), "--output", str(out),
                      "--quiet", "--no_report", *extra])
-        stats = json.loads((out / "manifest.json").read_text())["features"]["x"]["stats"]
-        got.append((stats["boundaries"], stats.get("quartiles")))
+        features = json.loads((out / "manifest.json").read_text())["features"]
+        for kind in got:
+            stats = features[kind]["stats"]
+            got[kind].append((stats["boundaries"], stats.get("quartiles")))
+    return values, got
+
+
+@pytest.mark.parametrize("kind", ["plain", "weighted"])
+def test_global_boundaries_do_not_depend_on_batch_size(runs, kind):
+    values, runs_of = runs
+    got = runs_of[kind]
     assert got[0] == got[1] == got[2]
     # and the boundaries are quantiles of the data (the sketch's ε = 0.01 rank error)
     kept = values[np.arange(values.size) % 97 != 0]

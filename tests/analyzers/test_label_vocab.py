@@ -83,29 +83,48 @@ def test_a_perfect_predictor_scores_its_rows_in_bits(tmp_path):
     assert [c for _, _, c in rows] == [2, 2]
 
 
-@pytest.mark.parametrize("adjusted, min_diff", [(False, 0), (False, 4), (True, 0), (True, None)])
-def test_scores_and_order_match_the_oracle(tmp_path, adjusted, min_diff):
+SCORED = [(False, 0), (False, 4), (True, 0), (True, None)]  # (adjusted, min_diff_from_avg)
+
+
+def _scored_name(adjusted: bool, min_diff: int | None) -> str:
+    return f"t_{'ami' if adjusted else 'mi'}_{'default' if min_diff is None else min_diff}"
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """One analysis of the rows with one feature per (adjusted, min_diff) case, all on the
+    column ``t`` (one pipeline instead of one per case)."""
     rng = np.random.default_rng(3)
     n = 600
     y = [int(v) for v in rng.integers(0, 3, n)]
     t = [f"k{int(rng.integers(0, 12)) + 3 * y[i] * (rng.random() < 0.4)}" for i in range(n)]
     y[5], t[9] = None, None  # a row without label; a row without value
-    option = "" if min_diff is None else f", min_diff_from_avg: {min_diff}"
-    spec = (f"features:\n  - {{name: t, kind: string, labels: y{option}"
-            f"{', adjusted_mutual_info: true' if adjusted else ''}}}\n")
-    art = _run(tmp_path, spec, ["t", "y"], [[a, b] for a, b in zip(t, y)])
+    spec = "features:\n"
+    for adjusted, min_diff in SCORED:
+        option = "" if min_diff is None else f", min_diff_from_avg: {min_diff}"
+        spec += (f"  - {{name: {_scored_name(adjusted, min_diff)}, column: t, kind: string, "
+                 f"labels: y{option}{', adjusted_mutual_info: true' if adjusted else ''}}}\n")
+    art = _run(tmp_path_factory.mktemp("scored"), spec, ["t", "y"],
+               [[a, b] for a, b in zip(t, y)])
+    return t, y, art
+
+
+@pytest.mark.parametrize("adjusted, min_diff", SCORED)
+def test_scores_and_order_match_the_oracle(scored, adjusted, min_diff):
+    t, y, art = scored
+    name = _scored_name(adjusted, min_diff)
     want = oracle(t, y, min_diff=2 if min_diff is None else min_diff, adjusted=adjusted)
-    rows = mutual_info_rows(art, "t")
+    rows = mutual_info_rows(art, name)
     assert {tok: s for tok, s, _ in rows} == pytest.approx(want, rel=1e-9, abs=1e-9)
     expected_order = sorted(want, key=lambda k: (-want[k], [-b for b in k.encode()]))
     assert [tok for tok, _, _ in rows] == expected_order
-    assert art.vocabulary("t") == expected_order
-    stats = art.stats("t")["mutual_info"]
+    assert art.vocabulary(name) == expected_order
+    stats = art.stats(name)["mutual_info"]
     labelled = [v for v in y if v is not None]
     assert stats["rows"] == len(labelled) and stats["rows_without_label"] == 1
     assert stats["label_rows"] == {str(k): v for k, v in
                                   sorted(collections.Counter(labelled).items())}
-    assert art.stats("t")["missing_count"] == 1
+    assert art.stats(name)["missing_count"] == 1
 
 
 def test_list_features_count_a_token_once_per_row_and_integers_as_decimal(tmp_path):

@@ -22,6 +22,9 @@ features:
 """
 
 
+# default suite time; the label vocabulary's replay is byte-compared in the share test of
+# tests/per_key/test_per_key_cache.py, and test_replay_emits_the_label_table_of_the_split
+@pytest.mark.slow
 def test_cold_and_warm_cache_replay_label_tables(tmp_path):
     files = days(tmp_path / "data", [1, 2])
     cache = tmp_path / "cache"

@@ -114,6 +114,9 @@ def test_manifest_without_new_options_keeps_its_keys_and_entries(tmp_path):
         assert list(new["features"][name]["stats"]) == STATS_KEYS
 
 
+# default suite time; the sketch behind the quartiles is replayed in test_cache.py's
+# cold/warm test (num_buckets), the key in test_cache_key_changes_when_the_accumulation_does
+@pytest.mark.slow
 def test_warm_cache_gives_the_quartiles_of_a_run_without_cache(tmp_path):
     files = days(tmp_path / "data", [1, 2])
     cache = tmp_path / "cache"

@@ -54,6 +54,9 @@ def test_cold_then_warm_with_a_changed_and_an_added_split_give_fresh_bytes(tmp_p
         cold / "vocab" / "city.target.jsonl").read_bytes()  # the changed rows do count
 
 
+# default suite time; the key rule is test_partial_options_change_the_key_and_smoothing_does_not,
+# the replay end to end the cold/warm and edited-entry tests
+@pytest.mark.slow
 def test_a_smoothing_change_reuses_every_entry_and_gives_fresh_bytes(tmp_path):
     files = days(tmp_path / "data", [1, 2])
     cache = tmp_path / "cache"

@@ -71,7 +71,8 @@ def encode_all(fn, data: str) -> dict[str, list]:
 
 @pytest.mark.parametrize("backend,data", [
     ("jax", "all_kinds"), pytest.param("jax", "defaults", marks=pytest.mark.slow),
-    pytest.param("jax", "impute", marks=pytest.mark.slow), ("torch", "all_kinds")])
+    pytest.param("jax", "impute", marks=pytest.mark.slow),
+    pytest.param("torch", "all_kinds", marks=pytest.mark.slow)])  # default suite time: jax twin
 def test_generated_module_in_tf_data_on_another_backend(backend, data, request, tmp_path):
     if importlib.util.find_spec(backend) is None:
         pytest.skip(f"{backend} is not installed")

@@ -38,6 +38,7 @@ from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
 from beam_prep.io.columns import normalize  # noqa: E402
 from beam_prep.spec import Spec  # noqa: E402
 from tests.codegen.conftest import analyze_and_import  # noqa: E402
+from tests.fuzzing import examples  # noqa: E402
 
 # Numeric features without scaling: their layer output is the derived value (float32).
 NUMERIC = {
@@ -190,7 +191,7 @@ def batches(draw):
     return data
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=examples(20), deadline=None, derandomize=True,
           phases=(Phase.explicit, Phase.reuse, Phase.generate),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=batches())

@@ -66,6 +66,8 @@ def test_per_key_and_label_vocabularies_share_cache_entries(tmp_path):
     plain = helpers.run(tmp_path, spec, path, name="plain")
     helpers.run(tmp_path, spec, path, "--cache_dir", cache, name="first")
     again = helpers.run(tmp_path, spec, path, "--cache_dir", cache, name="again")
-    for rel in ("per_key/price.jsonl", "manifest.json"):
+    labels = [os.path.relpath(p, plain) for p in glob.glob(os.path.join(plain, "vocab", "shop*"))]
+    assert "vocab/shop.mutual_info.jsonl" in labels  # the label vocabulary, replayed too
+    for rel in ("per_key/price.jsonl", "manifest.json", *labels):
         with open(os.path.join(plain, rel), "rb") as a, open(os.path.join(again, rel), "rb") as b:
             assert a.read() == b.read(), rel

@@ -107,7 +107,9 @@ def _expected_stop(values: list[float]) -> tuple[int, int]:
     return len(values), best
 
 
-@pytest.fixture(scope="module", params=["fit", "custom"])
+# custom: slow (default suite time); the custom loop's steps, history and resume are checked
+# against numpy in test_loop.py, and both loops stop by the same EpochTracker
+@pytest.fixture(scope="module", params=["fit", pytest.param("custom", marks=pytest.mark.slow)])
 def trained(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"es_{request.param}")
     paths = _write_data(str(tmp / "data"))

@@ -150,6 +150,9 @@ def test_the_cache_follows_the_setting_and_the_memory_budget(setting, nbytes, li
     assert use_cache(setting, nbytes, limit) is expected
 
 
+# default suite time; the joint embedding's scores are checked against per-feature embeddings
+# here, and trained and exported with an ensemble in test_quality_scorers.py (dnn-extra0)
+@pytest.mark.slow
 def test_the_joint_embedding_trains_and_is_exported_with_the_model(tmp_path):
     """The piecewise-linear embedding of the list features (one JointEmbedding) and its
     feature dropout through the launcher: the SavedModel scores as the trained model."""
