@@ -165,6 +165,9 @@ def test_bytes_do_not_depend_on_input_files_or_pieces(tmp_path, runs):
     assert _shards(out) == _shards(runs["enc"])
 
 
+# slow (default suite time); the same checks on the synthetic lists stay in the default suite:
+# test_bytes_do_not_depend_on_input_files_or_pieces, test_encoded_values_equal_keras_layers_...
+@pytest.mark.slow
 def test_letor_encoded_is_deterministic_and_equals_layers(tmp_path):
     from tests.codegen.artifact_fixtures import write_artifacts
 

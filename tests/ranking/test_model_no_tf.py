@@ -88,6 +88,9 @@ SCRIPT = BLOCK + textwrap.dedent("""
 """)
 
 
+# slow (default suite time: ~20 s of JAX compiles); `make test` keeps the rule through the
+# import-linter contract ranking-model-no-tf (its lint step), a static twin of this run
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")
 def test_model_side_imports_and_trains_without_tensorflow():
     code = f"MODULES = {MODULES!r}\n" + SCRIPT

@@ -164,8 +164,13 @@ FEATURE_EMBEDDING = ("model.input_transform=piecewise_linear", "model.piecewise_
                      "model.feature_embedding_dim=3")
 
 
+# All slow (default suite time: ~25 s a case). The default suite keeps the parts: the mean of
+# the members (test_average_model_is_the_mean_of_members), a 2-member ensemble's export served
+# in a fresh process (test_serving_lists.py, dnn-2) and the fused feature embedding's scores
+# (test_tf_feed.py).
+@pytest.mark.slow
 @pytest.mark.parametrize("scorer,extra", [
-    ("dnn", (*FEATURE_EMBEDDING, "model.feature_dropout=0.5")),  # the default run: all three
+    ("dnn", (*FEATURE_EMBEDDING, "model.feature_dropout=0.5")),  # all three
     pytest.param("dnn", (), marks=pytest.mark.slow),
     pytest.param("dnn", FEATURE_EMBEDDING, marks=pytest.mark.slow),
     pytest.param("dasalc", (), marks=pytest.mark.slow)])
