@@ -69,8 +69,12 @@ def encode_all(fn, data: str) -> dict[str, list]:
     return out
 
 
+# slow (default suite time): the generated module runs in tf.data on JAX in the default suite
+# through test_numeric_scaling.py (test_generated_module_in_tf_data_on_jax), every kind on
+# TensorFlow everywhere
 @pytest.mark.parametrize("backend,data", [
-    ("jax", "all_kinds"), pytest.param("jax", "defaults", marks=pytest.mark.slow),
+    pytest.param("jax", "all_kinds", marks=pytest.mark.slow),
+    pytest.param("jax", "defaults", marks=pytest.mark.slow),
     pytest.param("jax", "impute", marks=pytest.mark.slow),
     pytest.param("torch", "all_kinds", marks=pytest.mark.slow)])  # default suite time: jax twin
 def test_generated_module_in_tf_data_on_another_backend(backend, data, request, tmp_path):
