@@ -204,20 +204,40 @@ LOSS_SCORES = [[0.5, 1.5, -0.2, 9.0], [0.1, 0.0, 0.3, -0.4], [1.0, 2.0, 3.0, 4.0
 
 
 def losses_and_metrics() -> dict:
-    """Every loss (per list) and metric of the launcher on fixed labels/scores."""
+    """Every loss (per list) and metric of the launcher on fixed labels/scores.
+
+    On JAX each is computed in one jitted program, as the train step runs it (op by op,
+    eager JAX compiles every op: ~7 s for these, against ~1 s jitted). On TensorFlow (the
+    oracle side, this test's own process) eagerly."""
+    import keras
     import numpy as np
 
     from beam_prep.ranking.train.hparams import LOSSES
     from beam_prep.ranking.train.losses import get_loss
     from beam_prep.ranking.train.metrics import ranking_metrics
 
+    jax = keras.backend.backend() == "jax"
+
+    def run(fn, *args):
+        if not jax:
+            return fn(*args)
+        import jax as jax_module
+
+        return jax_module.jit(fn)(*args)
+
     y, s = np.array(LOSS_LABELS, np.float32), np.array(LOSS_SCORES, np.float32)
-    out = {name: np.asarray(get_loss(name, reduction=None)(y, s)).tolist() for name in LOSSES}
-    out["softmax_gains"] = np.asarray(
-        get_loss("softmax", softmax_targets="gains", reduction=None)(y, s)).tolist()
+    losses = {name: get_loss(name, reduction=None) for name in LOSSES}
+    losses["softmax_gains"] = get_loss("softmax", softmax_targets="gains", reduction=None)
+    out = {name: np.asarray(run(loss, y, s)).tolist() for name, loss in losses.items()}
     for m in ranking_metrics([2, 4]):
-        m.update_state(y, s)
-        out[m.name] = float(m.result())
+        if jax:
+            def result(values, labels, scores, m=m):
+                return m.stateless_result(m.stateless_update_state(values, labels, scores))
+
+            out[m.name] = float(run(result, [v.value for v in m.variables], y, s))
+        else:
+            m.update_state(y, s)
+            out[m.name] = float(m.result())
     return out
 
 
