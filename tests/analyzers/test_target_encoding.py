@@ -202,7 +202,7 @@ def test_own_label_does_not_change_its_out_of_fold_value(tmp_path):
 def test_byte_identical_across_batch_sizes_and_files(tmp_path):
     rows = _data(7, float_labels=True)
     a = _run(tmp_path, _spec(), rows, "a")
-    b = _run(tmp_path, _spec(), rows, "b", "--batch_size", "7", files=3)
+    b = _run(tmp_path, _spec(), rows, "b", "--batch_size", "29", files=3)
     assert (a / "vocab/t.target.jsonl").read_bytes() == (b / "vocab/t.target.jsonl").read_bytes()
     fa = json.loads((a / "manifest.json").read_text())["features"]
     fb = json.loads((b / "manifest.json").read_text())["features"]

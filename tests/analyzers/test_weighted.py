@@ -69,7 +69,7 @@ def runs(tmp_path_factory) -> dict:
     (root / "spec.yaml").write_text(SPEC_YAML, encoding="utf-8")
     out = {}
     for label, flags in {"a": ["--batch_size", "4096"],
-                         "b": ["--batch_size", "7", "--vocab_partitions", "5"],
+                         "b": ["--batch_size", "61", "--vocab_partitions", "5"],
                          "c": ["--batch_size", "250", "--vocab_partitions", "1",
                                "--input_split_bytes", "20000", "--spill_rows", "3"]}.items():
         analyze.run(["--spec", str(root / "spec.yaml"), "--input", str(root / "data.csv"),
@@ -199,7 +199,7 @@ def test_continuous_weights_are_deterministic_and_close_to_exact(tmp_path) -> No
         "features:\n  - {name: k, kind: string, weights: w, min_count: 0}\n")
     bodies = []
     for i, flags in enumerate([["--batch_size", "1000"],
-                               ["--batch_size", "3", "--vocab_partitions", "3"]]):
+                               ["--batch_size", "31", "--vocab_partitions", "3"]]):
         analyze.run(["--spec", str(tmp_path / "s.yaml"), "--input", str(tmp_path / "d.csv"),
                      "--output", str(tmp_path / f"o{i}"), "--quiet", "--no_report", *flags])
         bodies.append((tmp_path / f"o{i}" / "vocab" / "k.counts.jsonl").read_bytes())
