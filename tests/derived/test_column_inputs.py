@@ -216,6 +216,10 @@ def test_analysis_value_equals_layer_value(analyzed, data):
         assert g == ["" if v is None else v for v in want[name]], (name, g, want[name])
 
 
+# slow (default suite time: a serving process); the shared input is checked in-process by
+# test_raw_inputs_are_data_columns_once_each, serving in a fresh process by
+# tests/derived/test_hostile_column_names.py
+@pytest.mark.slow
 def test_two_features_on_price_share_one_input_and_serve(analyzed, tmp_path):
     """Export, reload in a fresh process, call with the data columns only (item 3)."""
     path, generated, _, _ = analyzed

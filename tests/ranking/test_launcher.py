@@ -257,7 +257,9 @@ def check_exact(got: dict, lists: int = 10) -> None:
     ("fit", 3, True, None),     # 10 lists in batches of 3: the last one padded with 2 lists
     # one batch: the old "empty extra step" halved val_loss (slow: default suite time)
     pytest.param("fit", 10, True, None, marks=pytest.mark.slow),
-    ("custom", 4, False, None),  # the partial batch of 2 kept as it is
+    # the partial batch of 2 kept as it is (slow: default suite time; the custom loop runs
+    # the same Validation as fit, and the fit case rechecks it with batches (4, False))
+    pytest.param("custom", 4, False, None, marks=pytest.mark.slow),
 ])
 def test_validation_is_exact_for_every_batch_size(tmp_path, loop, batch, drop, steps):
     with warnings.catch_warnings(record=True) as caught:

@@ -128,7 +128,10 @@ def test_plateau_scale_is_an_optimizer_variable_the_next_step_uses():
     assert float(w.numpy()) == pytest.approx(-0.06)
 
 
-@pytest.mark.parametrize("loop", ["fit", pytest.param("custom", marks=pytest.mark.slow)])
+# slow (default suite time: three trainings); the default suite resumes a run in
+# test_model.py (test_train_on_sample_then_resume) and checks the schedule step by step here
+@pytest.mark.slow
+@pytest.mark.parametrize("loop", ["fit", "custom"])
 def test_a_resumed_run_continues_the_warmup_where_it_stopped(tmp_path, loop):
     """4 epochs in one run == 2 epochs, then a rerun with 4: the second run's steps use the
     rates of steps 4-7 (the optimizer's restored step), not those of steps 0-3."""
