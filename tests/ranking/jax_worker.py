@@ -216,25 +216,23 @@ def losses_and_metrics() -> dict:
     from beam_prep.ranking.train.losses import get_loss
     from beam_prep.ranking.train.metrics import ranking_metrics
 
-    jax = keras.backend.backend() == "jax"
-
-    def run(fn, *args):
-        if not jax:
-            return fn(*args)
-        import jax as jax_module
-
-        return jax_module.jit(fn)(*args)
+    on_jax = keras.backend.backend() == "jax"
+    if on_jax:
+        from jax import jit
+    else:
+        def jit(fn):
+            return fn
 
     y, s = np.array(LOSS_LABELS, np.float32), np.array(LOSS_SCORES, np.float32)
     losses = {name: get_loss(name, reduction=None) for name in LOSSES}
     losses["softmax_gains"] = get_loss("softmax", softmax_targets="gains", reduction=None)
-    out = {name: np.asarray(run(loss, y, s)).tolist() for name, loss in losses.items()}
+    out = {name: np.asarray(jit(loss)(y, s)).tolist() for name, loss in losses.items()}
     for m in ranking_metrics([2, 4]):
-        if jax:
+        if on_jax:
             def result(values, labels, scores, m=m):
                 return m.stateless_result(m.stateless_update_state(values, labels, scores))
 
-            out[m.name] = float(run(result, [v.value for v in m.variables], y, s))
+            out[m.name] = float(jit(result)([v.value for v in m.variables], y, s))
         else:
             m.update_state(y, s)
             out[m.name] = float(m.result())
