@@ -13,8 +13,10 @@
 # Writes OUT/<case>.json (bench_train_step's JSON) and OUT/summary.md (the rows for §15), and
 # prints the summary. Each case has its own time limit (CASE_S, default 55 s); a case that
 # runs out is listed as such and the others still run. FEEDS overrides the feeds
-# (default device_cache,device_loop,stream_loop). ALLOW_CPU=1 runs it on CPU (a dry run
-# of the script: the cases then run out of time).
+# (default device_cache,device_loop,stream_loop), CASES the cases (default all five), STEPS the
+# steps per epoch (default 32; validation runs after each epoch, so its cost is spread over
+# STEPS steps) and PER_CALL the steps per jitted program (default 32). ALLOW_CPU=1 runs it on
+# CPU (a dry run of the script: the cases then run out of time).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +24,9 @@ OUT=${1:-${OUT:-/tmp/gpu_train_step}}
 WHEELS=${WHEELS:-$ROOT/shared/wheels}
 CASE_S=${CASE_S:-55}
 FEEDS=${FEEDS:-device_cache,device_loop,stream_loop}
+CASES=${CASES:-dnn dnn_b1024 dasalc dasalc_l128 synthetic}
+STEPS=${STEPS:-32}
+PER_CALL=${PER_CALL:-32}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 
@@ -47,21 +52,21 @@ if jax.default_backend() == "cpu" and os.environ.get("ALLOW_CPU") != "1":
 EOF
 
 start=$SECONDS
-for case in dnn dnn_b1024 dasalc dasalc_l128 synthetic; do
+for case in ${CASES//,/ }; do
   timeout --signal=KILL "$CASE_S" "$PY" "$ROOT/benchmarks/bench_train_step.py" --backend jax \
-    --cases "$case" --feeds "$FEEDS" --steps 32 --epochs 3 --per_call 32 \
+    --cases "$case" --feeds "$FEEDS" --steps "$STEPS" --epochs 3 --per_call "$PER_CALL" \
     --device_steps 32 --out "$OUT/$case.json" > "$OUT/$case.log" 2>&1
   echo "$case: exit $? after $((SECONDS - start)) s"
 done
 
-"$PY" - "$OUT" <<'EOF'
+"$PY" - "$OUT" "$CASES" <<'EOF'
 import glob, json, os, sys
-out = sys.argv[1]
+out, cases = sys.argv[1], sys.argv[2].replace(",", " ").split()
 cols = ("case", "feed", "per_call", "wall_ms", "device_ms", "host_ms", "busy",
         "train_compiles", "eval_compiles", "docs_per_s", "compile_s")
 lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
 info = None
-for case in ("dnn", "dnn_b1024", "dasalc", "dasalc_l128", "synthetic"):
+for case in cases:
     path = os.path.join(out, f"{case}.json")
     if not os.path.exists(path):
         lines.append(f"| {case} | did not finish (see {case}.log) |" + " |" * (len(cols) - 2))
