@@ -27,7 +27,7 @@ Measured (CPU ms per 65,536 values, best of 5-9, on 2 cores shared at load avera
 (up to 2**24) 0.53-1.95 chunked, 0.39-0.64 whole-batch; two-decimal prices 2.6-6;
 float32-exact lognormal 4.6 -> 3.2 without Dekker's error term; lognormal(sigma 5) 3.5-11;
 values over 1e-300..1e300 14-15 (band path). Adding the same batch to the quantile sketch
-took 8.5-15. End to end (BENCHMARKS.md "Exact moments"): the Criteo analysis's child CPU is
+took 8.5-15. End to end (BENCHMARKS.md §10c, "Exact moments"): the Criteo analysis's child CPU is
 within the run-to-run noise (±10%) before and after, the micro numbers put the extra cost at
 0.1-0.65 s of ~35 s before the whole-batch path and 0.05-0.15 s after.
 
