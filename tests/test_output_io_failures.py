@@ -17,14 +17,13 @@ import os
 import pytest
 
 from beam_prep import cli
-from beam_prep.analyzers import vocab_merge
-from beam_prep.io import output
+from beam_prep.io import filesystem, output
 
 
 def _full_disk(monkeypatch) -> None:
     def write(self, body):
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(vocab_merge.HashingWriter, "write", write)
+    monkeypatch.setattr(filesystem.HashingWriter, "write", write)
 
 
 def _failed_commit(monkeypatch) -> None:

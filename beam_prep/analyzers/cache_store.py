@@ -109,29 +109,6 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, indent=1).encode("utf-8")
 
 
-class _HashingFile:
-    """A write-only file that hashes what goes through it (pyarrow writes into it)."""
-
-    def __init__(self, target: Any) -> None:
-        self._target = target
-        self.sha = hashlib.sha256()
-        self.size = 0
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data)
-        self.sha.update(view)
-        self.size += view.nbytes
-        self._target.write(view.tobytes())
-        return view.nbytes
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-
 def _unlink_local(path: str) -> None:
     """Removes an existing local file or symlink first, so a write never goes *through* a
     symlink planted in the cache into its target."""
@@ -144,13 +121,13 @@ def _write_tables(path: str, tables: list[pa.Table | SpillRef]) -> dict:
     fs.makedirs(FileSystems.split(path)[0])
     _unlink_local(path)
     with FileSystems.create(path, compression_type=_PLAIN) as f:
-        sink = _HashingFile(f)
+        sink = fs.HashingWriter(f)
         with pa.ipc.new_stream(sink, ENTRY_SCHEMA) as writer:
             for item in tables:
                 t = materialize(item)
                 hashes = token_hashes(t.column("token").combine_chunks())
                 writer.write_table(t.append_column("hash", pa.array(hashes, pa.uint64())))
-    return {"sha256": sink.sha.hexdigest(), "bytes": sink.size}
+    return {"sha256": sink.hexdigest(), "bytes": sink.size}
 
 
 def _write_label_table(path: str, table: pa.Table) -> dict:
@@ -158,10 +135,10 @@ def _write_label_table(path: str, table: pa.Table) -> dict:
     fs.makedirs(FileSystems.split(path)[0])
     _unlink_local(path)
     with FileSystems.create(path, compression_type=_PLAIN) as f:
-        sink = _HashingFile(f)
+        sink = fs.HashingWriter(f)
         with pa.ipc.new_stream(sink, label_counts.SCHEMA) as writer:
             writer.write_table(table.cast(label_counts.SCHEMA))
-    return {"sha256": sink.sha.hexdigest(), "bytes": sink.size}
+    return {"sha256": sink.hexdigest(), "bytes": sink.size}
 
 
 def load_label_table(folder: str, relname: str) -> pa.Table:

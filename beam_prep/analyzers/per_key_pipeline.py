@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -31,8 +30,6 @@ from typing import Any
 import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.analyzers import per_key_stats as pks
 from beam_prep.analyzers.per_key_runs import make_run, merged_bytes, text_bytes
@@ -118,14 +115,10 @@ def write_lines(parts: list[tuple[pa.Array, pa.Array]], path: str) -> dict[str, 
 
 
 def _write_chunks(chunks: Iterable[bytes], path: str, keys: int) -> dict[str, Any]:
-    sha, size = hashlib.sha256(), 0
-    fs.makedirs(FileSystems.split(path)[0])
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    with fs.HashingWriter.create(path) as out:
         for body in chunks:
-            f.write(body)
-            sha.update(body)
-            size += len(body)
-    return {"sha256": sha.hexdigest(), "bytes": size, "keys": keys}
+            out.write(body)
+    return {"sha256": out.hexdigest(), "bytes": out.size, "keys": keys}
 
 
 def write_runs(runs: list[Any], path: str) -> dict[str, Any]:

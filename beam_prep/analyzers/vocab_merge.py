@@ -29,7 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -205,26 +204,6 @@ def merge_runs(runs: Sequence[pa.Table | SpillRef], *, fan_in: int = FAN_IN,
     yield from _Merger(top, batch_rows).chunks()
 
 
-class HashingWriter:
-    """A file written chunk by chunk, with its sha256 and size (``close()`` returns both)."""
-
-    def __init__(self, path: str) -> None:
-        fs.makedirs(FileSystems.split(path)[0])
-        self._f = FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
-        self._hash = hashlib.sha256()
-        self.size = 0
-
-    def write(self, body: bytes) -> None:
-        if body:
-            self._f.write(body)
-            self._hash.update(body)
-            self.size += len(body)
-
-    def close(self) -> tuple[str, int]:
-        self._f.close()
-        return self._hash.hexdigest(), self.size
-
-
 def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
                            counts_path: str, *, top_k: int | None, with_df: bool,
                            fan_in: int = FAN_IN, batch_rows: int = BATCH_ROWS,
@@ -257,7 +236,7 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
     top = _merge_levels(runs, fan_in=max(2, fan_in), batch_rows=batch_rows,
                         temp_dir=temp_dir)
     merger = _Merger(top, batch_rows)
-    vocab, counts = HashingWriter(vocab_path), HashingWriter(counts_path)
+    vocab, counts = fs.HashingWriter.create(vocab_path), fs.HashingWriter.create(counts_path)
     kept = {"tokens": 0, "count": 0}
     rest = {"tokens": 0, "count": 0}
     first = None

@@ -33,10 +33,11 @@ import pyarrow.compute as pc
 
 from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
 from beam_prep.analyzers.split_vocab import SplitVocabulary
-from beam_prep.analyzers.vocab_merge import HashingWriter, merge_runs
+from beam_prep.analyzers.vocab_merge import merge_runs
 from beam_prep.analyzers.vocab_topk import select_top_k, sort_vocabulary
 from beam_prep.analyzers.vocab_write import counts_jsonl, unwritable_mask, vocabulary_text
 from beam_prep.analyzers.weighted_counts import band_key, band_tables
+from beam_prep.io import filesystem as fs
 
 __all__ = ["WeightedSplitVocabulary", "exact_total", "prune_weighted", "to_float",
            "write_weighted_files"]
@@ -129,7 +130,7 @@ def write_weighted_files(runs: Sequence[Any], vocab_path: str, counts_path: str,
         count}, "dropped_top_k": {tokens, count}, "first": the first line's token or None}``
         (counts as exact totals).
     """
-    vocab, counts = HashingWriter(vocab_path), HashingWriter(counts_path)
+    vocab, counts = fs.HashingWriter.create(vocab_path), fs.HashingWriter.create(counts_path)
     kept = {"tokens": 0, "count": 0}
     written: list[pa.Table] = []
     first = None

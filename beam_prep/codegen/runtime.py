@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +46,7 @@ from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import SpecError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.counts_sidecar import read_document_frequencies
 from beam_prep.io.target_file import read_target
 
 STAGES = ("all", "data", "model")
@@ -73,8 +73,7 @@ def tf_idf_state(artifacts_dir: str, plan: TfIdfPlan, art: Artifacts | None = No
     else:
         text = fs.read_text(_artifact_path(artifacts_dir, plan.vocabulary))
         tokens = text.split("\n")[:-1] if text else []
-        sidecar = fs.read_text(_artifact_path(artifacts_dir, plan.counts))
-        df = [int(json.loads(line)[2]) for line in sidecar.splitlines() if line]
+        df = read_document_frequencies(_artifact_path(artifacts_dir, plan.counts))
     if not tokens:
         tokens, df = [EMPTY_VOCABULARY_TOKEN], [0]
     n = tf.constant(plan.document_count, tf.int64)

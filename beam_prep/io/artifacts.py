@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import ArtifactError, SpecError
+from beam_prep.io import counts_sidecar
 from beam_prep.io import filesystem as fs
 from beam_prep.io.checked_stream import CheckedStream
 from beam_prep.io.manifest_check import (
@@ -50,6 +51,7 @@ from beam_prep.io.manifest_check import (
     validate_manifest,
 )
 from beam_prep.spec import Feature, Spec
+from beam_prep.spec.weights import is_weighted
 
 MANIFEST = "manifest.json"
 VOCAB_DIR = "vocab"
@@ -351,10 +353,7 @@ class Artifacts:
 
     def document_frequencies(self, name: str) -> list[int]:
         """Documents containing each vocabulary token (text features with tf_idf)."""
-        rows = self._sidecar(name)
-        if rows and len(rows[0]) < 3:
-            raise ArtifactError(f"Feature {name!r} has no document frequencies.")
-        return [int(r[2]) for r in rows]
+        return counts_sidecar.document_frequencies(self._sidecar(name), name=name)
 
     def document_count(self, name: str) -> int:
         """Number of documents (non-missing rows) seen for a text feature."""
@@ -367,29 +366,10 @@ class Artifacts:
         return np.log1p(n / (1.0 + df))
 
     def _sidecar(self, name: str) -> list[list[Any]]:
-        feature = self.spec.feature(name)
-        weighted = (getattr(feature, "weights", None) is not None
-                    or getattr(feature, "weights_expr", None) is not None)
-        rows = []
-        for k, line in enumerate(self.iter_lines(name, "counts")):
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-                ok = (isinstance(row, list) and len(row) in (2, 3) and isinstance(row[0], str)
-                      and all(type(x) is int and x >= 0 for x in row[2:])
-                      and (type(row[1]) is int or (weighted and type(row[1]) is float
-                                                   and math.isfinite(row[1])))
-                      and row[1] >= 0)
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ArtifactError(
-                    f"{self.file_path(name, 'counts')}: line {k + 1} is not [token, count] or "
-                    f"[token, count, df]. Received: {line[:80]!r}. Fix: re-run `beam-prep "
-                    "analyze` into a fresh directory.")
-            rows.append(row)
-        return rows
+        with self.open_file(name, "counts") as f:
+            return list(counts_sidecar.iter_rows(
+                f, name=name, path=self.file_path(name, "counts"),
+                weighted=is_weighted(self.spec.feature(name))))
 
     def verify(self) -> None:
         """Checks every listed file's sha256 and size (and line lengths) against the manifest.

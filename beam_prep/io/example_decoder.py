@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import struct
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -40,7 +38,6 @@ except ImportError:  # pragma: no cover - depends on the build
     _native = None
 
 NO_NATIVE_ENV = "BEAM_PREP_NO_NATIVE"
-_MASK_DELTA = 0xA282EAD8
 _VALUE_TYPES = {1: pa.large_binary(), 2: pa.float32(), 3: pa.int64()}
 
 
@@ -145,99 +142,3 @@ class ExampleDecoder:
         arrays = [decoded[i] for i in self._slot]
         batch = pa.RecordBatch.from_arrays(arrays, names=self.columns)
         return DecodedBatch(batch, np.flatnonzero(flag == 0), np.flatnonzero(flag != 0))
-
-
-class Framing(NamedTuple):
-    """Result of :func:`frame`.
-
-    Attributes:
-        starts: Payload start of every whole record (int64).
-        lengths: Payload length of every whole record (int64).
-        used: Bytes taken by the whole records (where the next header starts).
-        pending: Length of the next record when its header is sound but the record does
-            not fit in the buffer; -1 when fewer than 12 bytes remain or ``corrupt``.
-        corrupt: The header at ``used`` fails its length CRC: nothing after it can be
-            framed.
-        bad_data: Indices (into ``starts``) of records whose payload CRC does not match
-            (empty when data CRCs are not checked).
-    """
-
-    starts: np.ndarray
-    lengths: np.ndarray
-    used: int
-    pending: int
-    corrupt: bool
-    bad_data: np.ndarray
-
-
-def masked_crc32c(data: bytes | memoryview) -> int:
-    """TFRecord's masked CRC-32C of ``data`` (the value stored after a length or payload).
-
-    Example:
-        >>> hex(crc32c(b"123456789"))  # the standard CRC-32C check value
-        '0xe3069283'
-    """
-    c = crc32c(data)
-    return ((c >> 15 | c << 17) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-def crc32c(data: bytes | memoryview) -> int:
-    """CRC-32C (Castagnoli) of ``data``: native when built, else the google-crc32c package."""
-    if _native is not None:
-        return _native.crc32c(data)
-    import google_crc32c
-
-    return google_crc32c.value(bytes(data))
-
-
-def frame(buf: bytes | memoryview, *, check_data: bool = True) -> Framing:
-    """Walks TFRecord framing in ``buf``: length, masked CRC of the length, payload,
-    masked CRC of the payload (little-endian uint64 and uint32).
-
-    Every length CRC is verified: a header that fails it stops the walk (``corrupt``),
-    since no record boundary after it can be trusted. With ``check_data``, payload CRCs
-    are verified too; a record that fails only that is still framed and listed in
-    ``bad_data``.
-
-    Example:
-        >>> head = (3).to_bytes(8, "little")
-        >>> rec = head + masked_crc32c(head).to_bytes(4, "little") + b"abc"
-        >>> f = frame(rec + masked_crc32c(b"abc").to_bytes(4, "little"))
-        >>> f.starts.tolist(), f.lengths.tolist(), f.used, f.corrupt, f.bad_data.tolist()
-        ([12], [3], 19, False, [])
-    """
-    if _native is not None:
-        s, ln, used, pending, corrupt, bad = _native.frame(buf, check_data)
-        return Framing(np.frombuffer(s, dtype=np.int64), np.frombuffer(ln, dtype=np.int64),
-                       used, pending, corrupt, np.frombuffer(bad, dtype=np.int64))
-    return _frame_python(memoryview(buf).cast("B"), check_data)
-
-
-def _frame_python(buf: memoryview, check_data: bool) -> Framing:
-    """:func:`frame` without the native module (google-crc32c computes the CRCs)."""
-    import google_crc32c
-
-    def masked(data: memoryview) -> int:
-        c = google_crc32c.value(bytes(data))
-        return ((c >> 15 | c << 17) + _MASK_DELTA) & 0xFFFFFFFF
-
-    head = struct.Struct("<QI").unpack_from
-    tail = struct.Struct("<I").unpack_from
-    starts, lengths, bad = [], [], []
-    pos, total, pending, corrupt = 0, len(buf), -1, False
-    while total - pos >= 12:
-        length, length_crc = head(buf, pos)
-        if masked(buf[pos:pos + 8]) != length_crc:
-            corrupt = True
-            break
-        if total - pos < 16 or length > total - pos - 16:
-            pending = length
-            break
-        start = pos + 12
-        if check_data and masked(buf[start:start + length]) != tail(buf, start + length)[0]:
-            bad.append(len(starts))
-        starts.append(start)
-        lengths.append(length)
-        pos += 16 + length
-    return Framing(np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64), pos,
-                   pending, corrupt, np.array(bad, dtype=np.int64))

@@ -227,6 +227,83 @@ def sha256_of(path: str) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+class HashingWriter:
+    """A write-only binary file that keeps the sha256 and size of what is written through it.
+
+    The writing counterpart of :func:`sha256_of`: every writer of an artifact, cache or output
+    file whose manifest records ``sha256`` and ``bytes`` hashes the bytes as it writes them,
+    here, instead of reading the file back. It is also a file object for pyarrow's writers
+    (``write``, ``tell``, ``flush``, ``close``, ``closed``).
+
+    Args:
+        target: The binary file the bytes go to.
+        owns_target: :meth:`close` closes ``target`` too (as :meth:`create` sets it).
+
+    Example:
+        >>> import io
+        >>> w = HashingWriter(io.BytesIO())
+        >>> w.write(b"ab"), w.write(memoryview(b"c")), w.tell()
+        (2, 1, 3)
+        >>> w.close() == (hashlib.sha256(b"abc").hexdigest(), 3)
+        True
+        >>> with HashingWriter(io.BytesIO()) as w:
+        ...     _ = w.write(b"")
+        >>> w.closed, w.size, w.hexdigest() == hashlib.sha256().hexdigest()
+        (True, 0, True)
+    """
+
+    def __init__(self, target: BinaryIO, *, owns_target: bool = False) -> None:
+        self._target = target
+        self._owns = owns_target
+        self._sha = hashlib.sha256()
+        self.size = 0
+        self.closed = False
+
+    @classmethod
+    def create(cls, path: str) -> HashingWriter:
+        """Creates (or replaces) ``path`` through Beam's FileSystems (no compression, parent
+        folders made), to be written through the returned writer."""
+        from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415
+        makedirs(_beam().split(path)[0])
+        target = _beam().create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        return cls(target, owns_target=True)
+
+    def write(self, data: Any) -> int:
+        """Writes ``data`` (any bytes-like object); returns its size in bytes."""
+        view = memoryview(data).cast("B")
+        if view.nbytes:
+            self._target.write(data if isinstance(data, bytes) else view.tobytes())
+            self._sha.update(view)
+            self.size += view.nbytes
+        return view.nbytes
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        return self.size
+
+    def flush(self) -> None:
+        """Nothing to do: the target is flushed when it is closed."""
+
+    def hexdigest(self) -> str:
+        """Hex sha256 of the bytes written so far."""
+        return self._sha.hexdigest()
+
+    def close(self) -> tuple[str, int]:
+        """Marks the writer closed (closing the target when it owns it; again is a no-op);
+        returns (hex sha256, size in bytes) of all that was written."""
+        if not self.closed:
+            self.closed = True
+            if self._owns:
+                self._target.close()
+        return self.hexdigest(), self.size
+
+    def __enter__(self) -> HashingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def match(pattern: str) -> list[str]:
     """Sorted paths matching a glob (empty list if none).
 

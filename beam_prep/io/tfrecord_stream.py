@@ -2,7 +2,7 @@
 
 A TFRecord is ``uint64 length``, ``uint32 masked_crc32c(length)``, ``payload``,
 ``uint32 masked_crc32c(payload)`` (little-endian). :func:`iter_chunks` reads a file in
-large chunks and frames each in one call of :func:`~beam_prep.io.example_decoder.frame`:
+large chunks and frames each in one call of :func:`~beam_prep.io.tfrecord_framing.frame`:
 
 * a record whose payload CRC does not match is rejected alone (its length was checked,
   so the records after it are still found);
@@ -33,8 +33,8 @@ from typing import IO, NamedTuple
 import numpy as np
 
 from beam_prep.errors import InputError
-from beam_prep.io.example_decoder import frame
 from beam_prep.io.formats import REASON_RECORD, RejectedRow
+from beam_prep.io.tfrecord_framing import frame
 
 CHUNK_BYTES = 1 << 25
 MAX_RECORD_BYTES = (1 << 31) - 1

@@ -1,15 +1,16 @@
 """One streaming pass over a ``vocab/<f>.counts.jsonl`` sidecar: top tokens and a coverage curve.
 
 A sidecar can hold 20M lines. It is read in 4 MiB blocks through Beam FileSystems (local or
-``gs://``) and never held whole: the first ``top_n`` lines are decoded with ``json.loads``
-(tokens shown on the page); for the others only the count is read (the number after the last
-comma, or the second to last with a document frequency: a JSON string may contain commas, its
-end may not be followed by a bare number). The cumulative count is sampled at every rank up to
-``dense_ranks`` and then at geometrically spaced ranks (ratio ``growth``), plus the last rank:
-about 260 points for 20M tokens, whatever the size. Counts after the top lines are found a
-4 MiB block at a time: numpy finds each line's last commas and reads the digits before
-``]`` (the compact lines the analysis writes); a block with any other shape (spaces, blank
-lines) goes through one regular expression anchored at the line end. No Python step per line.
+``gs://``) and never held whole: the first ``top_n`` lines are parsed in full by
+:func:`beam_prep.io.counts_sidecar.parse_row` (tokens shown on the page); for the others only
+the count is read (the number after the last comma, or the second to last with a document
+frequency: a JSON string may contain commas, its end may not be followed by a bare number). The
+cumulative count is sampled at every rank up to ``dense_ranks`` and then at geometrically
+spaced ranks (ratio ``growth``), plus the last rank: about 260 points for 20M tokens, whatever
+the size. Counts after the top lines are found a 4 MiB block at a time: numpy finds each line's
+last commas and reads the digits before ``]`` (the compact lines the analysis writes); a block
+with any other shape (spaces, blank lines) goes through one regular expression anchored at the
+line end. No Python step per line.
 
 Example:
     >>> import io
@@ -20,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from beam_prep.errors import ArtifactError
+from beam_prep.io import counts_sidecar
 from beam_prep.spec.weights import is_weighted
 
 _BLOCK = 1 << 22
@@ -133,14 +133,6 @@ def _fast_counts(tail: bytes, has_df: bool) -> np.ndarray | None:
     return values
 
 
-def _bad_line(name: str, k: int, line: bytes, e: Exception, path: str = "?") -> ArtifactError:
-    return ArtifactError(
-        f"Feature {name!r}: line {k + 1} of the counts sidecar {path} is not "
-        f"[token, count] or [token, count, df] ({e}). Received: "
-        f"{line[:80]!r}. Fix: re-run `beam-prep analyze`; the sidecar is written "
-        "by the analysis and must not be edited.")
-
-
 def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
                     growth: float = 1.06, name: str = "?", path: str = "?",
                     max_line: int | None = None, weighted: bool = False) -> SidecarSummary:
@@ -187,13 +179,14 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
             line, pos = data[pos:end], end + 1
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-                has_df = has_df or (not top and len(row) == 3)
-                count = num(row[1])
-                top.append((str(row[0]), count, int(row[2]) if has_df else None))
-            except (ValueError, IndexError, TypeError, KeyError) as e:
-                raise _bad_line(name, curve.k, line, e, path) from e
+            row = counts_sidecar.parse_row(line, curve.k + 1, name=name, path=path,
+                                           weighted=weighted)
+            has_df = has_df or (not top and len(row) == 3)
+            if has_df and len(row) < 3:
+                raise counts_sidecar.bad_line(line, curve.k + 1, name=name, path=path,
+                                              problem="no document frequency")
+            count = num(row[1])
+            top.append((row[0], count, row[2] if has_df else None))
             curve.add(count)
         tail = data[pos:]
         fast = _fast_counts(tail, has_df) if tail and not weighted else None
@@ -217,12 +210,13 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
                         continue
                     m = pattern.search(line)
                     if m is None:
-                        raise _bad_line(name, curve.k, line, ValueError("no count at the end"),
-                                        path)
+                        raise counts_sidecar.bad_line(line, curve.k + 1, name=name, path=path,
+                                                      problem="no count at the end")
                     try:
                         curve.add(num(m.group(1)))
                     except ValueError as e:
-                        raise _bad_line(name, curve.k, line, e, path) from e
+                        raise counts_sidecar.bad_line(line, curve.k + 1, name=name, path=path,
+                                                      problem=str(e)) from e
         if not block:
             break
     return SidecarSummary(top=top, tokens=curve.k, total=curve.total, curve=curve.finish(),

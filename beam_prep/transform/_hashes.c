@@ -223,10 +223,6 @@ static PyObject *hash_strings(PyObject *args, int strong) {
 static PyObject *py_fingerprint64(PyObject *self, PyObject *args) { return hash_strings(args, 0); }
 static PyObject *py_siphash(PyObject *self, PyObject *args) { return hash_strings(args, 1); }
 
-static inline uint32_t masked(uint32_t crc) {
-    return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
-}
-
 static PyObject *py_frame(PyObject *self, PyObject *args) {
     PyObject *data_obj, *off_obj;
     if (!PyArg_ParseTuple(args, "OO", &data_obj, &off_obj)) return NULL;
@@ -243,10 +239,10 @@ static PyObject *py_frame(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < n; i++) {
             uint64_t len = (uint64_t)(o[i + 1] - o[i]);
             memcpy(p, &len, 8);
-            uint32_t c = masked(bp_crc32c(0, p, 8, 0));
+            uint32_t c = bp_crc32c_masked(bp_crc32c(0, p, 8, 0));
             memcpy(p + 8, &c, 4);
             memcpy(p + 12, buf + o[i], len);
-            c = masked(bp_crc32c(0, buf + o[i], len, 0));
+            c = bp_crc32c_masked(bp_crc32c(0, buf + o[i], len, 0));
             memcpy(p + 12 + len, &c, 4);
             p += 16 + len;
         }

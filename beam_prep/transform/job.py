@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -32,8 +31,6 @@ from typing import Any, Literal
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from beam_prep import progress
 from beam_prep.analyzers import spill
@@ -91,56 +88,26 @@ class _Shard:
     """One split's output file, written batch by batch; sha256 and size kept."""
 
     def __init__(self, path: str, fmt: str) -> None:
-        self._f = FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        self._out = fs.HashingWriter.create(path)
         self._fmt = fmt
-        self._sha = hashlib.sha256()
-        self.bytes = 0
         self._parquet: Any = None
 
     def write(self, outputs: Sequence[tuple[str, Encoded]], n: int) -> None:
         if self._fmt == "tfrecord":
             data, offsets = serialize_examples(outputs, n)
-            framed = hashing.frame_records(data, offsets)
-            self._f.write(framed)
-            self._sha.update(framed)
-            self.bytes += len(framed)
+            self._out.write(hashing.frame_records(data, offsets))
             return
         import pyarrow.parquet as pq
 
         table = parquet_table(outputs, n)
         if self._parquet is None:
-            self._parquet = pq.ParquetWriter(_Hashing(self), table.schema)
+            self._parquet = pq.ParquetWriter(self._out, table.schema)
         self._parquet.write_table(table)
 
     def close(self) -> tuple[str, int]:
         if self._parquet is not None:
             self._parquet.close()
-        self._f.close()
-        return self._sha.hexdigest(), self.bytes
-
-
-class _Hashing:
-    """A write-only file object that hashes what it passes to the shard's file."""
-
-    def __init__(self, shard: _Shard) -> None:
-        self._shard = shard
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        b = bytes(data)
-        self._shard._f.write(b)
-        self._shard._sha.update(b)
-        self._shard.bytes += len(b)
-        return len(b)
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-    def tell(self) -> int:
-        return self._shard.bytes
+        return self._out.close()
 
 
 def _reject_oov(batch: pa.RecordBatch, error: OutOfVocabulary, split: Split

@@ -49,7 +49,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 import numpy as np
@@ -73,6 +72,7 @@ from beam_prep.codegen.plan_types import TARGET_SUFFIX
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.counts_sidecar import read_document_frequencies
 from beam_prep.transform import hashing, scaling
 from beam_prep.transform.key_index import KeyIndex
 from beam_prep.transform.per_key_buckets import PerKeyBuckets, flush32, to_float32
@@ -259,8 +259,7 @@ def tf_idf_state(path: str, relpaths: tuple[str, str], document_count: int
     """``([UNK] + tokens, idf weights)`` as the generated layer computes them at build time."""
     text = fs.read_bytes(path.rstrip("/") + "/" + relpaths[0])
     tokens = text.split(b"\n")[:-1] if text else []
-    sidecar = fs.read_text(path.rstrip("/") + "/" + relpaths[1])
-    df = np.array([int(json.loads(line)[2]) for line in sidecar.splitlines() if line], np.int64)
+    df = np.array(read_document_frequencies(path.rstrip("/") + "/" + relpaths[1]), np.int64)
     if not tokens:
         tokens, df = [EMPTY_VOCABULARY_TOKEN.encode()], np.zeros(1, np.int64)
     idf = np.log(1 + document_count / (1 + df)).astype(np.float32)

@@ -14,6 +14,7 @@ import io
 import math
 import os
 import struct
+from unittest import mock
 
 import google_crc32c
 import pyarrow as pa
@@ -24,8 +25,9 @@ from hypothesis import strategies as st
 from tensorflow.core.example import example_pb2
 
 from beam_prep.errors import InputError
-from beam_prep.io import example_decoder
-from beam_prep.io.example_decoder import ExampleDecoder, frame, native_available
+from beam_prep.io import example_decoder, tfrecord_framing
+from beam_prep.io.example_decoder import ExampleDecoder, native_available
+from beam_prep.io.tfrecord_framing import frame
 from beam_prep.io.tfrecord_reader import iter_tfrecord
 from tests.fuzzing import examples
 
@@ -212,7 +214,8 @@ def test_reader_rows_are_protobufs_or_rejected_long(recs, batch_size, chunk_byte
 
 def _check_framing(data: bytes) -> None:
     native = frame(data)
-    python = example_decoder._frame_python(memoryview(data), True)  # no native module
+    with mock.patch.object(tfrecord_framing, "_native", None):  # no native module at all
+        python = tfrecord_framing._frame_python(memoryview(data), True)
     assert [native.starts.tolist(), native.lengths.tolist(), native.used, native.pending,
             native.corrupt, native.bad_data.tolist()] == [
         python.starts.tolist(), python.lengths.tolist(), python.used, python.pending,

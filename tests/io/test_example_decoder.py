@@ -24,9 +24,10 @@ from tensorflow.core.example import example_pb2
 from tfx_bsl.coders import example_coder
 
 from beam_prep.errors import InputError
-from beam_prep.io import example_decoder
-from beam_prep.io.example_decoder import ExampleDecoder, frame, native_available
+from beam_prep.io import example_decoder, tfrecord_framing
+from beam_prep.io.example_decoder import ExampleDecoder, native_available
 from beam_prep.io.readers import Split, read_split
+from beam_prep.io.tfrecord_framing import frame
 from beam_prep.io.tfrecord_reader import iter_tfrecord
 
 # BEAM_PREP_REQUIRE_NATIVE=1 (set by `make test`): a missing C part fails these tests.
@@ -322,7 +323,7 @@ def _frame_both(buf, monkeypatch):
     """frame() through the native module and through the pure-Python fallback."""
     native = frame(buf)
     with monkeypatch.context() as m:
-        m.setattr(example_decoder, "_native", None)
+        m.setattr(tfrecord_framing, "_native", None)
         python = frame(buf)
     return [[r.starts.tolist(), r.lengths.tolist(), r.used, r.pending, r.corrupt,
              r.bad_data.tolist()] for r in (native, python)]
@@ -406,6 +407,7 @@ def test_chunk_size_does_not_change_rows(big_file, chunk_bytes, mode, monkeypatc
         monkeypatch.setenv("BEAM_PREP_NO_NATIVE", "1")
     if mode == "no_module":  # the pure-Python framing too
         monkeypatch.setattr(example_decoder, "_native", None)
+        monkeypatch.setattr(tfrecord_framing, "_native", None)
     path, (want_rows, want_rejected) = big_file
     rows, rejected, _ = _read(path, COLUMNS, chunk_bytes=chunk_bytes, batch_size=64)
     assert rejected == want_rejected == [(121, MALFORMED)]

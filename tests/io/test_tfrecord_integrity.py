@@ -21,9 +21,9 @@ import tensorflow as tf
 from tensorflow.core.example import example_pb2
 
 from beam_prep.errors import InputError
-from beam_prep.io import example_decoder
-from beam_prep.io.example_decoder import crc32c, frame
+from beam_prep.io import example_decoder, tfrecord_framing
 from beam_prep.io.readers import Split, read_split
+from beam_prep.io.tfrecord_framing import crc32c, frame
 from beam_prep.io.tfrecord_reader import iter_tfrecord
 
 has_module = pytest.mark.skipif(
@@ -51,16 +51,16 @@ def test_native_extension_is_built_when_required():
 @pytest.mark.parametrize("data,want", CHECK_VALUES)
 def test_crc32c_check_values(data, want, monkeypatch):
     assert google_crc32c.value(data) == want  # the oracle agrees with the RFC
-    if example_decoder._native is not None:
-        assert example_decoder._native.crc32c(data) == want
-        assert example_decoder._native.crc32c(data, 0, True) == want  # slice-by-8
-    monkeypatch.setattr(example_decoder, "_native", None)
+    if tfrecord_framing._native is not None:
+        assert tfrecord_framing._native.crc32c(data) == want
+        assert tfrecord_framing._native.crc32c(data, 0, True) == want  # slice-by-8
+    monkeypatch.setattr(tfrecord_framing, "_native", None)
     assert crc32c(data) == want
 
 
 @has_module
 def test_native_crc32c_every_length_and_alignment():
-    native = example_decoder._native
+    native = tfrecord_framing._native
     rng = random.Random(3)
     block = rng.randbytes(700)
     for start in range(9):
@@ -77,6 +77,30 @@ def _tf_file(path, payloads):
         for p in payloads:
             w.write(p)
     return path
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("gzip", [False, True])
+def test_writer_bytes_are_tensorflows_and_the_reader_walks_them(tmp_path, native, gzip,
+                                                                 monkeypatch):
+    """One definition of the framing serves both sides: what write_tfrecords and
+    frame_record write is byte for byte what tf.io.TFRecordWriter writes, and frame()
+    walks it back to the payloads."""
+    if native and tfrecord_framing._native is None:
+        pytest.skip("no native module")
+    if not native:
+        monkeypatch.setattr(tfrecord_framing, "_native", None)
+    rng = random.Random(5)
+    payloads = [b"", b"a", rng.randbytes(1000), rng.randbytes(7)]
+    want = _tf_file(tmp_path / "tf.tfrecord", payloads).read_bytes()
+    assert b"".join(tfrecord_framing.frame_record(p) for p in payloads) == want
+    ours = tmp_path / ("ours.tfrecord" + (".gz" if gzip else ""))
+    assert tfrecord_framing.write_tfrecords(str(ours), payloads, gzip=gzip) == len(payloads)
+    data = zlib.decompress(ours.read_bytes(), 31) if gzip else ours.read_bytes()
+    assert data == want
+    walked = frame(data)
+    assert (walked.used, walked.corrupt, walked.bad_data.tolist()) == (len(data), False, [])
+    assert [data[s:s + n] for s, n in zip(walked.starts, walked.lengths)] == payloads
 
 
 def _example(value: int) -> bytes:
@@ -97,10 +121,10 @@ def _offsets(payloads) -> list[int]:
 
 @pytest.mark.parametrize("native", [True, False])
 def test_every_bit_flip_in_a_tf_file_is_caught(tmp_path, native, monkeypatch):
-    if native and example_decoder._native is None:
+    if native and tfrecord_framing._native is None:
         pytest.skip("no native module")
     if not native:
-        monkeypatch.setattr(example_decoder, "_native", None)
+        monkeypatch.setattr(tfrecord_framing, "_native", None)
     rng = random.Random(1)
     payloads = [rng.randbytes(rng.choice((0, 3, 40))) for _ in range(12)]
     data = _tf_file(tmp_path / "t.tfrecord", payloads).read_bytes()

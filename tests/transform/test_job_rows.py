@@ -10,6 +10,7 @@ import pytest
 from beam_prep.pipelines import analyze, transform
 
 from beam_prep.errors import InputError
+from beam_prep.io.filesystem import sha256_of
 
 SPEC = """
 features:
@@ -108,5 +109,7 @@ def test_shards_follow_splits_and_concatenate_to_the_same_records(artifacts, tmp
     assert len(names) > 1
     assert names == [f"data/part-{i:05d}-of-{len(names):05d}.tfrecord" for i in range(len(names))]
     assert sum(f["rows"] for f in manifest["files"]) == len(colors)
+    for f in manifest["files"]:  # hashed while written: the file read back agrees
+        assert (f["sha256"], f["bytes"]) == sha256_of(str(parts / f["path"]))
     joined = b"".join((parts / n).read_bytes() for n in names)
     assert joined == (whole / "data/part-00000-of-00001.tfrecord").read_bytes()

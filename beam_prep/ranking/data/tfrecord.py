@@ -1,67 +1,23 @@
-"""Minimal TFRecord writer over Beam FileSystems (deterministic bytes, optional GZIP).
+"""The TFRecord writer of the ELWC job: :mod:`beam_prep.io.tfrecord_framing` under its old names.
 
-Record framing: ``uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)``
-(little endian), the format ``tf.data.TFRecordDataset`` reads. GZIP goes through Beam's
-compressed file, whose header carries no timestamp, so the same records give the same bytes.
+The format (CRC-32C, framing, the writer and the reader) is defined once, in
+:mod:`beam_prep.io.tfrecord_framing`; this module keeps the import path
+``beam_prep.ranking.data.tfrecord`` (and the deprecated ``beam_prep.ranking.tfrecord``)
+working. ``frame`` here is the writer of one record (:func:`~beam_prep.io.tfrecord_framing.
+frame_record`), not the reader :func:`beam_prep.io.tfrecord_framing.frame`.
 
 Example:
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
     >>> write_tfrecords(p, [b"a", b"bc"])
     2
-    >>> os.path.getsize(p)
-    35
+    >>> os.path.getsize(p) == len(frame(b"a") + frame(b"bc"))
+    True
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterable
+from beam_prep.io.tfrecord_framing import frame_record as frame
+from beam_prep.io.tfrecord_framing import masked_crc32c, write_tfrecords
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
-try:
-    import google_crc32c
-
-    def _crc32c(data: bytes) -> int:
-        return google_crc32c.value(data)
-except ImportError:  # pragma: no cover - crcmod ships with apache-beam
-    import crcmod.predefined
-
-    _CRC = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
-
-    def _crc32c(data: bytes) -> int:
-        return _CRC(data)
-
-_MASK_DELTA = 0xA282EAD8
-_U64 = struct.Struct("<Q")
-_U32 = struct.Struct("<I")
-
-
-def masked_crc32c(data: bytes) -> int:
-    """TFRecord's masked CRC32C."""
-    crc = _crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-def frame(record: bytes) -> bytes:
-    """One framed TFRecord."""
-    length = _U64.pack(len(record))
-    return b"".join((length, _U32.pack(masked_crc32c(length)), record,
-                     _U32.pack(masked_crc32c(record))))
-
-
-def write_tfrecords(path: str, records: Iterable[bytes], *, gzip: bool = False) -> int:
-    """Writes (replaces) a TFRecord file; returns the number of records."""
-    ctype = CompressionTypes.GZIP if gzip else CompressionTypes.UNCOMPRESSED
-    n = 0
-    with FileSystems.create(path, compression_type=ctype) as f:
-        for r in records:  # frame() without joining: no copy of large records
-            length = _U64.pack(len(r))
-            f.write(length)
-            f.write(_U32.pack(masked_crc32c(length)))
-            f.write(r)
-            f.write(_U32.pack(masked_crc32c(r)))
-            n += 1
-    return n
+__all__ = ["frame", "masked_crc32c", "write_tfrecords"]

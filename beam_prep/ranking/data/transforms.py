@@ -51,6 +51,7 @@ from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
 from beam_prep.io.output import OutputPolicy
 from beam_prep.io.patterns import distinct_files
+from beam_prep.io.tfrecord_framing import write_tfrecords
 from beam_prep.ranking.data.build import ListBuilder, feature_spec_from_layout
 from beam_prep.ranking.data.list_stats import LIST_STATS_FIELDS
 from beam_prep.ranking.data.lists import CountsCombineFn
@@ -63,7 +64,6 @@ from beam_prep.ranking.data.rejected import (
     rejected_path,
 )
 from beam_prep.ranking.data.sources import LayoutCombineFn, Piece, plan_pieces, read_piece
-from beam_prep.ranking.data.tfrecord import write_tfrecords
 from beam_prep.ranking.feature_spec import FILENAME as FEATURE_SPEC_FILENAME
 
 STATS_FILENAME = "stats.json"
