@@ -2,10 +2,11 @@
 
 A derived feature (``expr:``) has no raw input of its own: this layer applies a plain
 function over the raw inputs of its expression's columns (``beam_prep.expr.tf``) and
-casts the result to the dtype the feature's layers take. The generated module renders the
-same class from ``templates/derived_feature.py.j2`` (a test checks the two are identical)
-and gives it the rendered ``derive_<feature>`` function; the runtime twin gives it
-``functools.partial(beam_prep.expr.tf.evaluate, tree)``. Imports Keras and TensorFlow.
+casts the result to the dtype the feature's layers take. ``beam-prep generate`` copies
+this class into the generated module from this file's source text
+(``beam_prep.codegen.layer_source``) and gives it the rendered ``derive_<feature>``
+function; the runtime twin gives it ``functools.partial(beam_prep.expr.tf.evaluate, tree)``.
+Imports Keras and TensorFlow.
 
 Example:
     >>> layer = DerivedFeature(fn, ["price", "qty"], "float32", name="r_expr")  # doctest: +SKIP

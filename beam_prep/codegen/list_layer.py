@@ -4,9 +4,10 @@ Takes the ``(batch, L)`` int64 indices of a list feature's lookup or Hashing lay
 is padding (beam_prep.codegen.list_plan), and returns the output of its ``mode``: ``pad``
 (the first ``max_values`` indices, then 0s), ``ragged`` (a ``tf.RaggedTensor`` of the
 indices, padding removed) or ``multi_hot`` / ``count`` (per row, over indices ≥ 1; index
-``i`` is column ``i - 1``, so padding never counts). The generated module renders the same
-class from ``templates/list_encoding.py.j2`` (a test checks the two are identical). Imports
-Keras and TensorFlow (import lazily).
+``i`` is column ``i - 1``, so padding never counts). ``beam-prep generate``
+copies ``ListEncoding`` and ``padded_list`` (as ``_padded_list``) into the generated module
+from this file's source text (``beam_prep.codegen.layer_source``). Imports Keras and
+TensorFlow (import lazily).
 
 Example:
     >>> layer = ListEncoding("pad", max_values=2, name="tags_list")

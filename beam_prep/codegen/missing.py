@@ -17,7 +17,7 @@ int64          :data:`MISSING_INTEGER`, the smallest int64
 
 ``beam-prep generate`` copies these definitions (and ``_missing_mask``, their one missing
 test) into the generated module from this file's source text
-(:func:`beam_prep.codegen.numeric_source.missing_layers_source`): one definition for the
+(:func:`beam_prep.codegen.layer_source.layer_source`): one definition for the
 generated module and the runtime twin. Imports Keras and TensorFlow (import lazily).
 
 Example:

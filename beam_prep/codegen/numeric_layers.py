@@ -18,7 +18,7 @@ runs another backend, as in ``tf.data`` on JAX), so they run on the TensorFlow a
 backends, inside ``tf.data`` or inside a model, and serialise with ``get_config``. Their
 constructors use only the standard library: ``beam-prep generate`` renders these very class
 definitions (and ``_numeric_ops``) into the generated module, which imports only Keras and
-TensorFlow (a test checks the rendered classes are these, statement for statement).
+TensorFlow (``beam_prep.codegen.layer_source`` copies this file's text).
 
 The statistics (medians, quartiles, quantile edges) come from the analysed artifacts (a
 numeric feature's ``quartiles``, min, max and quantile boundaries) or from training data

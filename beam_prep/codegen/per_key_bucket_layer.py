@@ -1,7 +1,8 @@
 """The ``PerKeyBucketize`` Keras layer of the runtime twin (beam_prep.codegen.per_key_plan).
 
-The generated module renders the same class from ``templates/per_key_buckets.py.j2``; a
-test checks the two definitions are identical. Imports Keras and TensorFlow (import lazily).
+``beam-prep generate`` copies this class into the generated module from this file's source
+text (``beam_prep.codegen.layer_source``): one definition. Imports Keras and TensorFlow
+(import lazily).
 
 Example:
     >>> layer = PerKeyBucketize(["a"], [[5.0], [1.0]], [1, 1])  # doctest: +SKIP

@@ -1,7 +1,8 @@
 """The ``PerKeyScaling`` Keras layer of the runtime twin (beam_prep.codegen.per_key_plan).
 
-The generated module renders the same class from ``templates/per_key_scaling.py.j2``; a
-test checks the two definitions are identical. Imports Keras and TensorFlow (import lazily).
+``beam-prep generate`` copies ``_key_tensor``, ``PerKeyScaling`` and ``PerKeyCount`` into the
+generated module from this file's source text (``beam_prep.codegen.layer_source``): one
+definition. Imports Keras and TensorFlow (import lazily).
 
 Example:
     >>> layer = PerKeyScaling(["a"], [0.0, 2.0], [1.0, 4.0], [False, False])  # doctest: +SKIP

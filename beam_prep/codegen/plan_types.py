@@ -303,6 +303,11 @@ class ModulePlan:
         used = {layer.cls for o in self.outputs() for layer in o.layers}
         return tuple(c for c in NUMERIC_LAYER_CLASSES if c in used)
 
+    def missing_layer_classes(self) -> tuple[str, ...]:
+        """The ``beam_prep.codegen.missing`` classes the plan uses (fill first, then indicator)."""
+        return (((FILL_MISSING_CLASS,) if self.has_defaults() else ())
+                + ((INDICATOR_CLASS,) if self.has_indicators() else ()))
+
     def has_defaults(self) -> bool:
         """Whether any feature replaces missing inputs by its default_value."""
         return any(f.fill is not None for f in self.features)

@@ -27,18 +27,10 @@ import jinja2
 
 from beam_prep.codegen import escape, module_check
 from beam_prep.codegen.escape import Code
-from beam_prep.codegen.list_plan import LIST_LAYER_CLASS
-from beam_prep.codegen.numeric_source import (
-    keras_model_source,
-    missing_layers_source,
-    numeric_layers_source,
-)
-from beam_prep.codegen.per_key_bucket_plan import BUCKET_LAYER_CLASS
-from beam_prep.codegen.per_key_plan import PER_KEY_COUNT_CLASS, PER_KEY_LAYER_CLASS
+from beam_prep.codegen.layer_source import LAYER_SOURCES, copied_names, layer_source
 from beam_prep.codegen.plan import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,
-    INDICATOR_CLASS,
     LayerPlan,
     ModulePlan,
     TfIdfState,
@@ -46,7 +38,6 @@ from beam_prep.codegen.plan import (
     plan_from_artifacts,
 )
 from beam_prep.codegen.plan_types import TARGET_OOV_TOKEN, PerKeyState, TargetState
-from beam_prep.codegen.scaling_plan import NUMERIC_LAYER_CLASSES
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.artifacts import Artifacts
@@ -139,8 +130,7 @@ def _layer_args(layer: LayerPlan, indent: int) -> list[Code]:
 def _layer_class(layer: LayerPlan) -> Code:
     """The constructor of a layer: ``keras.layers.X``, or a class defined in the module."""
     cls = escape.identifier(layer.cls)
-    own = (LIST_LAYER_CLASS, PER_KEY_LAYER_CLASS, PER_KEY_COUNT_CLASS, BUCKET_LAYER_CLASS,
-           INDICATOR_CLASS, *NUMERIC_LAYER_CLASSES)
+    own = {name for family in LAYER_SOURCES for name in copied_names(family)}
     return cls if cls in own else Code(f"keras.layers.{cls}")
 
 
@@ -169,6 +159,7 @@ def _environment() -> jinja2.Environment:
     env.filters["ident"] = escape.identifier
     env.globals["layer_args"] = _layer_args
     env.globals["layer_class"] = _layer_class
+    env.globals["layer_source"] = layer_source
     return env
 
 
@@ -211,11 +202,6 @@ def render_plan(plan: ModulePlan, *, default_artifacts_dir: str, source: str = "
         plan=plan,
         derived_code=derived_code,
         key_code=key_code,
-        numeric_code=numeric_layers_source(plan.numeric_layer_classes()),
-        keras_model_code=keras_model_source() if plan.has_renamed_inputs() else "",
-        missing_code=missing_layers_source(
-            (("FillMissing",) if plan.has_defaults() else ())
-            + (("MissingIndicator",) if plan.has_indicators() else ())),
         artifacts_dir=default_artifacts_dir,
     )
     module_check.check_module(text)

@@ -6,8 +6,6 @@ plain Python from ``IMPUTE_DATA``); expected encodings are worked out by hand in
 
 from __future__ import annotations
 
-import ast
-import inspect
 import os
 import shutil
 from types import ModuleType
@@ -22,6 +20,7 @@ import beam_prep  # noqa: E402
 from beam_prep.codegen import missing  # noqa: E402
 from beam_prep.codegen.render import generate  # noqa: E402
 from tests.codegen.conftest import IMPUTE_DATA, import_module_from  # noqa: E402
+from tests.copied_source import assert_copied  # noqa: E402
 
 MISSING_INT = -(2**63)
 NAN = float("nan")
@@ -115,11 +114,7 @@ def test_twin_stage_split_tf_data_and_export(pp: ModuleType, encoded: dict,
 
 def test_generated_indicator_class_is_the_runtime_class(pp: ModuleType) -> None:
     with open(pp.__file__, encoding="utf-8") as f:
-        module = ast.parse(f.read())
-    (generated,) = [n for n in module.body if isinstance(n, ast.ClassDef)
-                    and n.name == "MissingIndicator"]
-    runtime = ast.parse(inspect.getsource(missing.MissingIndicator)).body[0]
-    assert ast.dump(generated) == ast.dump(runtime)
+        assert_copied(f.read(), "missing", ("_missing_mask", "MissingIndicator"))
 
 
 @pytest.mark.parametrize("which", ["runtime", "generated"])

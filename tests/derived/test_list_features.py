@@ -9,8 +9,6 @@ sparse batches, tf.Example) and in an exported SavedModel served without the art
 
 from __future__ import annotations
 
-import ast
-import inspect
 import shutil
 
 import numpy as np
@@ -24,10 +22,10 @@ pq = pytest.importorskip("pyarrow.parquet")
 from beam_prep.pipelines import analyze  # noqa: E402
 
 from beam_prep import Artifacts  # noqa: E402
-from beam_prep.codegen import list_layer  # noqa: E402
 from beam_prep.codegen.render import render_module  # noqa: E402
 from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402
+from tests.copied_source import assert_copied  # noqa: E402
 
 SPEC = """
 features:
@@ -263,16 +261,10 @@ def test_model_stage_passes_ragged_outputs_through(analyzed):
     assert _plain(twin["tags_ragged"]) == _plain(model["tags_ragged"])
 
 
-def test_runtime_and_generated_list_code_is_identical(analyzed):
+def test_generated_list_code_is_the_runtime_source(analyzed):
     _, generated = analyzed
     with open(generated.__file__, encoding="utf-8") as f:
-        module = ast.parse(f.read())
-    defs = {n.name: n for n in module.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-    runtime_cls = ast.parse(inspect.getsource(list_layer.ListEncoding)).body[0]
-    assert ast.dump(defs["ListEncoding"]) == ast.dump(runtime_cls)
-    runtime_fn = ast.parse(inspect.getsource(list_layer.padded_list)).body[0]
-    runtime_fn.name = "_padded_list"
-    assert ast.dump(defs["_padded_list"]) == ast.dump(runtime_fn)
+        assert_copied(f.read(), "list")  # ListEncoding, and padded_list as _padded_list
 
 
 def test_lists_match_keras_lookups_adapted_on_the_same_lists(analyzed):

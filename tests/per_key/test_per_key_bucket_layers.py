@@ -16,6 +16,7 @@ from beam_prep.codegen.render import render_module  # noqa: E402
 from beam_prep.io.readers import Split, read_split  # noqa: E402
 from beam_prep.transform.layers import BatchEncoder  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402
+from tests.copied_source import assert_copied  # noqa: E402
 from tests.per_key import helpers  # noqa: E402
 from tests.per_key.test_per_key_buckets import oracle  # noqa: E402
 from tests.transform.test_equality import _compare, keras_outputs  # noqa: E402
@@ -111,21 +112,10 @@ def test_generated_and_runtime_buckets_per_key_fall_back_to_global(built):
     np.testing.assert_array_equal(got, want_price)
 
 
-def test_generated_class_is_the_runtime_class(built):
-    import ast
-
-    from beam_prep.codegen import per_key_bucket_layer
-
+def test_generated_class_is_the_runtime_source(built):
     _, _, pp, _ = built
     code = open(pp.__file__, encoding="utf-8").read()
-    library = open(per_key_bucket_layer.__file__, encoding="utf-8").read()
-
-    def cls(text):
-        (node,) = [n for n in ast.parse(text).body
-                   if isinstance(n, ast.ClassDef) and n.name == "PerKeyBucketize"]
-        return ast.dump(node)
-
-    assert cls(code) == cls(library)
+    assert_copied(code, "per_key_buckets")
     # hostile keys are read from the file, never rendered into the module
     assert "nul\\x00byte" not in code and "new\\nline" not in code and "store_020" not in code
     assert "{{ x }}" not in code and "\u202e" not in code

@@ -14,6 +14,7 @@ tf = pytest.importorskip("tensorflow")
 import beam_prep  # noqa: E402
 from beam_prep.codegen.render import generate  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402
+from tests.copied_source import assert_copied  # noqa: E402
 from tests.per_key import helpers  # noqa: E402
 
 SPEC = """
@@ -83,23 +84,12 @@ def test_generated_and_runtime_layers_scale_per_key_and_fall_back_to_global(buil
     np.testing.assert_array_equal(first["price"].numpy(), z)
 
 
-def test_generated_class_is_the_runtime_class(built):
-    import ast
+def test_generated_layers_are_the_runtime_source_and_pass_ruff(built):
     import os
-
-    from beam_prep.codegen import per_key_layer
 
     rows, out, pp = built
     code = open(pp.__file__, encoding="utf-8").read()
-    library = open(per_key_layer.__file__, encoding="utf-8").read()
-
-    def cls(text, name):
-        (node,) = [n for n in ast.parse(text).body
-                   if isinstance(n, ast.ClassDef) and n.name == name]
-        return ast.dump(node)
-
-    for name in ("PerKeyScaling", "PerKeyCount"):
-        assert cls(code, name) == cls(library, name)
+    assert_copied(code, "per_key")  # _key_tensor, PerKeyScaling, PerKeyCount
     import subprocess
     import sys
 
