@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import ArtifactError, SpecError
-from beam_prep.io import counts_sidecar
+from beam_prep.io import counts_sidecar, line_bound
 from beam_prep.io import filesystem as fs
 from beam_prep.io.checked_stream import CheckedStream
 from beam_prep.io.manifest_check import (
@@ -59,9 +59,6 @@ REJECTED_DIR = "rejected"
 REJECTED_FILE = "rejected/rejected.jsonl"
 FORMAT_NAME = "beam_prep.artifacts"
 FORMAT_VERSION = 1
-MAX_LINE_BYTES = 64 << 20
-"""Longest line a reader accepts in a vocabulary or counts file (a token of 64 MiB is no
-token); files are read in bounded blocks, so a longer line is an error, never a 3 GB string."""
 _BLOCK = 1 << 22
 
 # Characters that `str.splitlines()` treats as line boundaries. A token containing any of
@@ -143,43 +140,6 @@ def finite_or_none(x: float | None) -> float | None:
     if x is None or not math.isfinite(x):
         return None
     return float(x)
-
-
-def check_line_length(pending: bytes, path: str, limit: int | None = None) -> None:
-    """Raises when ``pending`` (the bytes since the last newline) exceeds the line bound."""
-    limit = MAX_LINE_BYTES if limit is None else limit
-    if len(pending) > limit:
-        raise long_line_error(path, limit)
-
-
-def long_line_error(path: str, limit: int) -> ArtifactError:
-    """The error for a line longer than ``limit`` bytes in an artifact file."""
-    return ArtifactError(
-        f"{path} has a line longer than {limit:,} bytes (no token is that long; the file is "
-        "not one the analysis wrote). Fix: re-run `beam-prep analyze` into a fresh directory.")
-
-
-class _LineScan:
-    """Tracks the longest line over consecutive chunks (numpy, no Python loop per line)."""
-
-    def __init__(self, path: str) -> None:
-        self.path, self.since = path, 0
-
-    def add(self, chunk: bytes) -> None:
-        first = chunk.find(b"\n")
-        if first < 0:
-            self.since += len(chunk)
-            longest = self.since
-        elif len(chunk) <= MAX_LINE_BYTES:  # no line inside the chunk can be too long
-            longest = self.since + first
-            self.since = len(chunk) - chunk.rfind(b"\n") - 1
-        else:  # a bound below the block size (tests): every gap, with numpy
-            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-            gaps = np.diff(nl) - 1
-            longest = max(self.since + int(nl[0]), int(gaps.max()) if len(gaps) else 0)
-            self.since = len(chunk) - int(nl[-1]) - 1
-        if longest > MAX_LINE_BYTES:
-            raise long_line_error(self.path, MAX_LINE_BYTES)
 
 
 class Artifacts:
@@ -330,17 +290,18 @@ class Artifacts:
     def iter_lines(self, name: str, role: str) -> Any:
         """Yields a feature file's lines (bytes, without ``\\n``), read in bounded blocks.
 
-        A line longer than :data:`MAX_LINE_BYTES`, or more bytes than the manifest records,
-        is an :class:`ArtifactError`; memory stays within one block plus one line.
+        A line longer than :data:`beam_prep.io.line_bound.MAX_LINE_BYTES`, or more bytes than
+        the manifest records, is an :class:`ArtifactError`; memory stays within one block
+        plus one line.
         """
-        limit, full, rest = MAX_LINE_BYTES, self.file_path(name, role), b""
+        limit, full, rest = line_bound.MAX_LINE_BYTES, self.file_path(name, role), b""
         with self.open_file(name, role) as f:
             while True:
                 block = f.read(_BLOCK)
                 lines = (rest + block).split(b"\n")
                 rest = lines.pop()
                 yield from lines
-                check_line_length(rest, full, limit)
+                line_bound.check_line_length(rest, full, limit)
                 if not block:
                     break
         if rest:
@@ -376,14 +337,14 @@ class Artifacts:
 
         Raises:
             ArtifactError: A file is missing, not a regular file, of another size or content,
-                or holds a line longer than :data:`MAX_LINE_BYTES`.
+                or holds a line longer than :data:`beam_prep.io.line_bound.MAX_LINE_BYTES`.
         """
         for name, entry in self.manifest["features"].items():
             for role in entry.get("files", {}):
                 full = fs.join(self.path, self.relpath(name, role))
                 if not fs.exists(full):
                     raise ArtifactError(f"{full} ({name} {role}) is missing.")
-                longest = _LineScan(full)
+                longest = line_bound.LineScan(full)
                 with self.open_file(name, role) as f:  # checks size and sha256 at the end
                     while chunk := f.read(_BLOCK):
                         longest.add(chunk)

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
+from beam_prep.io.line_bound import check_line_length
 
 #: Bytes read at a time: memory stays within a block and a line.
 BLOCK_BYTES = 1 << 22
@@ -115,14 +116,12 @@ def iter_rows(stream: BinaryIO, *, name: str | None, path: str = "?", weighted: 
         path: The sidecar's path, for errors.
         weighted: Counts are sums of instance weights (finite numbers >= 0).
         max_line: Longest line accepted (default
-            :data:`beam_prep.io.artifacts.MAX_LINE_BYTES`).
+            :data:`beam_prep.io.line_bound.MAX_LINE_BYTES`).
         block_bytes: Read size.
 
     Raises:
         ArtifactError: A line that is not a row, or one longer than ``max_line``.
     """
-    from beam_prep.io.artifacts import check_line_length  # artifacts imports this module
-
     rest = b""
     number = 1  # line number of the block's first line
     while True:

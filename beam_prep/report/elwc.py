@@ -24,7 +24,7 @@ from typing import Any
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.artifacts import check_line_length
+from beam_prep.io.line_bound import check_line_length
 from beam_prep.report import svg
 from beam_prep.report.elwc_lists import per_list_labels, presence
 from beam_prep.report.page import (

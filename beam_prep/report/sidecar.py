@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from beam_prep.io import counts_sidecar
+from beam_prep.io import counts_sidecar, line_bound
 from beam_prep.spec.weights import is_weighted
 
 _BLOCK = 1 << 22
@@ -146,7 +146,7 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
         name: Feature name for error messages.
         path: The sidecar's path, for error messages.
         max_line: Longest line accepted (default
-            :data:`beam_prep.io.artifacts.MAX_LINE_BYTES`): memory stays within a block and
+            :data:`beam_prep.io.line_bound.MAX_LINE_BYTES`): memory stays within a block and
             a line, whatever the file holds.
         weighted: Counts are sums of weights (finite numbers >= 0), not integers.
 
@@ -157,9 +157,8 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
         ArtifactError: A line is not ``[token, count]`` / ``[token, count, df]``, or is longer
             than ``max_line``.
     """
-    from beam_prep.io import artifacts
 
-    limit = artifacts.MAX_LINE_BYTES if max_line is None else max_line
+    limit = line_bound.MAX_LINE_BYTES if max_line is None else max_line
     top: list[tuple[str, int, int | None]] = []
     curve = _Curve(dense_ranks, growth, weighted)
     num: Any = _weight if weighted else int
@@ -171,7 +170,7 @@ def summarize_lines(stream: BinaryIO, *, top_n: int = 25, dense_ranks: int = 50,
         if block:
             cut = data.rfind(b"\n") + 1
             data, rest = data[:cut], data[cut:]
-            artifacts.check_line_length(rest, path, limit)
+            line_bound.check_line_length(rest, path, limit)
         pos = 0
         while len(top) < top_n and pos < len(data):  # decoded lines, one by one
             end = data.find(b"\n", pos)

@@ -22,7 +22,7 @@ import pytest
 
 from beam_prep import cli
 from beam_prep.errors import ArtifactError
-from beam_prep.io import artifacts as artifacts_mod
+from beam_prep.io import line_bound
 from tests.codegen.artifact_fixtures import write_artifacts
 
 SPEC = {"features": [{"name": "country", "kind": "string"},
@@ -207,7 +207,7 @@ def hostile(request, valid, tmp_path, monkeypatch) -> str:
     with open(os.path.join(art, "manifest.json"), "rb") as f:
         manifest = json.loads(f.read())
     CASES[request.param](art, manifest)
-    monkeypatch.setattr(artifacts_mod, "MAX_LINE_BYTES", 1 << 20, raising=False)
+    monkeypatch.setattr(line_bound, "MAX_LINE_BYTES", 1 << 20, raising=False)
     return art
 
 
@@ -349,6 +349,6 @@ def test_report_of_a_hostile_elwc_folder(case, tmp_path, capsys, monkeypatch) ->
     os.makedirs(out)
     make_elwc_dir(out)
     ELWC_CASES[case](out)
-    monkeypatch.setattr(artifacts_mod, "MAX_LINE_BYTES", 1 << 20, raising=False)
+    monkeypatch.setattr(line_bound, "MAX_LINE_BYTES", 1 << 20, raising=False)
     line = _cli_one_line(["report", out, "--output", str(tmp_path / "r.html")], capsys, out)
     assert out in line
