@@ -72,8 +72,8 @@ class _Constant:
 class PreprocessingLayers:
     """The generated module of one artifact directory, bound to it (module docstring).
 
-    Every method is the module function of the same name with ``artifacts_dir=path``
-    (``verify=False``: the files were checked when the twin was made, and the manifest
+    Every method is the module function of the same name with ``artifacts_dir=path`` and
+    ``verify=False`` (``verify`` applies once, when the twin is made; the manifest
     fingerprint is still compared at each build), except ``build_feature_layers(name)``,
     the module's ``BUILDERS[name]``. Before a build, the files the module parses itself
     (tf-idf counts, target encodings, per-key statistics and buckets) are read through the
