@@ -1,11 +1,11 @@
-"""The ``DerivedFeature`` Keras layer of the runtime twin: raw inputs -> a derived value.
+"""The ``DerivedFeature`` Keras layer (copied into the generated module): raw inputs -> a value.
 
 A derived feature (``expr:``) has no raw input of its own: this layer applies a plain
 function over the raw inputs of its expression's columns (``beam_prep.expr.tf``) and
 casts the result to the dtype the feature's layers take. ``beam-prep generate`` copies
 this class into the generated module from this file's source text
 (``beam_prep.codegen.layer_source``) and gives it the rendered ``derive_<feature>``
-function; the runtime twin gives it ``functools.partial(beam_prep.expr.tf.evaluate, tree)``.
+function (the runtime twin runs that module too).
 Imports Keras and TensorFlow.
 
 Example:

@@ -8,7 +8,7 @@ A plain feature's value is its column's raw input, cast to the dtype its layers 
 numeric feature's float64 column -> float32). A derived feature's value is computed from
 the raw inputs of its expression's columns by a small named function
 (``derive_<feature>``, rendered by :func:`beam_prep.expr.tf.render` in the generated
-module, built by :func:`beam_prep.expr.tf.evaluate` in the runtime twin) wrapped in a
+module, which the runtime twin runs too) wrapped in a
 ``DerivedFeature`` layer ``<feature>_expr``; the expression runs on the float64 / int64
 values, as the analysis does, and only its result is cast to the feature's layer dtype.
 

@@ -6,7 +6,7 @@ in ``Model.__init__`` when a dict key differs from its tensor's name ("all keys 
 must match the names of the corresponding tensors"), though it matches a dict by its keys.
 :func:`keras_model` drops exactly that warning while the model is built. ``beam-prep
 generate`` copies this definition into a module with a renamed input
-(:func:`beam_prep.codegen.layer_source.layer_source`); the runtime twin imports it.
+(:func:`beam_prep.codegen.layer_source.layer_source`); the ranking model imports it.
 Imports Keras (import lazily).
 
 Example:

@@ -1,11 +1,11 @@
 """The one way beam_prep's own layer code enters the generated module: copied definitions.
 
 The generated module imports only Keras and TensorFlow (training code imports it without
-beam_prep), so it cannot import the custom layers of the runtime twin. ``beam-prep
+beam_prep), so it cannot import beam_prep's custom layers. ``beam-prep
 generate`` copies their definitions instead, from the source text of the module that
 defines them, read as a file without importing Keras. Each layer and helper has one
-definition, which the generated layers, the runtime twin and the ranking launcher's
-``model.input_transform`` all run.
+definition, which the generated module (run in memory by the runtime twin) and the
+ranking launcher's ``model.input_transform`` run.
 
 :data:`LAYER_SOURCES` names, per family of layers, the module and the definitions copied;
 templates call :func:`layer_source` (a Jinja global of ``render.py``) where the family's

@@ -1,4 +1,4 @@
-"""The ``ListEncoding`` Keras layer of the runtime twin: a list feature's indices -> output.
+"""The ``ListEncoding`` Keras layer: a list feature's indices -> its output.
 
 Takes the ``(batch, L)`` int64 indices of a list feature's lookup or Hashing layer, where 0
 is padding (beam_prep.codegen.list_plan), and returns the output of its ``mode``: ``pad``

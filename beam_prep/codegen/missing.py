@@ -1,4 +1,4 @@
-"""The ``FillMissing`` and ``MissingIndicator`` Keras layers of the runtime twin.
+"""The ``FillMissing`` and ``MissingIndicator`` Keras layers (copied into the generated module).
 
 ``FillMissing``: missing raw input -> default_value (or the imputed value of ``impute``);
 ``MissingIndicator``: 1.0 where the raw input is missing, else 0.0 (``missing_indicator``).

@@ -1,4 +1,4 @@
-"""The ``PerKeyBucketize`` Keras layer of the runtime twin (beam_prep.codegen.per_key_plan).
+"""The ``PerKeyBucketize`` Keras layer, copied into the generated module (per_key_plan).
 
 ``beam-prep generate`` copies this class into the generated module from this file's source
 text (``beam_prep.codegen.layer_source``): one definition. Imports Keras and TensorFlow

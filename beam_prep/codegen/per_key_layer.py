@@ -1,4 +1,4 @@
-"""The ``PerKeyScaling`` Keras layer of the runtime twin (beam_prep.codegen.per_key_plan).
+"""The ``PerKeyScaling`` Keras layer, copied into the generated module (per_key_plan).
 
 ``beam-prep generate`` copies ``_key_tensor``, ``PerKeyScaling`` and ``PerKeyCount`` into the
 generated module from this file's source text (``beam_prep.codegen.layer_source``): one
@@ -106,17 +106,3 @@ class PerKeyCount(keras.layers.Layer):
     def compute_output_spec(self, inputs: Any) -> Any:
         return keras.KerasTensor(inputs[1].shape, dtype="int64")
 
-
-def arrow_key_tensor(keys: Any) -> Any:
-    """A string Arrow array as a 1-D string tensor, cut from its buffers by
-    ``tf.strings.substr`` (no Python string per key: millions of keys)."""
-    import numpy as np
-    import pyarrow as pa
-
-    keys = keys.cast(pa.large_string())
-    n = len(keys)
-    if n == 0 or keys.buffers()[2] is None:
-        return _key_tensor([""] * n)
-    offsets = np.frombuffer(keys.buffers()[1], np.int64)[keys.offset:keys.offset + n + 1]
-    blob = tf.constant(keys.buffers()[2][int(offsets[0]):int(offsets[-1])].to_pybytes())
-    return tf.strings.substr(blob, offsets[:-1] - offsets[0], np.diff(offsets))

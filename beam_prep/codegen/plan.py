@@ -1,9 +1,9 @@
 """The layer plan: which Keras 3 layers an artifact directory turns into, as plain data.
 
-Both the code generator (``render.py``) and the runtime twin (``runtime.py``) read the
-same plan, so the generated module and ``beam_prep.layers_from_artifacts`` build the same
-layers with the same arguments and names. This module imports neither Keras nor
-TensorFlow.
+The code generator (``render.py``) renders this plan into the generated module, which the
+runtime twin (``runtime.py``, ``beam_prep.layers_from_artifacts``) runs in memory, and the
+transform job (``beam_prep.transform``) encodes with numpy twins of the same layers. This
+module imports neither Keras nor TensorFlow.
 
 Conventions (one place; tested in tests/codegen):
 
