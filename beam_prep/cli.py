@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "Write a self-contained HTML report of an artifact or ELWC directory."),
     "diff": ("beam_prep.diff.cli", "main",
              "Compare two artifact directories and flag drift (exit 3 with --fail_on_drift)."),
-    "cache": ("beam_prep.analyzers.cache_cli", "main",
+    "cache": ("beam_prep.analyzers.cache.cli", "main",
               "Manage the analysis cache of analyze --cache_dir (cache prune --keep_runs N)."),
 }
 

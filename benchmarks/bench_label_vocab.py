@@ -2,7 +2,7 @@
 
 Times, in this process, the split analysis of one Parquet split (``AnalyzeSplitFn``: read,
 count) for a string feature counted plainly, with a binary label and with a 5-class label,
-then the scoring step (``label_vocab.rank``: mutual information, adjusted or not) on the
+then the scoring step (``label.vocab.rank``: mutual information, adjusted or not) on the
 merged label table. Prints one JSON line per measurement (best of ``--repeat``).
 
 Usage::
@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beam_prep.analyzers.label_counts import merge_label_tables
-from beam_prep.analyzers.label_vocab import rank
+from beam_prep.analyzers.label.counts import merge_label_tables
+from beam_prep.analyzers.label.vocab import rank
 from beam_prep.analyzers.split_fn import AnalyzeSplitFn
 from beam_prep.io.readers import Split
 from beam_prep.spec import Spec, StringFeature

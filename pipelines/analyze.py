@@ -37,7 +37,7 @@ from beam_prep.pipelines.job_logging import (
 )
 from beam_prep.pipelines.job_report import write_job_report
 
-from beam_prep.analyzers import cache_fn
+from beam_prep.analyzers.cache import fn as cache_fn
 from beam_prep.analyzers.data_warnings import data_warnings
 from beam_prep.analyzers.pipeline import (
     ARTIFACT_OUTPUT,

@@ -85,7 +85,7 @@ def _graph() -> dict[str, set[str]]:
 
 
 def test_module_discovery_sees_the_library():
-    assert "beam_prep.analyzers.vocabulary" in MODULES
+    assert "beam_prep.analyzers.vocab" in MODULES
     assert "beam_prep.pipelines.analyze" in MODULES
     assert "beam_prep.ranking.train.launcher" in MODULES
 

@@ -60,9 +60,9 @@ def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None,
     total = entry["kept_count"] + sum(d["count"] for d in drops.values())
     stats = {"vocabulary_size": entry["vocabulary_size"], "distinct_values": distinct,
              "total_count": total, "missing_count": missing, **drops}
-    if "target_encoding" in entry:  # analyzers.target_write
+    if "target_encoding" in entry:  # analyzers.target.write
         stats["target_encoding"] = entry["target_encoding"]["stats"]
-    if "mutual_info" in entry:  # a label-aware vocabulary (analyzers.label_vocab)
+    if "mutual_info" in entry:  # a label-aware vocabulary (analyzers.label.vocab)
         mi = stats["mutual_info"] = entry["mutual_info"]
         stats["distinct_values"] += mi["dropped_min_mutual_info"]["tokens"]
         stats["total_count"] += mi["dropped_min_mutual_info"]["count"]
@@ -191,7 +191,7 @@ def numeric_summary(name: str, stats: dict) -> str:
 
 def merged_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
     """Feature → its vocabulary entry, with the ``target_encoding`` entry (written on its own
-    path, :mod:`~beam_prep.analyzers.target_write`) merged in.
+    path, :mod:`~beam_prep.analyzers.target.write`) merged in.
 
     Example:
         >>> merged_meta([("a", {"files": {}}), ("a", {"target_encoding": {}})])
@@ -217,7 +217,7 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
         if f.kind in ("string", "integer", "text"):
             entry = vocab_meta[f.name]
             files = dict(entry["files"])
-            if "target_encoding" in entry:  # analyzers.target_write
+            if "target_encoding" in entry:  # analyzers.target.write
                 files["target_encoding"] = entry["target_encoding"]["file"]
             features[f.name] = {
                 "kind": f.kind, "files": files,

@@ -12,7 +12,7 @@ Graph (every step labelled)::
                             └─ cache ─ RecordCacheUse (only with cache_dir) ──────────────────┤
                                                                WriteManifest (side inputs) ◄──┘
 
-With ``cache_dir``, AnalyzeSplits is :class:`~beam_prep.analyzers.cache_fn.CachedAnalyzeSplitFn`:
+With ``cache_dir``, AnalyzeSplits is :class:`~beam_prep.analyzers.cache.fn.CachedAnalyzeSplitFn`:
 a split whose result is in the cache is replayed from it instead of read (same outputs).
 
 All vocabularies share one keyed combine; all numeric features share one canonical merge.
@@ -36,24 +36,25 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beam_prep.analyzers import cache_fn, spill, split_fn
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers import vocab_merge as vmerge
-from beam_prep.analyzers import vocabulary as voc
-from beam_prep.analyzers.cache_key import ReaderSettings
-from beam_prep.analyzers.label_vocab import LabeledVocabularies
+from beam_prep.analyzers import spill, split_fn
+from beam_prep.analyzers import vocab as voc
+from beam_prep.analyzers.cache import fn as cache_fn
+from beam_prep.analyzers.cache.key import ReaderSettings
+from beam_prep.analyzers.label.vocab import LabeledVocabularies
 from beam_prep.analyzers.manifest import build_manifest, merged_meta
-from beam_prep.analyzers.per_key_buckets import (
+from beam_prep.analyzers.per_key.buckets import (
     PerKeyBucketFiles,
     bucketed_features,
     merge_keyed_meta,
 )
-from beam_prep.analyzers.per_key_pipeline import PerKeyFiles
+from beam_prep.analyzers.per_key.pipeline import PerKeyFiles
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.summary import summarize  # noqa: F401  (re-exported)
-from beam_prep.analyzers.target_write import TargetStats
-from beam_prep.analyzers.vocab_partition import auto_partitions
-from beam_prep.analyzers.weighted_pipeline import WeightedVocabularies, is_band_element
+from beam_prep.analyzers.target.write import TargetStats
+from beam_prep.analyzers.vocab import merge as vmerge
+from beam_prep.analyzers.vocab.partition import auto_partitions
+from beam_prep.analyzers.weighted.pipeline import WeightedVocabularies, is_band_element
 from beam_prep.errors import InputError
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
@@ -106,7 +107,7 @@ def _prune(kv: tuple[tuple[str, int], Any],
 class _WriteVocabulary(beam.DoFn):
     """Streams a feature's sorted partition runs through a k-way merge into .txt and sidecar.
 
-    Memory is a few batches per run, not the vocabulary (see :mod:`vocab_merge`); the
+    Memory is a few batches per run, not the vocabulary (see :mod:`vocab.merge`); the
     global top_k is the first top_k lines of the merged order.
     """
 
@@ -260,7 +261,7 @@ class AnalyzeToArtifacts(beam.PTransform):
         patterns: The user's input globs, recorded in the manifest.
         batch_size: Rows per Arrow batch.
         num_partitions: Hash partitions per vocabulary (None = chosen from the input
-            bytes, :func:`~beam_prep.analyzers.vocab_partition.auto_partitions`);
+            bytes, :func:`~beam_prep.analyzers.vocab.partition.auto_partitions`);
             artifacts are byte-identical for every count.
         max_bad_fraction: Fail when more than this fraction of rows is rejected.
         parquet_rows_per_split: Rows per Parquet read split.
@@ -274,12 +275,12 @@ class AnalyzeToArtifacts(beam.PTransform):
             record-aligned byte ranges of about this size (0 = one file, one split).
         cache_dir: Analysis cache folder (None = no cache): split results found there are
             replayed instead of read, new ones are stored (see
-            :mod:`~beam_prep.analyzers.cache_fn`); the artifacts, manifest included, are
+            :mod:`~beam_prep.analyzers.cache.fn`); the artifacts, manifest included, are
             the same bytes as without it. Hits and misses go to
             ``<cache_dir>/runs/<cache_run_id>.json``
-            (:func:`~beam_prep.analyzers.cache_fn.read_run`).
+            (:func:`~beam_prep.analyzers.cache.fn.read_run`).
         cache_run_id: Names this run's record in the cache (None = a new
-            :func:`~beam_prep.analyzers.cache_fn.new_run_id`).
+            :func:`~beam_prep.analyzers.cache.fn.new_run_id`).
 
     Returns:
         A PCollection with the manifest dict (one element).

@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from beam_prep.analyzers import target_stats
+from beam_prep.analyzers.target import stats as target_stats
 from beam_prep.errors import SpecError
 from beam_prep.spec import Spec
 from beam_prep.spec.derived import ARROW_TYPES

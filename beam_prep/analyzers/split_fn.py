@@ -11,7 +11,7 @@ here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outpu
   terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
 * ``labels``  ``((feature, partition), label table)`` per feature with ``labels`` (those
-  have no main output; see :mod:`beam_prep.analyzers.label_vocab`)
+  have no main output; see :mod:`beam_prep.analyzers.label.vocab`)
 
 Example:
     >>> fn = AnalyzeSplitFn(spec.to_dict())                        # doctest: +SKIP
@@ -34,20 +34,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep import progress
-from beam_prep.analyzers import label_counts, spill, target_stats
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers import per_key_stats as pks
-from beam_prep.analyzers import vocabulary as voc
-from beam_prep.analyzers import weighted_split as wsplit
-from beam_prep.analyzers.per_key_buckets import PER_KEY_BUCKETS, HistAccumulators  # noqa: F401
+from beam_prep.analyzers import spill
+from beam_prep.analyzers import vocab as voc
+from beam_prep.analyzers.label import counts as label_counts
+from beam_prep.analyzers.per_key import stats as pks
+from beam_prep.analyzers.per_key.buckets import PER_KEY_BUCKETS, HistAccumulators  # noqa: F401
 from beam_prep.analyzers.spec_columns import (  # noqa: F401 (re-exported)
     column_owners,
     list_columns,
     required_columns,
 )
-from beam_prep.analyzers.split_vocab import MEMORY_ROWS, SplitVocabulary
+from beam_prep.analyzers.target import stats as target_stats
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
-from beam_prep.analyzers.vocab_partition import token_hashes
+from beam_prep.analyzers.vocab.partition import token_hashes
+from beam_prep.analyzers.vocab.split import MEMORY_ROWS, SplitVocabulary
+from beam_prep.analyzers.weighted import split as wsplit
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io import columns as colmod
 from beam_prep.io.readers import Split, read_split
@@ -257,7 +259,7 @@ class AnalyzeSplitFn(beam.DoFn):
         weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
         keyed: dict[str, list[pks.KeyStats]] = {f.name: [] for f in spec.of_kind("numeric")
                                                  if f.per_key is not None}
-        hists = HistAccumulators(spec)  # per_key + num_buckets (analyzers.per_key_buckets)
+        hists = HistAccumulators(spec)  # per_key + num_buckets (analyzers.per_key.buckets)
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
@@ -325,7 +327,7 @@ class AnalyzeSplitFn(beam.DoFn):
                  wsplit.feature_weights(f, batch) if f.name in weighted else None,
                  batch.column(f.labels) if f.name in labeled else None)
                 for f in self._features])
-            for name, table in targets.items():  # target encodings (analyzers.target_stats)
+            for name, table in targets.items():  # target encodings (analyzers.target.stats)
                 f = spec.feature(name)
                 values = _fill_missing(feature_column(f, batch), f.default_value)
                 target_stats.add_batch(table, values, batch, f.target_encoding)

@@ -2,7 +2,7 @@
 
 ``pyarrow.compute.index_in`` builds its hash set from the value set on every call: with a
 per-key file of millions of keys that is seconds per batch. :class:`KeyIndex` hashes the
-keys once (:func:`~beam_prep.analyzers.vocab_partition.token_hashes`, 64 bits, numpy over
+keys once (:func:`~beam_prep.analyzers.vocab.partition.token_hashes`, 64 bits, numpy over
 the Arrow buffers) and sorts the hashes; a batch is hashed, found by ``np.searchsorted``
 and every hit is confirmed by comparing the strings themselves, so the answer is exactly
 ``index_in``'s (a key set with two equal hashes uses ``index_in``).
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_prep.analyzers.vocab_partition import token_hashes
+from beam_prep.analyzers.vocab.partition import token_hashes
 
 
 class KeyIndex:

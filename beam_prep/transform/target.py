@@ -5,7 +5,7 @@ The generated layers map a token to its all-folds encoding (``<name>_target_enco
 numpy: the lookup's vocabulary, that float32 table (row 0: the global mean, for OOV and
 missing), and the out-of-fold table (row 0: each fold's out-of-fold mean). With
 ``beam-prep transform --out_of_fold`` a row of fold ``k`` (the stable hash of its
-``fold_column`` value, :func:`~beam_prep.analyzers.target_stats.folds_of`, as in the
+``fold_column`` value, :func:`~beam_prep.analyzers.target.stats.folds_of`, as in the
 analysis) gets column ``k`` of the out-of-fold table: statistics of the other folds only,
 so a training row never sees its own label (docs/target_encoding.md).
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from beam_prep.analyzers.target_stats import folds_of
+from beam_prep.analyzers.target.stats import folds_of
 from beam_prep.codegen.plan_types import (
     EMPTY_VOCABULARY_INTEGER,
     EMPTY_VOCABULARY_TOKEN,

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from beam_prep.pipelines import analyze
 
-from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
+from beam_prep.analyzers.cache.key import CACHE_FORMAT_VERSION
 from tests.artifact_diff import assert_same_artifacts, changed_sources
 from tests.io import test_output_gcs
 
@@ -123,8 +123,8 @@ def _fresh_fn(spec, temp: Path | None = None, spill_rows: int = 8192):
 
 def _cached_fn(spec, cache: Path, temp: Path | None = None, spill_rows: int = 8192,
                partitions: int = 3):
-    from beam_prep.analyzers.cache_fn import CachedAnalyzeSplitFn
-    from beam_prep.analyzers.cache_key import ReaderSettings
+    from beam_prep.analyzers.cache.fn import CachedAnalyzeSplitFn
+    from beam_prep.analyzers.cache.key import ReaderSettings
 
     fn = CachedAnalyzeSplitFn(_fresh_fn(spec, temp, spill_rows), spec.to_dict(), str(cache),
                               ReaderSettings("csv", 50), num_partitions=partitions,
@@ -393,7 +393,7 @@ def test_two_worker_processes_with_a_cache_give_the_bytes_of_one_process(tmp_pat
 def test_cache_and_inputs_on_gcs(gcs, tmp_path):
     """Cache on gs://, inputs on gs://: hits on the second run, and an object written again
     (same bytes: a new generation) is read again."""
-    from beam_prep.analyzers.cache_fn import read_run
+    from beam_prep.analyzers.cache.fn import read_run
     from beam_prep.io import filesystem as fs
     from beam_prep.io import output
 
@@ -443,8 +443,8 @@ def _byte_range_splits(tmp_path: Path) -> list:
 
 @pytest.mark.parametrize("make_splits", [_parquet_splits, _byte_range_splits])
 def test_row_group_and_byte_range_splits_are_cached_one_by_one(tmp_path, make_splits):
-    from beam_prep.analyzers.cache_fn import CachedAnalyzeSplitFn
-    from beam_prep.analyzers.cache_key import ReaderSettings
+    from beam_prep.analyzers.cache.fn import CachedAnalyzeSplitFn
+    from beam_prep.analyzers.cache.key import ReaderSettings
 
     spec = _spec()
     splits = make_splits(tmp_path)
@@ -473,7 +473,7 @@ def test_row_group_and_byte_range_splits_are_cached_one_by_one(tmp_path, make_sp
 
 def test_byte_range_plans_are_read_from_the_cache(tmp_path, monkeypatch):
     """The planning pass reads a whole CSV file: a cached plan spares it."""
-    from beam_prep.analyzers import cache_fn
+    from beam_prep.analyzers.cache import fn as cache_fn
     from beam_prep.io.readers import list_splits
 
     path = str(write_day(tmp_path / "d.csv", 6, rows=300))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from beam_prep.analyzers import cache_store as store
-from beam_prep.analyzers.vocab_count import SCHEMA
-from beam_prep.analyzers.vocab_partition import split_by_partition, token_hashes
+from beam_prep.analyzers.cache import store
+from beam_prep.analyzers.vocab.count import SCHEMA
+from beam_prep.analyzers.vocab.partition import split_by_partition, token_hashes
 
 TOKENS = ["", "a", "b", "item_1", "item_12345678", "ü-tf", "x" * 40, "same", "z", "längeres wort"]
 

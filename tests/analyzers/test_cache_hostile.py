@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from beam_prep.pipelines import analyze
 
-from beam_prep.analyzers import cache_store
-from beam_prep.analyzers.cache_prune import prune
+from beam_prep.analyzers.cache import store as cache_store
+from beam_prep.analyzers.cache.prune import prune
 from beam_prep.errors import BeamPrepError
 
 SPEC = """

@@ -7,8 +7,8 @@ features get new keys: every other spec keeps its entries.
 
 from __future__ import annotations
 
-from beam_prep.analyzers import cache_key
-from beam_prep.analyzers.cache_key import ReaderSettings, analysis_key
+from beam_prep.analyzers.cache import key as cache_key
+from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 from beam_prep.spec import Spec
 
 LISTS = Spec.from_dict({"features": [

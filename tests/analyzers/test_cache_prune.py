@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from beam_prep import cli
-from beam_prep.analyzers.cache_fn import CachedListSplits, record_run
-from beam_prep.analyzers.cache_prune import prune
+from beam_prep.analyzers.cache.fn import CachedListSplits, record_run
+from beam_prep.analyzers.cache.prune import prune
 from beam_prep.errors import ArtifactError, InputError
 from beam_prep.io.readers import Split
 from tests.analyzers.test_cache import _cached_fn, _spec, write_day
@@ -104,7 +104,7 @@ def test_a_folder_that_is_not_a_cache_is_refused_and_left_alone(tmp_path):
     ("gs://b/art2", "gs://b/art", False)])
 def test_a_cache_inside_the_output_folder_is_refused(tmp_path, monkeypatch, cache_dir, output,
                                                      refused):
-    from beam_prep.analyzers.cache_fn import check_cache_dir
+    from beam_prep.analyzers.cache.fn import check_cache_dir
 
     monkeypatch.chdir(tmp_path)
     if refused:
@@ -115,7 +115,8 @@ def test_a_cache_inside_the_output_folder_is_refused(tmp_path, monkeypatch, cach
 
 
 def test_a_read_only_cache_only_warns_about_the_run_record(tmp_path, monkeypatch, caplog):
-    from beam_prep.analyzers import cache_fn, cache_store
+    from beam_prep.analyzers.cache import fn as cache_fn
+    from beam_prep.analyzers.cache import store as cache_store
 
     def read_only(path, data):
         raise OSError(30, "Read-only file system", path)

@@ -210,7 +210,7 @@ def test_dictionary_encoded_batches_count_like_plain_ones():
     """Parquet strings arrive dictionary-encoded, possibly with repeated or null values."""
     import pyarrow as pa
 
-    from beam_prep.analyzers.label_counts import count_batch
+    from beam_prep.analyzers.label.counts import count_batch
 
     codes = pa.array([0, 1, 2, 0, None, 3, 2])
     encoded = pa.DictionaryArray.from_arrays(codes, pa.array(["a", None, "a", "b"]))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from beam_prep.analyzers.cache_key import ReaderSettings, analysis_key
+from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 from beam_prep.spec import Spec
 from tests.analyzers.test_cache import assert_same_bytes, days, last_run, run
 
@@ -63,7 +63,7 @@ def test_adding_labels_changes_the_key():
 
 
 def test_replay_emits_the_label_table_of_the_split(tmp_path):
-    from beam_prep.analyzers.cache_fn import CachedAnalyzeSplitFn
+    from beam_prep.analyzers.cache.fn import CachedAnalyzeSplitFn
     from beam_prep.analyzers.split_fn import AnalyzeSplitFn
     from beam_prep.io.readers import Split
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from beam_prep.pipelines import analyze
 
-from beam_prep.analyzers.vocab_partition import auto_partitions
+from beam_prep.analyzers.vocab.partition import auto_partitions
 
 SPEC = """
 features:

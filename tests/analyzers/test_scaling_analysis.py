@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from beam_prep.analyzers.cache_key import feature_key
+from beam_prep.analyzers.cache.key import feature_key
 from beam_prep.errors import SpecError
 from beam_prep.spec import NumericFeature, Spec
 from tests.analyzers.test_cache import assert_same_bytes, days, last_run, run

@@ -7,8 +7,8 @@ import os
 import pyarrow as pa
 
 from beam_prep.analyzers import spill
-from beam_prep.analyzers.vocab_combine import VocabularyCombineFn
-from beam_prep.analyzers.vocab_count import count_values
+from beam_prep.analyzers.vocab.combine import VocabularyCombineFn
+from beam_prep.analyzers.vocab.count import count_values
 
 
 def _spill_files(folder):

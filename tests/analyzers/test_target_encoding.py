@@ -21,8 +21,8 @@ import pyarrow as pa
 import pytest
 from beam_prep.pipelines import analyze
 
-from beam_prep.analyzers.cache_key import ReaderSettings, analysis_key
-from beam_prep.analyzers.target_stats import folds_of
+from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
+from beam_prep.analyzers.target.stats import folds_of
 from beam_prep.errors import SpecError
 from beam_prep.spec import Spec, StringFeature, TargetEncoding
 
@@ -271,8 +271,8 @@ def test_fold_column_read_as_another_feature_reads_it(tmp_path):
 
 @pytest.mark.parametrize("case", ["normal", "wide", "subnormal", "huge", "cents", "mixed"])
 def test_grouped_label_sums_are_exact(case):
-    from beam_prep.analyzers import target_stats
     from beam_prep.analyzers.exact_sums import SUM_SHIFT
+    from beam_prep.analyzers.target import stats as target_stats
 
     rng = np.random.default_rng(1)
     n = 3000

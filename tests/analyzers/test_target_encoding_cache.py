@@ -15,10 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from beam_prep.analyzers import cache_store, cache_target
-from beam_prep.analyzers.cache_key import ReaderSettings, analysis_key
+from beam_prep.analyzers.cache import store as cache_store
+from beam_prep.analyzers.cache import target as cache_target
+from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 from beam_prep.analyzers.exact_sums import SUM_SHIFT
-from beam_prep.analyzers.target_stats import folds_of
+from beam_prep.analyzers.target.stats import folds_of
 from beam_prep.spec import Spec
 from tests.analyzers.test_cache import assert_same_bytes, days, last_run, run, write_day
 
@@ -92,7 +93,7 @@ def test_partial_options_change_the_key_and_smoothing_does_not(change, invalidat
 # ---- the split DoFn: what an entry stores, and hostile entries ---------------------------
 
 def _split_fn(spec: Spec, cache: Path):
-    from beam_prep.analyzers.cache_fn import CachedAnalyzeSplitFn
+    from beam_prep.analyzers.cache.fn import CachedAnalyzeSplitFn
     from beam_prep.analyzers.split_fn import AnalyzeSplitFn
 
     inner = AnalyzeSplitFn(spec.to_dict(), batch_size=50, num_partitions=3)

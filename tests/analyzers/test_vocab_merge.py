@@ -13,10 +13,10 @@ import random
 import pyarrow as pa
 import pytest
 
-from beam_prep.analyzers import vocab_merge as vm
-from beam_prep.analyzers.vocab_count import table_from_counts
-from beam_prep.analyzers.vocab_partition import stable_partition
-from beam_prep.analyzers.vocab_topk import sort_vocabulary
+from beam_prep.analyzers.vocab import merge as vm
+from beam_prep.analyzers.vocab.count import table_from_counts
+from beam_prep.analyzers.vocab.partition import stable_partition
+from beam_prep.analyzers.vocab.topk import sort_vocabulary
 
 
 def _vocab(n: int, seed: int) -> dict[str, tuple[int, int]]:

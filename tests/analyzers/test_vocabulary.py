@@ -11,7 +11,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from beam_prep.analyzers import vocabulary as voc
+from beam_prep.analyzers import vocab as voc
 
 CASES = [
     ["b", "a", "b", "c", "c", "c"],
@@ -138,7 +138,7 @@ def test_partition_is_stable_across_processes():
     import subprocess
     import sys
 
-    code = ("import pyarrow as pa; from beam_prep.analyzers.vocabulary import stable_partition;"
+    code = ("import pyarrow as pa; from beam_prep.analyzers.vocab import stable_partition;"
             "print(stable_partition(pa.array(['a','b','Ξ','long token']), 16).tolist())")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout for _ in range(2)}
@@ -243,7 +243,7 @@ def test_merged_counts_stay_exact_past_float64_precision():
 
 
 def test_extract_output_merges_spilled_tables_as_it_reads_them(tmp_path, monkeypatch):
-    from beam_prep.analyzers import vocab_combine
+    from beam_prep.analyzers.vocab import combine as vocab_combine
 
     monkeypatch.setattr(vocab_combine, "COMPACT_ROWS", 3)  # a merge every few tables
     rng = random.Random(5)

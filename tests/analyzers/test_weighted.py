@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from beam_prep.pipelines import analyze
 
-from beam_prep.analyzers.cache_key import ReaderSettings, analysis_key
+from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.manifest_check import validate_manifest
 from beam_prep.spec import NumericFeature, Spec, StringFeature, TextFeature
@@ -293,7 +293,7 @@ def _shards(n: int, k: int, rng) -> list[np.ndarray]:
 def test_band_sums_are_exact_and_order_free_over_any_sharding() -> None:
     import pyarrow as pa
 
-    from beam_prep.analyzers.weighted_counts import MAX_WEIGHT, band_tables, combine_bands
+    from beam_prep.analyzers.weighted.counts import MAX_WEIGHT, band_tables, combine_bands
 
     rng = np.random.default_rng(1)
     n = 5000
@@ -316,7 +316,7 @@ def test_band_sums_are_exact_and_order_free_over_any_sharding() -> None:
 
 
 def test_weighted_moments_are_exact_and_order_free_even_at_extremes() -> None:
-    from beam_prep.analyzers.weighted_numeric import WeightedMoments
+    from beam_prep.analyzers.weighted.numeric import WeightedMoments
 
     rng = np.random.default_rng(2)
     n = 3000
@@ -341,9 +341,9 @@ def test_weighted_moments_are_exact_and_order_free_even_at_extremes() -> None:
 def test_text_chunks_do_not_change_weighted_counts(monkeypatch) -> None:
     import pyarrow as pa
 
-    from beam_prep.analyzers import weighted_split
-    from beam_prep.analyzers.weighted_counts import combine_bands
-    from beam_prep.analyzers.weighted_vocab import WeightedSplitVocabulary
+    from beam_prep.analyzers.weighted import split as weighted_split
+    from beam_prep.analyzers.weighted.counts import combine_bands
+    from beam_prep.analyzers.weighted.vocab import WeightedSplitVocabulary
 
     f = TextFeature("t", weights="w", ngrams=2)
     texts = pa.array(["a b a", "b c", None, "c c a b", "a"])
@@ -418,9 +418,9 @@ def test_a_weights_column_may_be_an_integer_column_of_another_feature(tmp_path) 
 def test_float_runs_survive_spilling_and_merge_levels(tmp_path) -> None:
     import pyarrow as pa
 
-    from beam_prep.analyzers.vocab_merge import merge_runs, write_run
-    from beam_prep.analyzers.vocab_topk import sort_vocabulary
-    from beam_prep.analyzers.weighted_counts import WEIGHTED_SCHEMA
+    from beam_prep.analyzers.vocab.merge import merge_runs, write_run
+    from beam_prep.analyzers.vocab.topk import sort_vocabulary
+    from beam_prep.analyzers.weighted.counts import WEIGHTED_SCHEMA
 
     rng = np.random.default_rng(4)
     runs, everything = [], []

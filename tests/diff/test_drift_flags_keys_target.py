@@ -18,7 +18,7 @@ import pytest
 from beam_prep.pipelines import analyze
 
 from beam_prep import cli
-from beam_prep.analyzers.target_stats import folds_of
+from beam_prep.analyzers.target.stats import folds_of
 from beam_prep.diff.compare import diff_artifacts
 from beam_prep.diff.render import render_table, to_dict
 from beam_prep.diff.thresholds import DiffThresholds

@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from beam_prep.analyzers import per_key_stats as pks
-from beam_prep.analyzers.per_key_pipeline import KeyStatsCombineFn
+from beam_prep.analyzers.per_key import stats as pks
+from beam_prep.analyzers.per_key.pipeline import KeyStatsCombineFn
 
 CASES = {
     "prices": lambda rng, n: np.round(rng.lognormal(2, 1, n), 2),

@@ -95,7 +95,7 @@ def test_a_key_holding_every_row_has_the_global_mean_and_variance(tmp_path):
 def test_vectorised_read_out_equals_the_moments_of_each_key():
     import pyarrow as pa
 
-    from beam_prep.analyzers import per_key_stats as pks
+    from beam_prep.analyzers.per_key import stats as pks
 
     rng = np.random.default_rng(1)
     n = 20000

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from beam_prep import Artifacts
-from beam_prep.analyzers import per_key_hist as pkh
+from beam_prep.analyzers.per_key import hist as pkh
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.per_key_buckets_file import read_buckets
 from beam_prep.spec import Spec
@@ -164,7 +164,7 @@ def test_manifest_check_refuses_missing_or_tampered_bucket_entries(analysed, tmp
 
 
 def test_spec_accepts_per_key_num_buckets_and_the_cache_key_changes():
-    from beam_prep.analyzers.cache_key import ReaderSettings, analysis_key
+    from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 
     def key(extra: str) -> str:
         text = "features:\n  - {name: p, kind: numeric, per_key: s" + extra + "}\n"
@@ -172,7 +172,7 @@ def test_spec_accepts_per_key_num_buckets_and_the_cache_key_changes():
 
     assert key(", num_buckets: 4") != key("")
     # the entry holds per-key histograms: said in the key itself (not only via epsilon)
-    from beam_prep.analyzers.cache_key import feature_key
+    from beam_prep.analyzers.cache.key import feature_key
 
     keyed = Spec.from_yaml_text("features:\n  - {name: p, kind: numeric, per_key: s, "
                                 "num_buckets: 4}\n").features[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 import os
 
-from beam_prep.analyzers.cache_key import ReaderSettings, analysis_key
+from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 from beam_prep.spec import Spec
 from tests.per_key import helpers
 

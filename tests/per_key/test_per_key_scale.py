@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from beam_prep.analyzers import per_key_runs
-from beam_prep.analyzers import per_key_stats as pks
-from beam_prep.analyzers.per_key_pipeline import KeyStatsCombineFn
+from beam_prep.analyzers.per_key import runs as per_key_runs
+from beam_prep.analyzers.per_key import stats as pks
+from beam_prep.analyzers.per_key.pipeline import KeyStatsCombineFn
 from beam_prep.errors import ArtifactError
 from beam_prep.io import per_key_columns
 from beam_prep.io.per_key_columns import parse_per_key

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from beam_prep.pipelines import analyze, transform
 
-from beam_prep.analyzers.target_stats import folds_of
+from beam_prep.analyzers.target.stats import folds_of
 from beam_prep.errors import InputError
 from beam_prep.io.readers import Split, read_split
 from beam_prep.transform.layers import BatchEncoder

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from beam_prep.pipelines import analyze, transform
 
-from beam_prep.analyzers.target_stats import folds_of
+from beam_prep.analyzers.target.stats import folds_of
 
 SPEC = ("features:\n  - {name: t, kind: string, missing_indicator: true, target_encoding: "
         "{labels: y, fold_column: u, folds: 3, smoothing: 1}}\n")

@@ -1,6 +1,6 @@
 """Target-encoding statistics out: ``vocab/<name>.target.jsonl`` and the manifest entry.
 
-From one feature's merged (token, fold) table (:mod:`~beam_prep.analyzers.target_stats`),
+From one feature's merged (token, fold) table (:mod:`~beam_prep.analyzers.target.stats`),
 with ``m = smoothing``, ``C`` rows and ``S`` label sum (exact, rounded once to float64):
 
 * ``global_mean = S / C`` over every counted row (0 when no row has a label);
@@ -15,7 +15,7 @@ File: one JSON line per token, sorted by token (UTF-8 bytes; integers as decimal
 ``[token, encoding, [rows per fold], [label sum per fold], [out_of_fold per fold]]``.
 
 Example:
-    >>> from beam_prep.analyzers.target_stats import SUM_SHIFT
+    >>> from beam_prep.analyzers.target.stats import SUM_SHIFT
     >>> table = {("a", 0): [2, 2 << SUM_SHIFT], (None, 0): [2, 2 << SUM_SHIFT],
     ...          (None, 1): [2, 0]}
     >>> r = encode(table, folds=2, smoothing=2.0)
@@ -33,7 +33,7 @@ import apache_beam as beam
 import numpy as np
 
 from beam_prep.analyzers.exact_sums import ratio_to_float
-from beam_prep.analyzers.target_stats import (
+from beam_prep.analyzers.target.stats import (
     SUM_SHIFT,
     Table,
     TargetStatsCombineFn,

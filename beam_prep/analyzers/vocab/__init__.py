@@ -1,19 +1,20 @@
-"""Exact vocabulary analysis: the public names of its modules, in one place.
+"""Exact vocabulary analysis (string, integer and text features): the family's public names.
 
 The work is split by job; import from here or from the module itself:
 
 =========================  ==================================================================
 module                     job
 =========================  ==================================================================
-``vocab_count``            count tokens into vocabulary tables (``token``, ``count``, ``df``)
+``count``                  count tokens into vocabulary tables (``token``, ``count``, ``df``)
                            and merge tables (exact, order-independent)
-``vocab_partition``        stable hash partitions of a table (same in every process) and
+``partition``              stable hash partitions of a table (same in every process) and
                            the automatic partition count
-``vocab_topk``             vocabulary order, exact top-k, pruning and drop statistics
-``vocab_write``            the ``.txt`` and ``.counts.jsonl`` file bodies
-``vocab_merge``            k-way merge of sorted runs streamed into the vocabulary files
-``vocab_combine``          the Beam CombineFn summing tables, spilling large ones
-``vocab_strings``          zero-copy byte views of Arrow strings (shared helpers)
+``topk``                   vocabulary order, exact top-k, pruning and drop statistics
+``write``                  the ``.txt`` and ``.counts.jsonl`` file bodies
+``merge``                  k-way merge of sorted runs streamed into the vocabulary files
+``combine``                the Beam CombineFn summing tables, spilling large ones
+``split``                  a split's tables in bounded memory, spilled in runs
+``strings``                zero-copy byte views of Arrow strings (shared helpers)
 =========================  ==================================================================
 
 Ordering (TFT's): count descending, then token UTF-8 bytes descending.
@@ -27,8 +28,8 @@ Example:
 
 from __future__ import annotations
 
-from beam_prep.analyzers.vocab_combine import COMPACT_ROWS, VocabularyCombineFn
-from beam_prep.analyzers.vocab_count import (
+from beam_prep.analyzers.vocab.combine import COMPACT_ROWS, VocabularyCombineFn
+from beam_prep.analyzers.vocab.count import (
     SCHEMA,
     count_chunks,
     count_values,
@@ -37,19 +38,19 @@ from beam_prep.analyzers.vocab_count import (
     summary,
     table_from_counts,
 )
-from beam_prep.analyzers.vocab_partition import (
+from beam_prep.analyzers.vocab.partition import (
     split_by_partition,
     stable_partition,
     token_hashes,
 )
-from beam_prep.analyzers.vocab_topk import (
+from beam_prep.analyzers.vocab.topk import (
     add_drop_stats,
     largest_tokens,
     prune,
     select_top_k,
     sort_vocabulary,
 )
-from beam_prep.analyzers.vocab_write import counts_jsonl, unwritable_mask, vocabulary_text
+from beam_prep.analyzers.vocab.write import counts_jsonl, unwritable_mask, vocabulary_text
 
 __all__ = [
     "COMPACT_ROWS",

@@ -7,9 +7,9 @@ Graph (every step labelled)::
     EveryWeightedVocabulary (empty seeds) ───────────────┘   ─ WriteWeightedVocabularies
 
 The band tables of one token all land in one partition (the hash is the token's), so a
-partition's bands give its tokens' exact weighted counts (:mod:`weighted_counts`); each
+partition's bands give its tokens' exact weighted counts (:mod:`weighted.counts`); each
 partition is pruned (``min_count`` on the weighted count, local ``top_k``) and sorted, and
-the feature's sorted runs are merged into its files (:mod:`weighted_vocab`). Emits
+the feature's sorted runs are merged into its files (:mod:`weighted.vocab`). Emits
 ``(feature, vocabulary meta)`` like the unweighted writer, with ``kept_count`` and the
 drops' ``count`` as floats.
 
@@ -24,9 +24,9 @@ from typing import Any
 
 import apache_beam as beam
 
-from beam_prep.analyzers import vocab_merge as vmerge
-from beam_prep.analyzers import weighted_vocab as wv
-from beam_prep.analyzers.weighted_counts import WEIGHTED_SCHEMA, combine_bands, parse_band_key
+from beam_prep.analyzers.vocab import merge as vmerge
+from beam_prep.analyzers.weighted import vocab as wv
+from beam_prep.analyzers.weighted.counts import WEIGHTED_SCHEMA, combine_bands, parse_band_key
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.spec import Spec

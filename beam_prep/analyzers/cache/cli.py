@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``beam-prep cache``; returns the exit code."""
     args = parse_suggesting(build_parser(), argv)
-    from beam_prep.analyzers.cache_prune import prune
+    from beam_prep.analyzers.cache.prune import prune
 
     report = prune(args.cache_dir, keep_runs=args.keep_runs, dry_run=args.dry_run)
     verb = "would delete" if args.dry_run else "deleted"

@@ -8,7 +8,7 @@ unweighted counts. Order as TFT: weighted count descending, then token bytes des
 compared with the weighted count: ``min_count: 0`` keeps every token, even one whose
 weights are all 0).
 
-Counts are exact until each token's one final rounding (:mod:`weighted_counts`), and every
+Counts are exact until each token's one final rounding (:mod:`weighted.counts`), and every
 statistic written (kept and dropped totals) is an exact sum of the written counts
 (:func:`~beam_prep.analyzers.exact_sums.exact_sums`), so the files and the manifest are the
 same bytes whatever the batches, splits, partitions and merge order. The sidecar's counts
@@ -32,11 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
-from beam_prep.analyzers.split_vocab import SplitVocabulary
-from beam_prep.analyzers.vocab_merge import merge_runs
-from beam_prep.analyzers.vocab_topk import select_top_k, sort_vocabulary
-from beam_prep.analyzers.vocab_write import counts_jsonl, unwritable_mask, vocabulary_text
-from beam_prep.analyzers.weighted_counts import band_key, band_tables
+from beam_prep.analyzers.vocab.merge import merge_runs
+from beam_prep.analyzers.vocab.split import SplitVocabulary
+from beam_prep.analyzers.vocab.topk import select_top_k, sort_vocabulary
+from beam_prep.analyzers.vocab.write import counts_jsonl, unwritable_mask, vocabulary_text
+from beam_prep.analyzers.weighted.counts import band_key, band_tables
 from beam_prep.io import filesystem as fs
 
 __all__ = ["WeightedSplitVocabulary", "exact_total", "prune_weighted", "to_float",
@@ -48,7 +48,7 @@ class WeightedSplitVocabulary:
 
     Args:
         name: Feature name.
-        **kwargs: As :class:`~beam_prep.analyzers.split_vocab.SplitVocabulary` (partitions,
+        **kwargs: As :class:`~beam_prep.analyzers.vocab.split.SplitVocabulary` (partitions,
             spill folder, file stem, spill thresholds).
     """
 

@@ -1,6 +1,6 @@
 """Weighted numeric statistics: exact weighted moments and a weighted quantile sketch.
 
-With weights ``w`` (valid: finite, >= 0, see :mod:`weighted_counts`) over the finite values
+With weights ``w`` (valid: finite, >= 0, see :mod:`weighted.counts`) over the finite values
 ``x`` of a feature:
 
 * ``mean = Σwx / Σw`` and the weighted *population* variance

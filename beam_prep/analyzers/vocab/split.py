@@ -13,7 +13,7 @@ rewrites the same files with the same bytes.
 
 Example:
     >>> import pyarrow as pa
-    >>> from beam_prep.analyzers.vocab_count import count_values
+    >>> from beam_prep.analyzers.vocab.count import count_values
     >>> acc = SplitVocabulary("f", num_partitions=2, spill_dir=None, file_stem="s")
     >>> acc.add_table(count_values(pa.array(["a", "b", "a"])))
     >>> acc.add_values(pa.array(["a", None]))
@@ -30,8 +30,8 @@ from typing import Any
 import pyarrow as pa
 
 from beam_prep.analyzers.spill import spill
-from beam_prep.analyzers.vocab_count import count_chunks, empty_table, merge_tables
-from beam_prep.analyzers.vocab_partition import split_by_partition
+from beam_prep.analyzers.vocab.count import count_chunks, empty_table, merge_tables
+from beam_prep.analyzers.vocab.partition import split_by_partition
 
 __all__ = ["FLUSH_VALUES", "MAX_TAIL_TABLES", "MEMORY_ROWS", "SplitVocabulary"]
 

@@ -1,7 +1,7 @@
 """Streaming k-way merge of sorted vocabulary runs, written straight into the vocabulary files.
 
 A *run* is a vocabulary table already in vocabulary order (count descending, then token
-UTF-8 bytes descending; see :mod:`beam_prep.analyzers.vocab_topk`), in memory or spilled
+UTF-8 bytes descending; see :mod:`beam_prep.analyzers.vocab.topk`), in memory or spilled
 as an Arrow IPC stream of record batches. Runs hold disjoint tokens (one per hash
 partition), so the merged order is total and the files are the same bytes whatever the
 number of runs.
@@ -16,11 +16,11 @@ intermediate runs (hierarchically), so open readers stay bounded too.
 
 The global ``top_k`` needs no count threshold up front: the merged stream is in final
 order, so writing stops after ``top_k`` lines, and ties at the cut go by token bytes
-exactly as :func:`~beam_prep.analyzers.vocab_topk.select_top_k` does.
+exactly as :func:`~beam_prep.analyzers.vocab.topk.select_top_k` does.
 
 Example:
     >>> import pyarrow as pa
-    >>> from beam_prep.analyzers.vocab_count import table_from_counts
+    >>> from beam_prep.analyzers.vocab.count import table_from_counts
     >>> a = table_from_counts(pa.array(["x", "b"]), pa.array([5, 1]))
     >>> b = table_from_counts(pa.array(["c", "a"]), pa.array([3, 1]))
     >>> [t for c in merge_runs([a, b]) for t in c.column("token").to_pylist()]
@@ -38,9 +38,9 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.analyzers.spill import SpillRef
-from beam_prep.analyzers.vocab_count import SCHEMA
-from beam_prep.analyzers.vocab_topk import sort_vocabulary
-from beam_prep.analyzers.vocab_write import counts_jsonl, vocabulary_text
+from beam_prep.analyzers.vocab.count import SCHEMA
+from beam_prep.analyzers.vocab.topk import sort_vocabulary
+from beam_prep.analyzers.vocab.write import counts_jsonl, vocabulary_text
 from beam_prep.io import filesystem as fs
 
 __all__ = ["BATCH_ROWS", "FAN_IN", "merge_runs", "read_run", "write_run",
@@ -210,8 +210,8 @@ def write_vocabulary_files(runs: Sequence[pa.Table | SpillRef], vocab_path: str,
                            temp_dir: str | None = None) -> dict:
     """Merges sorted runs and streams the first ``top_k`` rows into the ``.txt`` and sidecar.
 
-    The bytes equal :func:`~beam_prep.analyzers.vocab_write.vocabulary_text` and
-    :func:`~beam_prep.analyzers.vocab_write.counts_jsonl` of the whole sorted vocabulary
+    The bytes equal :func:`~beam_prep.analyzers.vocab.write.vocabulary_text` and
+    :func:`~beam_prep.analyzers.vocab.write.counts_jsonl` of the whole sorted vocabulary
     (both are line by line, so chunks concatenate).
 
     Args:

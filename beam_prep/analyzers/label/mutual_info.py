@@ -1,6 +1,6 @@
 """Mutual information of each token with a label, as ``tft.vocabulary(labels=...)`` scores it.
 
-Pure numpy over one feature's merged label counts (:mod:`beam_prep.analyzers.label_counts`):
+Pure numpy over one feature's merged label counts (:mod:`beam_prep.analyzers.label.counts`):
 ``n`` rows with a label, ``y_j`` rows of label ``j``, ``x_i`` rows holding token ``i`` and
 ``n_ij`` of those with label ``j``. TF Transform 1.21
 (``beam/analyzer_impls.py: _calculate_mutual_information_for_feature_value``) scores a token

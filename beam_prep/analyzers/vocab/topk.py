@@ -5,7 +5,7 @@ distinct, so this order is total and every selection below is exact and determin
 
 Example:
     >>> import pyarrow as pa
-    >>> from beam_prep.analyzers.vocab_count import count_values
+    >>> from beam_prep.analyzers.vocab.count import count_values
     >>> t = count_values(pa.array(["b", "a", "b", "c", None]))
     >>> sort_vocabulary(t).column("token").to_pylist()
     ['b', 'c', 'a']
@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_prep.analyzers.vocab_count import summary
-from beam_prep.analyzers.vocab_strings import prefix_keys
-from beam_prep.analyzers.vocab_write import unwritable_mask
+from beam_prep.analyzers.vocab.count import summary
+from beam_prep.analyzers.vocab.strings import prefix_keys
+from beam_prep.analyzers.vocab.write import unwritable_mask
 
 __all__ = ["add_drop_stats", "largest_tokens", "prune", "select_top_k", "sort_vocabulary"]
 
@@ -95,7 +95,7 @@ def select_top_k(table: pa.Table, top_k: int | None) -> tuple[pa.Table, dict[str
     Zipf data.)
 
     Example:
-        >>> from beam_prep.analyzers.vocab_count import count_values
+        >>> from beam_prep.analyzers.vocab.count import count_values
         >>> t = count_values(pa.array(["b", "a", "a", "c", "c", "d"]))
         >>> sorted(select_top_k(t, 2)[0].column("token").to_pylist())
         ['a', 'c']

@@ -7,7 +7,7 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
                                                 (token, count, df, hash: the token's uint64
                                                 partition hash, so replay never re-hashes)
     DIR/entries/<key[:2]>/<key>/labels-NNN.arrow one label-aware feature's label table
-                                                (token, label, count; analyzers.label_counts)
+                                                (token, label, count; analyzers.label.counts)
     DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
     DIR/entries/<key[:2]>/<key>/per_key-NNN.arrow one per_key feature's KeyStats (Arrow IPC)
@@ -53,13 +53,14 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_prep.analyzers import cache_target, label_counts
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers.cache_key import CACHE_FORMAT_VERSION
+from beam_prep.analyzers.cache import target as cache_target
+from beam_prep.analyzers.cache.key import CACHE_FORMAT_VERSION
+from beam_prep.analyzers.label import counts as label_counts
 from beam_prep.analyzers.spill import SpillRef, materialize
-from beam_prep.analyzers.vocab_count import SCHEMA
-from beam_prep.analyzers.vocab_partition import token_hashes
-from beam_prep.analyzers.weighted_numeric import WeightedMoments
+from beam_prep.analyzers.vocab.count import SCHEMA
+from beam_prep.analyzers.vocab.partition import token_hashes
+from beam_prep.analyzers.weighted.numeric import WeightedMoments
 from beam_prep.io import filesystem as fs
 from beam_prep.io.readers import Split
 
@@ -188,7 +189,7 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
 
     Args:
         cache_dir: The cache folder.
-        key: The entry key (:func:`~beam_prep.analyzers.cache_key.entry_key`).
+        key: The entry key (:func:`~beam_prep.analyzers.cache.key.entry_key`).
         result: What the split analysis emitted.
         info: Plain data recorded in the index (split, content identity, analysis keys).
     """
@@ -331,7 +332,7 @@ def partitions_of(table: pa.Table, num_partitions: int) -> list[tuple[int, pa.Ta
     (:data:`SCHEMA`, empty partitions omitted) from its hash column: ``hash % n``, no
     re-hashing; a table all in one partition (stored with the same partition count) is
     returned whole, without a ``take``. Same rows in the same order as
-    ``vocab_partition.split_by_partition``.
+    ``vocab.partition.split_by_partition``.
 
     Example:
         >>> table = next(vocab_tables(folder, "vocab-000.arrow"))   # doctest: +SKIP
@@ -370,7 +371,7 @@ def load_numeric(folder: str) -> dict[str, num.NumericPartial]:
 
 def key_stats_bytes(stats: Any) -> bytes:
     """One feature's per-key stats as an Arrow IPC stream (no pickle)."""
-    from beam_prep.analyzers.per_key_stats import to_table
+    from beam_prep.analyzers.per_key.stats import to_table
 
     table = to_table(stats)
     sink = pa.BufferOutputStream()
@@ -380,8 +381,8 @@ def key_stats_bytes(stats: Any) -> bytes:
 
 
 def load_per_key(folder: str, relname: str) -> Any:
-    """One feature's stored per-key stats (:class:`~beam_prep.analyzers.per_key_stats.KeyStats`)."""
-    from beam_prep.analyzers.per_key_stats import from_table
+    """One feature's stored per-key stats (:class:`~beam_prep.analyzers.per_key.stats.KeyStats`)."""
+    from beam_prep.analyzers.per_key.stats import from_table
 
     return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
 
@@ -393,7 +394,7 @@ def load_target(folder: str, relname: str, folds: int) -> dict:
                                    name=relname)
 def key_hist_bytes(hist: Any) -> bytes:
     """One feature's per-key histograms as an Arrow IPC stream (no pickle)."""
-    from beam_prep.analyzers.per_key_hist import to_table
+    from beam_prep.analyzers.per_key.hist import to_table
 
     table = to_table(hist)
     sink = pa.BufferOutputStream()
@@ -404,7 +405,7 @@ def key_hist_bytes(hist: Any) -> bytes:
 
 def load_key_hist(folder: str, relname: str) -> Any:
     """One feature's stored per-key histograms (``per_key_hist.KeyHist``)."""
-    from beam_prep.analyzers.per_key_hist import from_table
+    from beam_prep.analyzers.per_key.hist import from_table
 
     return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
 

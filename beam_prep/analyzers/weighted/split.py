@@ -1,7 +1,7 @@
 """One batch of a weighted feature, inside the per-split analysis (``AnalyzeSplitFn``).
 
 Rows whose weight is missing (null), NaN, infinite, negative or above
-:data:`~beam_prep.analyzers.weighted_counts.MAX_WEIGHT` are set aside for that feature:
+:data:`~beam_prep.analyzers.weighted.counts.MAX_WEIGHT` are set aside for that feature:
 their values are not analysed, and they are counted in the manifest's
 ``invalid_weight_count`` (whatever their value; a missing value is also counted in
 ``missing_count``). TF Transform has no rule for them (a negative weight would subtract
@@ -21,9 +21,9 @@ import pyarrow.compute as pc
 
 from beam_prep.analyzers import text, text_counts
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
-from beam_prep.analyzers.weighted_counts import valid_weights
-from beam_prep.analyzers.weighted_numeric import WeightedNumericAccumulator
-from beam_prep.analyzers.weighted_vocab import WeightedSplitVocabulary, token_weights
+from beam_prep.analyzers.weighted.counts import valid_weights
+from beam_prep.analyzers.weighted.numeric import WeightedNumericAccumulator
+from beam_prep.analyzers.weighted.vocab import WeightedSplitVocabulary, token_weights
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.spec.weights import is_weighted, weight_expression
 

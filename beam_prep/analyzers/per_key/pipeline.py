@@ -5,7 +5,7 @@ Graph (labels as in the pipeline)::
     AnalyzeSplits ─ per_key ((feature, partition), KeyStats)
         ─ CombineKeyStats (CombinePerKey: exact merge, any order)
         ─ KeyLines (each partition's keys sorted, one JSON line per key: a sorted run,
-          spilled under ``_tmp/`` when large; :mod:`~beam_prep.analyzers.per_key_runs`)
+          spilled under ``_tmp/`` when large; :mod:`~beam_prep.analyzers.per_key.runs`)
         ─ WithEmptyPerKey (Flatten with one seed per feature) ─ GroupPerKeyByFeature
         ─ WritePerKeyFiles (per feature: block-wise merge of the runs into the file)
 
@@ -31,8 +31,8 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_prep.analyzers import per_key_stats as pks
-from beam_prep.analyzers.per_key_runs import make_run, merged_bytes, text_bytes
+from beam_prep.analyzers.per_key import stats as pks
+from beam_prep.analyzers.per_key.runs import make_run, merged_bytes, text_bytes
 from beam_prep.analyzers.spill import stable_id, tmp_dir
 from beam_prep.io import filesystem as fs
 from beam_prep.io.per_key_file import per_key_relpath
@@ -43,13 +43,13 @@ _EDITOR_BREAKS = "\x85\u2028\u2029"
 
 
 class KeyStatsCombineFn(beam.CombineFn):
-    """Merges :class:`~beam_prep.analyzers.per_key_stats.KeyStats` exactly (order-free).
+    """Merges :class:`~beam_prep.analyzers.per_key.stats.KeyStats` exactly (order-free).
 
     The accumulator is ``[merged, pending...]``: pending inputs are merged in once they
     hold as many rows as the merged stats (or 16 of them wait), so a partition of many
     splits is held about once (amortised: each row is re-merged O(log splits) times), and
     :meth:`compact` merges before an accumulator is shuffled. The empty input gives
-    :func:`~beam_prep.analyzers.per_key_stats.empty`.
+    :func:`~beam_prep.analyzers.per_key.stats.empty`.
     """
 
     def create_accumulator(self) -> list[pks.KeyStats]:
@@ -122,7 +122,7 @@ def _write_chunks(chunks: Iterable[bytes], path: str, keys: int) -> dict[str, An
 
 
 def write_runs(runs: list[Any], path: str) -> dict[str, Any]:
-    """Merges sorted runs (:mod:`~beam_prep.analyzers.per_key_runs`) into the file.
+    """Merges sorted runs (:mod:`~beam_prep.analyzers.per_key.runs`) into the file.
 
     Returns:
         ``{"sha256": ..., "bytes": ..., "keys": ...}``.

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import re
 
-from beam_prep.analyzers import cache_store as store
+from beam_prep.analyzers.cache import store
 from beam_prep.errors import ArtifactError, InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io import output

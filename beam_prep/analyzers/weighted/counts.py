@@ -7,7 +7,7 @@ weights are never added as floats before the very end: each weight ``w = m · 2*
 token and band are summed as int64, which is exact and order-free, so the per-band sums
 depend only on the multiset of (token, weight) pairs, never on batches, splits or merges.
 
-Each band travels as a vocabulary table (:data:`~beam_prep.analyzers.vocab_count.SCHEMA`:
+Each band travels as a vocabulary table (:data:`~beam_prep.analyzers.vocab.count.SCHEMA`:
 ``count`` = the ``hi`` sum, ``df`` = the ``lo`` sum) under the key :func:`band_key`
 (``<feature>.w<band>``: a feature name never holds a dot), through the same per-split
 accumulator, hash partitions, spill files, analysis cache and keyed combine as unweighted
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers.exact_sums import ratio_to_float
-from beam_prep.analyzers.vocab_count import SCHEMA, table_from_counts
+from beam_prep.analyzers.vocab.count import SCHEMA, table_from_counts
 
 __all__ = ["BAND_BITS", "MAX_WEIGHT", "WEIGHTED_SCHEMA", "band_key", "band_tables",
            "combine_bands", "parse_band_key", "valid_weights", "weight_limbs"]
@@ -109,7 +109,7 @@ def band_tables(tokens: pa.Array, weights: np.ndarray) -> dict[int, pa.Table]:
         weights: One valid weight per token.
 
     Returns:
-        ``{band: table}`` (:data:`~beam_prep.analyzers.vocab_count.SCHEMA`, ``count`` = hi
+        ``{band: table}`` (:data:`~beam_prep.analyzers.vocab.count.SCHEMA`, ``count`` = hi
         sum, ``df`` = lo sum), bands ascending.
     """
     keep = np.asarray(pc.is_valid(tokens).to_numpy(zero_copy_only=False), dtype=bool)

@@ -4,7 +4,7 @@ A feature with ``target_encoding`` (beam_prep.spec.target_fields) gets, besides 
 vocabulary, the statistics of a numeric label per category and fold. A row's fold is a
 stable 64-bit hash of its ``fold_column`` value's text (integers: decimal strings; a
 missing value hashes as the empty text) modulo ``folds``
-(:func:`~beam_prep.analyzers.vocab_partition.token_hashes`, the same in every process),
+(:func:`~beam_prep.analyzers.vocab.partition.token_hashes`, the same in every process),
 so it does not depend on sharding. A row counts when its label is present and finite.
 
 Label sums are exact integers in units of ``2**-SUM_SHIFT``
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sums
-from beam_prep.analyzers.vocab_partition import token_hashes
+from beam_prep.analyzers.vocab.partition import token_hashes
 
 __all__ = ["SUM_SHIFT", "TargetStatsCombineFn", "add_batch", "add_into", "columns_of",
            "count_batch", "folds_of", "merge_tables"]

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_prep.analyzers.vocab_partition import split_by_partition
+from beam_prep.analyzers.vocab.partition import split_by_partition
 
 __all__ = ["SCHEMA", "LabelCountsCombineFn", "LabelTables", "count_batch", "empty_table",
            "merge_label_tables", "partitioned"]
@@ -133,7 +133,7 @@ def partitioned(name: str, table: pa.Table, num_partitions: int
                 ) -> list[tuple[tuple[str, int], pa.Table]]:
     """``((name, partition), table)``: the totals (null token) under partition -1, always;
     the (token, label) rows by the token's stable hash, like the count-ranked vocabularies
-    (:func:`~beam_prep.analyzers.vocab_partition.split_by_partition`; empty ones left out).
+    (:func:`~beam_prep.analyzers.vocab.partition.split_by_partition`; empty ones left out).
 
     Example:
         >>> t = count_batch(pa.array(["a", "b"]), pa.array([0, 1]))

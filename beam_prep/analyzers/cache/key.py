@@ -1,6 +1,6 @@
 """Keys of the analysis cache: what a cached split result depends on, and nothing else.
 
-An entry of the cache (:mod:`beam_prep.analyzers.cache_store`) holds exactly what
+An entry of the cache (:mod:`beam_prep.analyzers.cache.store`) holds exactly what
 :class:`~beam_prep.analyzers.split_fn.AnalyzeSplitFn` emits for one input split. Its key is
 the sha256 of:
 

@@ -1,6 +1,6 @@
 """Target-encoding partials in the analysis cache: one split's (token, fold) table as text.
 
-A split's table (:mod:`~beam_prep.analyzers.target_stats`: ``(token | None, fold) ->
+A split's table (:mod:`~beam_prep.analyzers.target.stats`: ``(token | None, fold) ->
 [rows, exact label sum]``) is stored as ``target-NNN.jsonl`` in the entry, one JSON line per
 cell, sorted (the per-fold totals, token null, first; then tokens by UTF-8 bytes, folds
 ascending)::

@@ -7,7 +7,7 @@ dropped (and counted) before writing.
 
 Example:
     >>> import pyarrow as pa
-    >>> from beam_prep.analyzers.vocab_count import table_from_counts
+    >>> from beam_prep.analyzers.vocab.count import table_from_counts
     >>> t = table_from_counts(pa.array(["b", 'q"']), pa.array([2, 1]))
     >>> vocabulary_text(t.column("token").combine_chunks())
     b'b\\nq"\\n'
@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_prep.analyzers.vocab_strings import string_buffers
+from beam_prep.analyzers.vocab.strings import string_buffers
 from beam_prep.io.artifacts import LINE_BREAK_CHARS
 
 __all__ = ["counts_jsonl", "unwritable_mask", "vocabulary_text"]

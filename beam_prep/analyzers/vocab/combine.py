@@ -2,7 +2,7 @@
 
 Example:
     >>> import pyarrow as pa
-    >>> from beam_prep.analyzers.vocab_count import count_values
+    >>> from beam_prep.analyzers.vocab.count import count_values
     >>> fn = VocabularyCombineFn()
     >>> acc = fn.add_input(fn.create_accumulator(), count_values(pa.array(["a", "b", "a"])))
     >>> acc = fn.merge_accumulators([acc, fn.add_input(fn.create_accumulator(),
@@ -20,7 +20,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from beam_prep.analyzers.spill import SpillRef, materialize, spill_by_content
-from beam_prep.analyzers.vocab_count import empty_table, merge_tables
+from beam_prep.analyzers.vocab.count import empty_table, merge_tables
 
 __all__ = ["COMPACT_ROWS", "VocabularyCombineFn"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from beam_prep.analyzers.vocab_strings import string_buffers
+from beam_prep.analyzers.vocab.strings import string_buffers
 
 __all__ = ["BYTES_PER_PARTITION", "MAX_PARTITIONS", "MIN_PARTITIONS", "auto_partitions",
            "split_by_partition", "stable_partition", "token_hashes"]

@@ -2,8 +2,8 @@
 
 Features with ``labels`` (beam_prep.spec.label_fields) skip the count-ranked vocabulary path.
 The split analysis emits label tables per feature, hash partition and split
-(:mod:`~beam_prep.analyzers.label_counts`); here they are summed per (feature, partition)
-(``CombinePerKey``), scored (:mod:`~beam_prep.analyzers.mutual_info`) and filtered per
+(:mod:`~beam_prep.analyzers.label.counts`); here they are summed per (feature, partition)
+(``CombinePerKey``), scored (:mod:`~beam_prep.analyzers.label.mutual_info`) and filtered per
 partition, then ordered per feature and written:
 
 * ``vocab/<name>.txt``: the tokens, best score first (ties: token bytes descending, as
@@ -34,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_prep.analyzers import label_counts, mutual_info
-from beam_prep.analyzers.vocab_write import counts_jsonl, unwritable_mask, vocabulary_text
+from beam_prep.analyzers.label import counts as label_counts
+from beam_prep.analyzers.label import mutual_info
+from beam_prep.analyzers.vocab.write import counts_jsonl, unwritable_mask, vocabulary_text
 from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
 from beam_prep.io.label_sidecar import mutual_info_relpath
@@ -229,7 +230,7 @@ class LabeledVocabularies(beam.PTransform):
 
     Partition -1 holds the per-label row totals (null token); the others hold the
     (token, label) rows of the tokens hashed to them
-    (:func:`~beam_prep.analyzers.label_counts.partitioned`). Each partition is summed
+    (:func:`~beam_prep.analyzers.label.counts.partitioned`). Each partition is summed
     (``CombinePerKey``) and scored on its own with the totals as a side input, keeping its
     best ``top_k``; one worker per feature then orders the union and writes the files, so
     no worker holds a whole (token, label) table.

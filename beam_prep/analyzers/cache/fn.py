@@ -31,16 +31,18 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 
 from beam_prep import progress
-from beam_prep.analyzers import cache_store as store
-from beam_prep.analyzers import cache_target, label_counts, spill, split_fn
-from beam_prep.analyzers.cache_key import (
+from beam_prep.analyzers import spill, split_fn
+from beam_prep.analyzers.cache import store
+from beam_prep.analyzers.cache import target as cache_target
+from beam_prep.analyzers.cache.key import (
     ReaderSettings,
     analysis_key,
     entry_key,
     plan_key,
     split_identity,
 )
-from beam_prep.analyzers.per_key_buckets import hist_partitions
+from beam_prep.analyzers.label import counts as label_counts
+from beam_prep.analyzers.per_key.buckets import hist_partitions
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
@@ -204,12 +206,12 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 target[value[0]] = value[1]
             elif tag == split_fn.PER_KEY_BUCKETS:
                 hists.setdefault(value[0][0], []).append(value[1])
-        from beam_prep.analyzers.per_key_stats import merge
+        from beam_prep.analyzers.per_key.stats import merge
 
         merged = {name: label_counts.merge_label_tables(tables)
                   for name, tables in labels.items()}
         per_key = {name: merge(parts) for name, parts in keyed.items()}
-        from beam_prep.analyzers import per_key_hist
+        from beam_prep.analyzers.per_key import hist as per_key_hist
 
         buckets = {name: per_key_hist.merge(parts) for name, parts in hists.items()}
         return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key,

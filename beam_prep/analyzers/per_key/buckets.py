@@ -8,7 +8,7 @@ Graph (labels as in the pipeline)::
         ─ WithEmptyBuckets (one seed per feature) ─ GroupBucketsByFeature
         ─ WriteBucketFiles (per feature: all lines sorted by key, streamed into the file)
 
-The histograms (:mod:`~beam_prep.analyzers.per_key_hist`) merge exactly, so the file's
+The histograms (:mod:`~beam_prep.analyzers.per_key.hist`) merge exactly, so the file's
 bytes depend only on the data, never on batches, splits, partitions or merge order.
 ``per_key/<feature>.buckets.jsonl`` holds one line per key
 (:mod:`beam_prep.io.per_key_buckets_file`).
@@ -27,9 +27,9 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
-from beam_prep.analyzers import per_key_hist as pkh
-from beam_prep.analyzers.per_key_pipeline import write_lines
-from beam_prep.analyzers.vocab_partition import token_hashes
+from beam_prep.analyzers.per_key import hist as pkh
+from beam_prep.analyzers.per_key.pipeline import write_lines
+from beam_prep.analyzers.vocab.partition import token_hashes
 from beam_prep.io import filesystem as fs
 from beam_prep.io.per_key_buckets_file import ROLE, buckets_relpath
 
@@ -39,7 +39,7 @@ PER_KEY_BUCKETS = "per_key_buckets"
 
 
 class KeyHistCombineFn(beam.CombineFn):
-    """Merges :class:`~beam_prep.analyzers.per_key_hist.KeyHist` exactly (order-free)."""
+    """Merges :class:`~beam_prep.analyzers.per_key.hist.KeyHist` exactly (order-free)."""
 
     def create_accumulator(self) -> list[pkh.KeyHist]:
         return []

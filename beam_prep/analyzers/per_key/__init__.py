@@ -1,0 +1,6 @@
+"""Per-key statistics and buckets of a numeric feature (``per_key:``, with ``num_buckets``).
+
+Modules: ``stats`` (exact columnar per-key moments), ``pipeline`` (their combine and sorted
+``per_key/<name>.jsonl``), ``runs`` (sorted runs merged into that file), ``hist`` (bounded,
+exactly mergeable per-key histograms) and ``buckets`` (their combine and ``.buckets.jsonl``).
+"""
