@@ -128,39 +128,50 @@ DATAFLOW = ["--runner=DataflowRunner", "--project=fake-project", "--region=us-ce
             "--temp_location=gs://fake-bucket/tmp", "--dry_run=True"]
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+_MANY = """
+import json, sys
+from beam_prep.cli import main
+for argv in json.loads(sys.argv[1]):
+    code = main(argv)
+    print(f"\\n== EXIT {code}", flush=True)
+"""
+
+
+def _run_in_one_process(commands: list[list[str]], cwd: Path) -> list[str]:
+    """Runs ``beam-prep`` commands one after the other in one interpreter (one Beam start-up);
+    returns each command's stdout, after asserting that each exited 0."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-m", "beam_prep.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", _MANY, json.dumps(commands)], cwd=cwd, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    parts = out.stdout.split("\n== EXIT ")
+    codes = [part.split("\n", 1)[0].strip() for part in parts[1:]]
+    assert codes == ["0"] * len(commands), out.stderr[-3000:]
+    return parts[:-1]
 
 
-@pytest.mark.parametrize("staging", [
-    ["--setup_file", str(REPO / "setup.py")],
-    pytest.param(["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-analyze:0.2.0",
-                  "--sdk_location=container"], marks=pytest.mark.slow),  # default suite time
+@pytest.mark.parametrize("images", [
+    None,  # sdist staging (--setup_file)
+    pytest.param("beam-prep-{}:0.2.0", marks=pytest.mark.slow),  # default suite time
 ])
-def test_analyze_translates_for_dataflow(tmp_path, staging):
+def test_analyze_and_make_elwc_translate_for_dataflow(tmp_path, images):
+    def staging(command: str) -> list[str]:
+        if images is None:
+            return ["--setup_file", str(REPO / "setup.py")]
+        return [f"--sdk_container_image=us-docker.pkg.dev/p/r/{images.format(command)}",
+                "--sdk_location=container"]
+
     (tmp_path / "spec.yaml").write_text(
         "features:\n  - {name: country, kind: string}\n  - {name: price, kind: numeric, "
         "num_buckets: 4}\n")
     (tmp_path / "d.csv").write_text("country,price\nUS,1.5\nFR,2.5\n")
-    out = _run(["analyze", "--spec", "spec.yaml", "--input", "d.csv", "--output", "out",
-                *DATAFLOW, *staging], tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "dry run" in out.stdout
+    analyze, make_elwc = _run_in_one_process([
+        ["analyze", "--spec", "spec.yaml", "--input", "d.csv", "--output", "out",
+         *DATAFLOW, *staging("analyze")],
+        ["make-elwc", "--input", str(LETOR), "--input_format", "lightgbm", "--output", "elwc",
+         *DATAFLOW, *staging("make-elwc")]], tmp_path)
+    assert "dry run" in analyze and "dry run" in make_elwc
     assert not (tmp_path / "out" / "manifest.json").exists()
-
-
-@pytest.mark.parametrize("staging", [
-    ["--setup_file", str(REPO / "setup.py")],
-    pytest.param(["--sdk_container_image=us-docker.pkg.dev/p/r/beam-prep-make-elwc:0.2.0",
-                  "--sdk_location=container"], marks=pytest.mark.slow),  # default suite time
-])
-def test_make_elwc_translates_for_dataflow(tmp_path, staging):
-    out = _run(["make-elwc", "--input", str(LETOR), "--input_format", "lightgbm",
-                "--output", "elwc", *DATAFLOW, *staging], tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "dry run" in out.stdout
     assert not (tmp_path / "elwc" / "stats.json").exists()
 
 

@@ -128,7 +128,9 @@ def test_twin_stage_split_and_tf_data_agree(pp: ModuleType, encoded: dict) -> No
         assert_same(encoded, next(iter(ds)))
 
 
-@pytest.mark.parametrize("which", ["generated", "twin"])
+# The twin runs the generated module's own source (tests/codegen/test_runtime_twin.py): its
+# export is the slow suite's (default suite time).
+@pytest.mark.parametrize("which", ["generated", pytest.param("twin", marks=pytest.mark.slow)])
 def test_export_without_artifacts_agrees_with_tf_data(pp: ModuleType, encoded: dict,
                                                      which: str, tmp_path) -> None:
     copy = str(tmp_path / "artifacts")

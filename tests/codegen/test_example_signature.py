@@ -20,7 +20,6 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-import beam_prep  # noqa: E402
 from beam_prep.codegen.render import generate  # noqa: E402
 from tests.codegen.conftest import analyze_and_import, import_module_from  # noqa: E402
 
@@ -120,10 +119,9 @@ def _tensors(rows: list, dtypes: dict, columns: dict, lists: tuple) -> dict:
 
 
 def _case(api, inference, export_dir: str, rows: list) -> dict:
-    dtypes = dict(api.input_dtypes if hasattr(api, "input_dtypes") else api.INPUT_DTYPES)
-    columns = dict(api.input_columns if hasattr(api, "input_columns") else api.INPUT_COLUMNS)
-    lists = tuple(getattr(api, "list_inputs", getattr(api, "LIST_INPUTS", ())))
-    names = dict(api.input_names if hasattr(api, "input_names") else api.INPUT_NAMES)
+    dtypes, columns = dict(api.INPUT_DTYPES), dict(api.INPUT_COLUMNS)
+    lists = tuple(getattr(api, "LIST_INPUTS", ()))
+    names = dict(api.INPUT_NAMES)
     api.export_saved_model(inference, export_dir)
     tensors = _tensors(rows, dtypes, columns, lists)
     want = inference({n: tf.constant(v, dtype=dtypes[n]) for n, v in tensors.items()})
@@ -139,7 +137,6 @@ def test_tf_example_signature_scores_like_the_float64_one_in_a_fresh_process(
     module_path = str(tmp_path / "preprocessing.py")
     generate(all_kinds_artifacts, module_path)
     pp = import_module_from(module_path, "bp_generated_example_signature")
-    twin = beam_prep.layers_from_artifacts(all_kinds_artifacts)
     lists_root = tmp_path / "lists"
     lists_root.mkdir()
     (lists_root / "spec.yaml").write_text(LIST_SPEC, encoding="utf-8")
@@ -148,8 +145,8 @@ def test_tf_example_signature_scores_like_the_float64_one_in_a_fresh_process(
     _, pp_lists = analyze_and_import(lists_root, "d.jsonl", "bp_generated_example_lists")
 
     cases = []
-    for tag, api, rows in [("module", pp, ALL_KINDS_ROWS), ("twin", twin, ALL_KINDS_ROWS),
-                           ("lists", pp_lists, LIST_ROWS)]:
+    # The runtime twin runs this module's own source (tests/codegen/test_runtime_twin.py).
+    for tag, api, rows in [("module", pp, ALL_KINDS_ROWS), ("lists", pp_lists, LIST_ROWS)]:
         inference = api.build_inference_model(_trainer(api.encoded_inputs()))
         cases.append(_case(api, inference, str(tmp_path / f"export_{tag}"), rows))
 
