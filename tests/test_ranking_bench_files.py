@@ -90,6 +90,10 @@ def test_lightgbm_seed_dependence_and_cpu_lines() -> None:
     assert not bench.lgb_depends_on_seed({"bagging_fraction": 1.0})
     assert bench.lgb_depends_on_seed({"bagging_fraction": 0.8, "bagging_freq": 1})
     assert bench.lgb_depends_on_seed({"feature_fraction": 0.5})
+    # More training documents than the binning sample: the bins come from a seeded sample.
+    assert not bench.lgb_depends_on_seed({}, rows=bench.LGB_BIN_SAMPLE)
+    assert bench.lgb_depends_on_seed({}, rows=bench.LGB_BIN_SAMPLE + 1)
+    assert not bench.lgb_depends_on_seed({"bin_construct_sample_cnt": 10**6}, rows=300_000)
     assert bench.cpu_lines([10.0, 14.0], [2.0]) == [
         "cpu_s per training, ours: 12.0 ± 2.8 (min 10.0, max 14.0, 2 trainings)",
         "cpu_s per training, lightgbm: 2.0 ± 0.0 (min 2.0, max 2.0, 1 training)"]
