@@ -369,22 +369,31 @@ def load_numeric(folder: str) -> dict[str, num.NumericPartial]:
     return out
 
 
-def key_stats_bytes(stats: Any) -> bytes:
-    """One feature's per-key stats as an Arrow IPC stream (no pickle)."""
-    from beam_prep.analyzers.per_key.stats import to_table
-
-    table = to_table(stats)
+def _ipc_bytes(table: pa.Table) -> bytes:
+    """A table as an Arrow IPC stream (the cache's form of per-key tables; no pickle)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
+def _ipc_table(folder: str, relname: str) -> pa.Table:
+    """The table of a stored Arrow IPC stream."""
+    return pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all()
+
+
+def key_stats_bytes(stats: Any) -> bytes:
+    """One feature's per-key stats as an Arrow IPC stream (no pickle)."""
+    from beam_prep.analyzers.per_key.stats import to_table
+
+    return _ipc_bytes(to_table(stats))
+
+
 def load_per_key(folder: str, relname: str) -> Any:
     """One feature's stored per-key stats (:class:`~beam_prep.analyzers.per_key.stats.KeyStats`)."""
     from beam_prep.analyzers.per_key.stats import from_table
 
-    return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
+    return from_table(_ipc_table(folder, relname))
 
 
 def load_target(folder: str, relname: str, folds: int) -> dict:
@@ -392,22 +401,20 @@ def load_target(folder: str, relname: str, folds: int) -> dict:
     when it does not parse)."""
     return cache_target.load_table(fs.read_bytes(fs.join(folder, relname)), folds=folds,
                                    name=relname)
+
+
 def key_hist_bytes(hist: Any) -> bytes:
     """One feature's per-key histograms as an Arrow IPC stream (no pickle)."""
     from beam_prep.analyzers.per_key.hist import to_table
 
-    table = to_table(hist)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return _ipc_bytes(to_table(hist))
 
 
 def load_key_hist(folder: str, relname: str) -> Any:
-    """One feature's stored per-key histograms (``per_key_hist.KeyHist``)."""
+    """One feature's stored per-key histograms (``per_key.hist.KeyHist``)."""
     from beam_prep.analyzers.per_key.hist import from_table
 
-    return from_table(pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all())
+    return from_table(_ipc_table(folder, relname))
 
 
 def load_meta(folder: str) -> dict:
