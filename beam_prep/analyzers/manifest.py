@@ -2,7 +2,7 @@
 
 Example:
     >>> m = build_manifest(spec, {"patterns": ["a.csv"], "format": "csv", "files": 1},
-    ...                    vocab_meta, numeric_partials, meta, [])     # doctest: +SKIP
+    ...                    entries, numeric_partials, meta, [])        # doctest: +SKIP
     >>> m["features"]["price"]["stats"]["mean"]                       # doctest: +SKIP
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable
 from typing import Any
 
+from beam_prep.analyzers import families as registry
 from beam_prep.analyzers import numeric as num
 from beam_prep.io import artifacts as layout
 from beam_prep.spec import Spec
@@ -60,12 +60,6 @@ def _vocab_stats(kind: str, entry: dict, missing: int, documents: int | None,
     total = entry["kept_count"] + sum(d["count"] for d in drops.values())
     stats = {"vocabulary_size": entry["vocabulary_size"], "distinct_values": distinct,
              "total_count": total, "missing_count": missing, **drops}
-    if "target_encoding" in entry:  # analyzers.target.write
-        stats["target_encoding"] = entry["target_encoding"]["stats"]
-    if "mutual_info" in entry:  # a label-aware vocabulary (analyzers.label.vocab)
-        mi = stats["mutual_info"] = entry["mutual_info"]
-        stats["distinct_values"] += mi["dropped_min_mutual_info"]["tokens"]
-        stats["total_count"] += mi["dropped_min_mutual_info"]["count"]
     if kind == "text":
         stats["document_count"] = documents or 0
         field = terms_histogram_field(terms, documents or 0)
@@ -189,36 +183,23 @@ def numeric_summary(name: str, stats: dict) -> str:
             + (f", median {q[1]:.6g} IQR {q[2] - q[0]:.6g}" if q else ""))
 
 
-def merged_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
-    """Feature → its vocabulary entry, with the ``target_encoding`` entry (written on its own
-    path, :mod:`~beam_prep.analyzers.target.write`) merged in.
-
-    Example:
-        >>> merged_meta([("a", {"files": {}}), ("a", {"target_encoding": {}})])
-        {'a': {'files': {}, 'target_encoding': {}}}
-    """
-    out: dict[str, dict] = {}
-    for name, entry in items:
-        out.setdefault(name, {}).update(entry)
-    return out
-
-
-def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
+def build_manifest(spec: Spec, input_info: dict, entries: dict[str, dict],
                    numeric_partials: dict[str, num.NumericPartial], meta: dict,
-                   rejected: list[str] | None, per_key: dict[str, dict] | None = None) -> dict:
+                   rejected: list[str] | None) -> dict:
     """Assembles the manifest dict (with fingerprint) from merged results.
 
-    ``rejected`` lists the rejected-row shard files (relative paths), empty when none;
-    ``per_key`` maps each feature with ``per_key`` to its file entry and ``key_count``.
+    ``entries`` maps each feature to the merged entries of the branches that wrote its
+    files (:func:`~beam_prep.analyzers.family.merged_entries`: its vocabulary's, and each
+    analysis family's); every family then adds its part
+    (:meth:`~beam_prep.analyzers.family.AnalysisFamily.manifest`). ``rejected`` lists the
+    rejected-row shard files (relative paths), empty when none.
     """
     features: dict[str, dict] = {}
     for f in spec.features:
         missing = meta["missing"].get(f.name, 0)
+        entry = entries.get(f.name, {})
+        files = dict(entry.get("files", {}))
         if f.kind in ("string", "integer", "text"):
-            entry = vocab_meta[f.name]
-            files = dict(entry["files"])
-            if "target_encoding" in entry:  # analyzers.target.write
-                files["target_encoding"] = entry["target_encoding"]["file"]
             features[f.name] = {
                 "kind": f.kind, "files": files,
                 "stats": _vocab_stats(f.kind, entry, missing,
@@ -226,17 +207,14 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
                                       meta.get("terms_per_document", {}).get(f.name)),
             }
         elif f.kind == "numeric":
-            features[f.name] = {"kind": f.kind, "files": {},
+            features[f.name] = {"kind": f.kind, "files": files,
                                 "stats": _numeric_stats(f, numeric_partials.get(f.name),
                                                         missing)}
-            if f.per_key is not None:  # only then: other manifests keep their bytes
-                keyed = (per_key or {})[f.name]
-                features[f.name]["files"] = keyed["files"]
-                features[f.name]["stats"]["key_count"] = keyed["key_count"]
-                if "bucket_key_count" in keyed:  # per_key + num_buckets only
-                    features[f.name]["stats"]["bucket_key_count"] = keyed["bucket_key_count"]
         else:
             features[f.name] = {"kind": f.kind, "files": {}, "stats": {}}
+        for family in registry.FAMILIES:  # only for its features: other manifests keep their bytes
+            if family.applies(f):
+                family.manifest(features[f.name], entry)
         if is_weighted(f):  # additive keys, only for weighted features
             stats = features[f.name]["stats"]
             stats["invalid_weight_count"] = meta.get("invalid_weights", {}).get(f.name, 0)
@@ -246,7 +224,7 @@ def build_manifest(spec: Spec, input_info: dict, vocab_meta: dict[str, dict],
         if getattr(f, "impute", None) is not None:  # only then: other manifests keep their bytes
             stats = features[f.name]["stats"]
             stats["imputed_value"] = imputed_value(
-                f, stats, vocab_meta[f.name].get("first") if f.kind != "numeric" else None)
+                f, stats, entry.get("first") if f.kind != "numeric" else None)
     manifest = {
         "format": layout.FORMAT_NAME,
         "format_version": layout.FORMAT_VERSION,

@@ -6,8 +6,8 @@ Graph (every step labelled)::
                             │          ─ PrunePartitions ─ GroupByFeature ─ WriteVocabularies ─┐
                             ├─ numeric ─ MergeNumericGroups ─ MergeNumericAll ─────────────────┤
                             ├─ meta ─ SumCounts ──────────────────────────────────────────────┤
-                            ├─ labels ─ SumLabelCounts ─ WriteLabeledVocabularies ─────────────┤
-                            ├─ target ─ SumTargetStats ─ WriteTargetStats ────────────────────┤
+                            ├─ <family tag> ─ <family label> (one branch per analysis family ─┤
+                            │    with features: LabelVocabularies, TargetStats, PerKey, ...)   │
                             ├─ rejected ─ WriteRejected (sorted chunks → shards) ─────────────┤
                             └─ cache ─ RecordCacheUse (only with cache_dir) ──────────────────┤
                                                                WriteManifest (side inputs) ◄──┘
@@ -36,22 +36,16 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from beam_prep.analyzers import families as registry
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill, split_fn
 from beam_prep.analyzers import vocab as voc
 from beam_prep.analyzers.cache import fn as cache_fn
 from beam_prep.analyzers.cache.key import ReaderSettings
-from beam_prep.analyzers.label.vocab import LabeledVocabularies
-from beam_prep.analyzers.manifest import build_manifest, merged_meta
-from beam_prep.analyzers.per_key.buckets import (
-    PerKeyBucketFiles,
-    bucketed_features,
-    merge_keyed_meta,
-)
-from beam_prep.analyzers.per_key.pipeline import PerKeyFiles
+from beam_prep.analyzers.family import merged_entries
+from beam_prep.analyzers.manifest import build_manifest
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
 from beam_prep.analyzers.summary import summarize  # noqa: F401  (re-exported)
-from beam_prep.analyzers.target.write import TargetStats
 from beam_prep.analyzers.vocab import merge as vmerge
 from beam_prep.analyzers.vocab.partition import auto_partitions
 from beam_prep.analyzers.weighted.pipeline import WeightedVocabularies, is_band_element
@@ -64,8 +58,6 @@ from beam_prep.io.content_id import content_identities
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.io.run_record import RUN_FILE
 from beam_prep.spec import Spec
-from beam_prep.spec.label_fields import has_labels
-from beam_prep.spec.target_fields import has_target_encoding
 from beam_prep.spec.weights import is_weighted
 
 TEXT_RESERVED_TOKENS = ("[UNK]",)
@@ -172,7 +164,7 @@ class _WriteManifest(beam.DoFn):
         self._input = input_info
         self._max_bad = max_bad_fraction
 
-    def process(self, _unused, vocab_meta, numeric_partials, meta, rejected, per_key=()):
+    def process(self, _unused, entries, numeric_partials, meta, rejected):
         # Never raises on bad input (a runner would retry the bundle): a failed check
         # writes FAILED_REPORT instead of the manifest; the driver raises from it.
         output.delete_tree(spill.tmp_dir(self._out))  # a prefix on object stores
@@ -180,8 +172,7 @@ class _WriteManifest(beam.DoFn):
                                rejected):
             return
         manifest = build_manifest(Spec.from_dict(self._spec_dict), self._input,
-                                  merged_meta(vocab_meta), numeric_partials, meta,
-                                  rejected, merge_keyed_meta(per_key))
+                                  merged_entries(entries), numeric_partials, meta, rejected)
         fs.write_bytes(fs.join(self._out, layout.MANIFEST), layout.canonical_json(manifest))
         yield manifest
 
@@ -316,8 +307,9 @@ class AnalyzeToArtifacts(beam.PTransform):
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         spec_dict = self._spec.to_dict()
         temp = spill.tmp_dir(self._out)
+        own_vocabularies = registry.own_vocabularies(self._spec)  # labels: their own path
         vocab_features = [f for f in self._spec.of_kind("string", "integer", "text")
-                          if not has_labels(f)  # those: label_vocab
+                          if f.name not in own_vocabularies
                           and not is_weighted(f)]  # those: weighted_pipeline
         weighted_names = [f.name for f in self._spec.of_kind("string", "integer", "text")
                           if is_weighted(f)]
@@ -345,8 +337,7 @@ class AnalyzeToArtifacts(beam.PTransform):
             spec_dict, batch_size=self._batch_size, num_partitions=self._partitions,
             csv_delimiter=self._delimiter, temp_dir=temp, spill_rows=self._spill_rows,
             threads=self._threads, skip_corrupt_tail=self._skip_corrupt_tail)
-        tags = [split_fn.NUMERIC, split_fn.META, split_fn.REJECTED, split_fn.LABELS,
-                split_fn.TARGET, split_fn.PER_KEY, split_fn.PER_KEY_BUCKETS]
+        tags = split_fn.output_tags()
         if self._cache_dir is not None:
             reader = ReaderSettings(self._fmt, self._batch_size, self._delimiter,
                                     self._skip_corrupt_tail)
@@ -374,32 +365,18 @@ class AnalyzeToArtifacts(beam.PTransform):
                       | "GroupByFeature" >> beam.GroupByKey()
                       | "WriteVocabularies" >> beam.ParDo(
                           _WriteVocabulary(self._out, spec_dict, temp)))
-        extra_meta = []  # the label-aware and weighted vocabularies' own paths
-        if any(has_labels(f) for f in self._spec.features):
-            extra_meta.append(outputs[split_fn.LABELS] | "LabelVocabularies"
-                              >> LabeledVocabularies(self._spec, self._out))
-        if weighted_names:
-            extra_meta.append(weighted_meta)
-        if extra_meta:
-            vocab_meta = (vocab_meta, *extra_meta) | "AllVocabularies" >> beam.Flatten()
-        if any(has_target_encoding(f) for f in self._spec.features):
-            target = outputs[split_fn.TARGET] | "TargetStats" >> TargetStats(
-                self._spec, self._out)
-            vocab_meta = (vocab_meta, target) | "WithTargetStats" >> beam.Flatten()
+        entries = [vocab_meta, *([weighted_meta] if weighted_names else [])]
+        for family in registry.FAMILIES:  # each family's branch: (feature, entry) per feature
+            if family.features(self._spec):
+                entries.append(outputs[family.tag] | family.label
+                               >> family.transform(self._spec, self._out))
+        all_entries = (tuple(entries) | "AllEntries" >> beam.Flatten() if len(entries) > 1
+                       else vocab_meta)
         numeric = (outputs.numeric
                    | "MergeNumericGroups" >> beam.CombinePerKey(num.CanonicalMergeFn())
                    | "GroupOrderKey" >> beam.MapTuple(lambda g, parts: (f"{g:05d}", parts))
                    | "MergeNumericAll" >> beam.CombineGlobally(num.CanonicalMergeFn()))
         meta = outputs.meta | "SumCounts" >> beam.CombineGlobally(_sum_meta)
-        keyed = [f.name for f in self._spec.of_kind("numeric") if f.per_key is not None]
-        extra = {"per_key": beam.pvalue.AsList(
-            outputs[split_fn.PER_KEY] | "PerKey" >> PerKeyFiles(keyed, self._out))} if keyed else {}
-        if bucketed_features(self._spec):  # per_key + num_buckets: per_key_buckets
-            extra["per_key"] = beam.pvalue.AsList(
-                (extra["per_key"].pvalue, outputs[split_fn.PER_KEY_BUCKETS]
-                 | "PerKeyBuckets" >> PerKeyBucketFiles(bucketed_features(self._spec),
-                                                        self._out))
-                | "AllPerKeyFiles" >> beam.Flatten())
         rejected = outputs.rejected | "WriteRejected" >> WriteRejected(self._out, temp)
         input_info = {"patterns": self._patterns, "format": self._fmt,
                       "files": len(self._files)}
@@ -412,10 +389,10 @@ class AnalyzeToArtifacts(beam.PTransform):
                 | "ManifestTrigger" >> beam.Create([None])
                 | "WriteManifest" >> beam.ParDo(
                     _WriteManifest(self._out, spec_dict, input_info, self._max_bad),
-                    vocab_meta=beam.pvalue.AsList(vocab_meta),
+                    entries=beam.pvalue.AsList(all_entries),
                     numeric_partials=beam.pvalue.AsSingleton(numeric),
                     meta=beam.pvalue.AsSingleton(meta),
-                    rejected=beam.pvalue.AsSingleton(rejected), **extra))
+                    rejected=beam.pvalue.AsSingleton(rejected)))
 
 
 ARTIFACT_OUTPUT = output.OutputPolicy(

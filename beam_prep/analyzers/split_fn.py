@@ -5,13 +5,13 @@ here, batch by batch, vectorised; nothing per row crosses a Beam boundary. Outpu
 
 * main        ``((feature, partition), vocabulary table)`` for every vocabulary feature
 * ``numeric`` ``(group, (split_id, {feature: NumericPartial}))`` for all numeric features
-* ``per_key`` ``((feature, partition), KeyStats)`` per features with ``per_key``, and
-  ``per_key_buckets`` KeyHists with ``num_buckets`` too (keys hash-partitioned as vocabularies)
 * ``meta``    ``{rows_read, rows_rejected, rejected_by_reason, missing, documents,
   terms_per_document}`` (the last: per text feature, a ``text_counts.log2_histogram`` list)
 * ``rejected`` ``(sort_key, json line)`` per rejected row
-* ``labels``  ``((feature, partition), label table)`` per feature with ``labels`` (those
-  have no main output; see :mod:`beam_prep.analyzers.label.vocab`)
+* one tag per analysis family (:data:`~beam_prep.analyzers.families.FAMILIES`: ``labels``,
+  ``target``, ``per_key``, ``per_key_buckets``), the elements its
+  :meth:`~beam_prep.analyzers.family.AnalysisFamily.elements` gives (the features of a
+  family that replaces vocabularies, ``labels``, have no main output)
 
 Example:
     >>> fn = AnalyzeSplitFn(spec.to_dict())                        # doctest: +SKIP
@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import math
 import time
 import zlib
 from collections.abc import Iterator
@@ -34,20 +33,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep import progress
+from beam_prep.analyzers import families as registry
 from beam_prep.analyzers import numeric as num
 from beam_prep.analyzers import spill
 from beam_prep.analyzers import vocab as voc
-from beam_prep.analyzers.label import counts as label_counts
-from beam_prep.analyzers.per_key import stats as pks
-from beam_prep.analyzers.per_key.buckets import PER_KEY_BUCKETS, HistAccumulators  # noqa: F401
+from beam_prep.analyzers.family import FeatureBatch
 from beam_prep.analyzers.spec_columns import (  # noqa: F401 (re-exported)
     column_owners,
     list_columns,
     required_columns,
 )
-from beam_prep.analyzers.target import stats as target_stats
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
-from beam_prep.analyzers.vocab.partition import token_hashes
 from beam_prep.analyzers.vocab.split import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.weighted import split as wsplit
 from beam_prep.expr import arrow as expr_arrow
@@ -56,21 +52,26 @@ from beam_prep.io.readers import Split, read_split
 from beam_prep.io.scalar_rows import scalar_rows
 from beam_prep.io.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
-from beam_prep.spec.label_fields import has_labels
-from beam_prep.spec.target_fields import has_target_encoding
 from beam_prep.spec.weights import is_weighted
 
 NUMERIC = "numeric"
-PER_KEY = "per_key"
 META = "meta"
 REJECTED = "rejected"
-LABELS = "labels"
-TARGET = "target"
 NUMERIC_GROUPS = 64
 #: Text is tokenised and counted this many bytes at a time (bounds the n-gram arrays).
 TEXT_CHUNK_BYTES = 1 << 22
 
 _LOG = logging.getLogger("beam_prep.analyze")
+
+def output_tags() -> list[str]:
+    """The split DoFn's tagged outputs: the trunk's, then one per analysis family.
+
+    Example:
+        >>> output_tags()[:3]
+        ['numeric', 'meta', 'rejected']
+    """
+    return [NUMERIC, META, REJECTED, *(family.tag for family in registry.FAMILIES)]
+
 
 def feature_column(f: Feature, batch: pa.RecordBatch) -> pa.Array:
     """The values a feature analyses: its column, or its expression computed on ``batch``.
@@ -87,23 +88,6 @@ def feature_column(f: Feature, batch: pa.RecordBatch) -> pa.Array:
     if pa.types.is_list(values.type):  # split(): list columns are large_list, as read
         values = values.cast(pa.large_list(values.type.value_type))
     return values
-
-
-def key_values(f: Feature, batch: pa.RecordBatch) -> pa.Array:
-    """The per-key key of every row: the ``per_key`` column, or its expression's value."""
-    from beam_prep.spec.per_key import key_expression
-
-    tree = key_expression(f)
-    if tree is None:
-        return batch.column(f.per_key)
-    return expr_arrow.evaluate(tree, batch)
-
-
-def key_partitions(stats: pks.KeyStats, num_partitions: int) -> list[tuple[int, Any]]:
-    """Per-key stats split by the keys' hash partition (as vocabularies are)."""
-    if not len(stats):
-        return []
-    return pks.split_by_partition(stats, token_hashes(stats.keys), num_partitions)
 
 
 def numeric_group(split_id: str) -> int:
@@ -249,17 +233,18 @@ class AnalyzeSplitFn(beam.DoFn):
         vocab_args = {"num_partitions": self._num_partitions, "spill_dir": self._temp_dir,
                       "file_stem": stem, "spill_rows": self._spill_rows,
                       "memory_rows": self._memory_rows}
+        # The analysis families' accumulators (analyzers.families): tag -> feature -> state.
+        family_states = {family.tag: {f.name: family.accumulator(f) for f in self._features
+                                      if family.applies(f)} for family in registry.FAMILIES}
+        states_of = {f.name: [states[f.name] for states in family_states.values()
+                              if f.name in states] for f in self._features}
+        own_vocabularies = registry.own_vocabularies(spec)
         vocab = {f.name: SplitVocabulary(f.name, **vocab_args)
                  for f in spec.of_kind("string", "integer", "text")
-                 if not has_labels(f) and not is_weighted(f)}
-        labeled = {f.name: label_counts.LabelTables() for f in spec.features if has_labels(f)}
-        targets: dict[str, dict] = {f.name: {} for f in spec.features if has_target_encoding(f)}
+                 if not is_weighted(f) and f.name not in own_vocabularies}
         numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
                    for f in spec.of_kind("numeric") if not is_weighted(f)}
         weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
-        keyed: dict[str, list[pks.KeyStats]] = {f.name: [] for f in spec.of_kind("numeric")
-                                                 if f.per_key is not None}
-        hists = HistAccumulators(spec)  # per_key + num_buckets (analyzers.per_key.buckets)
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
@@ -267,10 +252,10 @@ class AnalyzeSplitFn(beam.DoFn):
         if weighted:
             meta["invalid_weights"] = {name: 0 for name in weighted}
 
-        def add_feature(args: tuple[Feature, pa.Array, np.ndarray | None, pa.Array | None]
+        def add_feature(args: tuple[Feature, pa.Array, np.ndarray | None, pa.RecordBatch]
                         ) -> tuple[int, int, list[int] | None]:
             """Adds one feature's column; returns (missing cells, documents, terms histogram)."""
-            f, raw, weights, labels = args
+            f, raw, weights, batch = args
             n_missing = int(colmod.missing_mask(raw).sum())
             filled = _fill_missing(raw, getattr(f, "default_value", None))
             documents, terms = 0, None
@@ -284,15 +269,8 @@ class AnalyzeSplitFn(beam.DoFn):
                 values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
                 values = np.asarray(values, dtype=np.float64)
                 numeric[f.name].add(values, n_missing)
-                if f.name in keyed:
-                    parts = keyed[f.name]
-                    rows = pc.fill_null(filled.cast(pa.float64()), math.nan).to_numpy(False)
-                    parts.append(pks.batch_stats(row_keys := key_values(f, batch), rows))
-                    hists.add(f.name, row_keys, rows)
-                    if len(parts) >= 16:
-                        parts[:] = [pks.merge(parts)]
-            elif labels is not None:
-                labeled[f.name].add(label_counts.count_batch(filled, labels))
+            elif f.name not in vocab:
+                pass  # a family replaces its vocabulary (labels)
             elif f.kind == "text":
                 tables, documents, terms = self._count_text(f, filled)
                 for table in tables:
@@ -300,6 +278,10 @@ class AnalyzeSplitFn(beam.DoFn):
             else:
                 # Counting skips nulls: no need to copy the column without them.
                 vocab[f.name].add_values(colmod.leaf_values_with_nulls(filled))
+            if states_of[f.name]:
+                view = FeatureBatch(f, filled, batch)
+                for state in states_of[f.name]:
+                    state.add(view)
             return n_missing, documents, terms
 
         results = read_split(split, self._columns, batch_size=self._batch_size,
@@ -324,13 +306,8 @@ class AnalyzeSplitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
             added = self._map(add_feature, [
                 (f, feature_column(f, batch),
-                 wsplit.feature_weights(f, batch) if f.name in weighted else None,
-                 batch.column(f.labels) if f.name in labeled else None)
+                 wsplit.feature_weights(f, batch) if f.name in weighted else None, batch)
                 for f in self._features])
-            for name, table in targets.items():  # target encodings (analyzers.target.stats)
-                f = spec.feature(name)
-                values = _fill_missing(feature_column(f, batch), f.default_value)
-                target_stats.add_batch(table, values, batch, f.target_encoding)
             for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
                 if f.kind == "text":
@@ -344,15 +321,10 @@ class AnalyzeSplitFn(beam.DoFn):
         for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
         yield from wsplit.vocabulary_results(weighted)
-        for name, tables in labeled.items():
-            for item in label_counts.partitioned(name, tables.result(), self._num_partitions):
-                yield beam.pvalue.TaggedOutput(LABELS, item)
-        for name, table in targets.items():
-            yield beam.pvalue.TaggedOutput(TARGET, (name, table))
-        for name, parts in keyed.items():
-            for part, stats in key_partitions(pks.merge(parts), self._num_partitions):
-                yield beam.pvalue.TaggedOutput(PER_KEY, ((name, part), stats))
-        yield from hists.tagged(self._num_partitions)
+        for family in registry.FAMILIES:
+            for name, state in family_states[family.tag].items():
+                for item in family.elements(name, state.result(), self._num_partitions):
+                    yield beam.pvalue.TaggedOutput(family.tag, item)
         partials = {name: acc.result() for name, acc in numeric.items()}
         partials.update(wsplit.numeric_results(weighted))
         if partials:

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pytest
 
 from beam_prep.analyzers.cache import store as cache_store
-from beam_prep.analyzers.cache import target as cache_target
 from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 from beam_prep.analyzers.exact_sums import SUM_SHIFT
+from beam_prep.analyzers.target import cache_file as cache_target
 from beam_prep.analyzers.target.stats import folds_of
 from beam_prep.spec import Spec
 from tests.analyzers.test_cache import assert_same_bytes, days, last_run, run, write_day

@@ -31,9 +31,9 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 
 from beam_prep import progress
+from beam_prep.analyzers import families as registry
 from beam_prep.analyzers import spill, split_fn
 from beam_prep.analyzers.cache import store
-from beam_prep.analyzers.cache import target as cache_target
 from beam_prep.analyzers.cache.key import (
     ReaderSettings,
     analysis_key,
@@ -41,15 +41,11 @@ from beam_prep.analyzers.cache.key import (
     plan_key,
     split_identity,
 )
-from beam_prep.analyzers.label import counts as label_counts
-from beam_prep.analyzers.per_key.buckets import hist_partitions
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
 from beam_prep.io.content_id import content_identity
 from beam_prep.io.readers import Split, list_splits
 from beam_prep.spec import Spec
-from beam_prep.spec.label_fields import has_labels
-from beam_prep.spec.target_fields import has_target_encoding
 
 CACHE = "cache"
 #: The cache-use tag of a split analysed whose entry could not be written (a miss too).
@@ -111,10 +107,11 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         self._inner.setup()
         spec = Spec.from_dict(self._spec_dict)
         self._analysis, self._per_feature = analysis_key(spec, self._reader)
+        self._family_features = {family.tag: {f.name: f for f in family.features(spec)}
+                                 for family in registry.FAMILIES}
+        own_vocabularies = registry.own_vocabularies(spec)
         self._vocab_names = [f.name for f in spec.of_kind("string", "integer", "text")
-                             if not has_labels(f)]
-        self._target_folds = {f.name: f.target_encoding.folds for f in spec.features
-                              if has_target_encoding(f)}
+                             if f.name not in own_vocabularies]
 
     def teardown(self) -> None:
         self._inner.teardown()
@@ -139,9 +136,9 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             _LOG.warning("analysis cache: entry %s describes another split, file version or "
                          "analysis than its key; the split is analysed again", key)
             index = None
-        targets = None if index is None else self._load_targets(key, index)
-        if targets is not None:
-            yield from self._replay(split, store.entry_dir(self._cache, key), index, targets)
+        families = None if index is None else self._load_families(key, index)
+        if families is not None:
+            yield from self._replay(split, store.entry_dir(self._cache, key), index, families)
             yield beam.pvalue.TaggedOutput(CACHE, ("hit", key))
             return
         result, outputs = self._compute(split)
@@ -155,25 +152,20 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         yield from outputs
         yield beam.pvalue.TaggedOutput(CACHE, (use, key))
 
-    def _load_targets(self, key: str, index: dict) -> dict[str, dict] | None:
-        """The entry's target-encoding tables (one per such feature), or None: the entry
-        is not used (a warning says why) and the split is analysed again."""
-        stored = index.get("target", {})
-        if not isinstance(stored, dict) or set(stored) != set(self._target_folds) or any(
-                not isinstance(rel, str) or "/" in rel or rel not in index["files"]
-                for rel in stored.values()):  # only checksummed files of the entry itself
-            _LOG.warning("analysis cache: entry %s lists target tables %s, the spec has %s; "
-                         "the split is analysed again", key, sorted(stored)[:5],
-                         sorted(self._target_folds))
-            return None
+    def _load_families(self, key: str, index: dict) -> dict[str, dict[str, Any]] | None:
+        """The entry's values of every analysis family (tag → feature → value), or None:
+        the entry is not used (a warning says why) and the split is analysed again."""
         folder = store.entry_dir(self._cache, key)
-        try:
-            return {name: store.load_target(folder, stored[name], folds)
-                    for name, folds in self._target_folds.items()}
-        except (cache_target.CacheFormatError, OSError, TypeError) as e:
-            _LOG.warning("analysis cache: entry %s is not used (%s); the split is analysed "
-                         "again and the entry rewritten", key, e)
-            return None
+        out: dict[str, dict[str, Any]] = {}
+        for family in registry.FAMILIES:
+            try:
+                out[family.tag] = store.load_family_values(folder, index, family,
+                                                           self._family_features[family.tag])
+            except (store.CacheFormatError, OSError) as e:
+                _LOG.warning("analysis cache: entry %s is not used (%s); the split is "
+                             "analysed again and the entry rewritten", key, e)
+                return None
+        return out
 
     def _compute(self, split: Split) -> tuple[store.SplitResult, list[Any]]:
         """Runs the wrapped DoFn; returns its outputs as a result and as the list to emit."""
@@ -181,10 +173,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         numeric = None
         meta: dict = {}
         rejected: list[tuple[str, str]] = []
-        labels: dict[str, Any] = {}
-        keyed: dict[str, list] = {}
-        target: dict[str, dict] = {}
-        hists: dict[str, list] = {}
+        families: dict[str, dict[str, list]] = {family.tag: {} for family in registry.FAMILIES}
         outputs = list(self._inner.process(split))
         for out in outputs:
             tag = getattr(out, "tag", None)
@@ -198,27 +187,15 @@ class CachedAnalyzeSplitFn(beam.DoFn):
                 meta = value
             elif tag == split_fn.REJECTED:
                 rejected.append(value)
-            elif tag == split_fn.LABELS:  # stored unpartitioned, like the count tables
-                labels.setdefault(value[0][0], []).append(value[1])
-            elif tag == split_fn.PER_KEY:
-                keyed.setdefault(value[0][0], []).append(value[1])
-            elif tag == split_fn.TARGET:  # one (token, fold) table per feature and split
-                target[value[0]] = value[1]
-            elif tag == split_fn.PER_KEY_BUCKETS:
-                hists.setdefault(value[0][0], []).append(value[1])
-        from beam_prep.analyzers.per_key.stats import merge
-
-        merged = {name: label_counts.merge_label_tables(tables)
-                  for name, tables in labels.items()}
-        per_key = {name: merge(parts) for name, parts in keyed.items()}
-        from beam_prep.analyzers.per_key import hist as per_key_hist
-
-        buckets = {name: per_key_hist.merge(parts) for name, parts in hists.items()}
-        return store.SplitResult(vocab, numeric, meta, rejected, merged, per_key,
-                                 target, buckets), outputs
+            else:  # an analysis family's: stored unpartitioned, like the count tables
+                name, part = registry.by_tag(tag).name_and_value(value)
+                families[tag].setdefault(name, []).append(part)
+        merged = {tag: {name: registry.by_tag(tag).merge(parts)
+                        for name, parts in values.items()} for tag, values in families.items()}
+        return store.SplitResult(vocab, numeric, meta, rejected, merged), outputs
 
     def _replay(self, split: Split, folder: str, index: dict,
-                targets: dict[str, dict]) -> Iterator[Any]:
+                families: dict[str, dict[str, Any]]) -> Iterator[Any]:
         stem = spill.stable_id(split.split_id)
         n = 0
         for name, relname in index["vocab"].items():
@@ -235,20 +212,10 @@ class CachedAnalyzeSplitFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(
                 split_fn.NUMERIC,
                 (split_fn.numeric_group(split.split_id), (split.split_id, partials)))
-        for name, relname in index.get("labels", {}).items():
-            table = store.load_label_table(folder, relname)
-            for item in label_counts.partitioned(name, table, self._partitions):
-                yield beam.pvalue.TaggedOutput(split_fn.LABELS, item)
-        for name, relname in index.get("per_key", {}).items():
-            stats = store.load_per_key(folder, relname)
-            for part, rows in split_fn.key_partitions(stats, self._partitions):
-                yield beam.pvalue.TaggedOutput(split_fn.PER_KEY, ((name, part), rows))
-        for name, table in targets.items():
-            yield beam.pvalue.TaggedOutput(split_fn.TARGET, (name, table))
-        for name, relname in index.get("per_key_buckets", {}).items():
-            hist = store.load_key_hist(folder, relname)
-            for part, rows in hist_partitions(hist, self._partitions):
-                yield beam.pvalue.TaggedOutput(split_fn.PER_KEY_BUCKETS, ((name, part), rows))
+        for family in registry.FAMILIES:
+            for name, value in families[family.tag].items():
+                for item in family.elements(name, value, self._partitions):
+                    yield beam.pvalue.TaggedOutput(family.tag, item)
         for row in store.load_rejected(folder):
             yield beam.pvalue.TaggedOutput(split_fn.REJECTED, row)
         meta = store.load_meta(folder)

@@ -6,14 +6,14 @@ Layout (``DIR`` is ``--cache_dir``; any Beam filesystem, ``gs://`` included)::
     DIR/entries/<key[:2]>/<key>/vocab-NNN.arrow one feature's count tables, Arrow IPC stream
                                                 (token, count, df, hash: the token's uint64
                                                 partition hash, so replay never re-hashes)
-    DIR/entries/<key[:2]>/<key>/labels-NNN.arrow one label-aware feature's label table
-                                                (token, label, count; analyzers.label.counts)
     DIR/entries/<key[:2]>/<key>/sketch-NNN.bin  one numeric feature's QuantilesSketch state
     DIR/entries/<key[:2]>/<key>/numeric.json    moments and counts of every numeric feature
-    DIR/entries/<key[:2]>/<key>/per_key-NNN.arrow one per_key feature's KeyStats (Arrow IPC)
-    DIR/entries/<key[:2]>/<key>/target-NNN.jsonl one target-encoded feature's (token, fold)
-                                                rows and exact label sums (cache_target)
-    DIR/entries/<key[:2]>/<key>/per_key_buckets-NNN.arrow  a per_key + num_buckets KeyHist
+    DIR/entries/<key[:2]>/<key>/<tag>-NNN.<suffix> one feature's value of an analysis family
+                                                (analyzers.families), in the family's own
+                                                form: labels-NNN.arrow (label table),
+                                                target-NNN.jsonl ((token, fold) rows and
+                                                exact label sums), per_key-NNN.arrow
+                                                (KeyStats), per_key_buckets-NNN.arrow (KeyHist)
     DIR/entries/<key[:2]>/<key>/meta.json       row, reject, missing and document counts
     DIR/entries/<key[:2]>/<key>/rejected.jsonl  [sort key, json line] per rejected row
     DIR/plans/<key[:2]>/<key>.json              the byte-range splits of one CSV/JSONL file
@@ -53,10 +53,10 @@ import pyarrow as pa
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_prep.analyzers import families as registry
 from beam_prep.analyzers import numeric as num
-from beam_prep.analyzers.cache import target as cache_target
 from beam_prep.analyzers.cache.key import CACHE_FORMAT_VERSION
-from beam_prep.analyzers.label import counts as label_counts
+from beam_prep.analyzers.family import AnalysisFamily
 from beam_prep.analyzers.spill import SpillRef, materialize
 from beam_prep.analyzers.vocab.count import SCHEMA
 from beam_prep.analyzers.vocab.partition import token_hashes
@@ -73,6 +73,11 @@ ENTRY_SCHEMA = SCHEMA.append(pa.field("hash", pa.uint64()))
 """A stored count table: the counts plus each token's partition hash (``token_hashes``)."""
 
 _LOG = logging.getLogger("beam_prep.analyze")
+
+
+class CacheFormatError(ValueError):
+    """A stored family value that the entry's checksums accept but that does not parse,
+    or an index whose family files do not match the spec (the split is analysed again)."""
 _PLAIN = CompressionTypes.UNCOMPRESSED
 
 
@@ -85,20 +90,15 @@ class SplitResult:
         numeric: Feature → partial, or None when the spec has no numeric feature.
         meta: Row, reject, missing and document counts.
         rejected: ``(sort key, json line)`` per rejected row.
-        labels: Label-aware feature → its label table (none without such features).
-        per_key: Feature with ``per_key`` → its merged KeyStats (unpartitioned).
-        target: Target-encoded feature → its (token, fold) table (every such feature).
-        per_key_buckets: Feature with ``per_key`` and ``num_buckets`` → its merged KeyHist.
+        families: Family tag → feature → the split's value of that analysis family
+            (:data:`~beam_prep.analyzers.families.FAMILIES`; unpartitioned).
     """
 
     vocab: dict[str, list[pa.Table | SpillRef]]
     numeric: dict[str, num.NumericPartial] | None
     meta: dict
     rejected: list[tuple[str, str]]
-    labels: dict[str, pa.Table] = dataclasses.field(default_factory=dict)
-    per_key: dict[str, Any] = dataclasses.field(default_factory=dict)
-    target: dict[str, dict] = dataclasses.field(default_factory=dict)
-    per_key_buckets: dict[str, Any] = dataclasses.field(default_factory=dict)
+    families: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 def entry_dir(cache_dir: str, key: str) -> str:
@@ -129,23 +129,6 @@ def _write_tables(path: str, tables: list[pa.Table | SpillRef]) -> dict:
                 hashes = token_hashes(t.column("token").combine_chunks())
                 writer.write_table(t.append_column("hash", pa.array(hashes, pa.uint64())))
     return {"sha256": sink.hexdigest(), "bytes": sink.size}
-
-
-def _write_label_table(path: str, table: pa.Table) -> dict:
-    """Writes a label table (:data:`label_counts.SCHEMA`) as one Arrow IPC stream."""
-    fs.makedirs(FileSystems.split(path)[0])
-    _unlink_local(path)
-    with FileSystems.create(path, compression_type=_PLAIN) as f:
-        sink = fs.HashingWriter(f)
-        with pa.ipc.new_stream(sink, label_counts.SCHEMA) as writer:
-            writer.write_table(table.cast(label_counts.SCHEMA))
-    return {"sha256": sink.hexdigest(), "bytes": sink.size}
-
-
-def load_label_table(folder: str, relname: str) -> pa.Table:
-    """A stored label table."""
-    with FileSystems.open(fs.join(folder, relname), compression_type=_PLAIN) as f:
-        return pa.ipc.open_stream(f).read_all().cast(label_counts.SCHEMA)
 
 
 def _write_file(path: str, data: bytes) -> dict:
@@ -202,10 +185,6 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
     for i, (name, tables) in enumerate(result.vocab.items()):
         vocab[name] = f"vocab-{i:03d}.arrow"
         files[vocab[name]] = _write_tables(fs.join(folder, vocab[name]), tables)
-    labels: dict[str, str] = {}
-    for i, (name, table) in enumerate(result.labels.items()):
-        labels[name] = f"labels-{i:03d}.arrow"
-        files[labels[name]] = _write_label_table(fs.join(folder, labels[name]), table)
     numeric = None
     if result.numeric is not None:
         numeric = {}
@@ -218,20 +197,12 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
             numeric[name] = {"moments": _moments_json(p.moments), "missing": p.missing,
                              "nan": p.nan, "infinite": p.infinite, "sketch": sketch}
         files["numeric.json"] = _write_file(fs.join(folder, "numeric.json"), _json(numeric))
-    per_key: dict[str, str] = {}
-    for i, (name, stats) in enumerate(result.per_key.items()):
-        per_key[name] = f"per_key-{i:03d}.arrow"
-        files[per_key[name]] = _write_file(fs.join(folder, per_key[name]),
-                                           key_stats_bytes(stats))
-    target: dict[str, str] = {}
-    for i, (name, table) in enumerate(result.target.items()):
-        target[name] = f"target-{i:03d}.jsonl"
-        files[target[name]] = _write_file(fs.join(folder, target[name]),
-                                          cache_target.table_bytes(table))
-    hists: dict[str, str] = {}
-    for i, (name, hist) in enumerate(result.per_key_buckets.items()):
-        hists[name] = f"per_key_buckets-{i:03d}.arrow"
-        files[hists[name]] = _write_file(fs.join(folder, hists[name]), key_hist_bytes(hist))
+    stored: dict[str, dict[str, str]] = {}  # family tag -> feature -> file
+    for family in registry.FAMILIES:
+        for i, (name, value) in enumerate(result.families.get(family.tag, {}).items()):
+            rel = f"{family.tag}-{i:03d}.{family.suffix}"
+            stored.setdefault(family.tag, {})[name] = rel
+            files[rel] = _write_file(fs.join(folder, rel), family.to_bytes(value))
     files["meta.json"] = _write_file(fs.join(folder, "meta.json"), _json(result.meta))
     lines = "".join(json.dumps([k, line], ensure_ascii=False) + "\n"
                     for k, line in result.rejected)
@@ -239,10 +210,7 @@ def write_entry(cache_dir: str, key: str, result: SplitResult, info: dict) -> No
                                           lines.encode("utf-8"))
     index = {"format": FORMAT_NAME, "format_version": CACHE_FORMAT_VERSION, "key": key,
              **info, "vocab": vocab, "numeric": numeric is not None, "files": files,
-             **({"labels": labels} if labels else {}),
-             **({"per_key": per_key} if per_key else {}),
-             **({"target": target} if target else {}),
-             **({"per_key_buckets": hists} if hists else {})}
+             **stored}
     write_atomic(index_path, _json(index))
 
 
@@ -369,52 +337,38 @@ def load_numeric(folder: str) -> dict[str, num.NumericPartial]:
     return out
 
 
-def _ipc_bytes(table: pa.Table) -> bytes:
-    """A table as an Arrow IPC stream (the cache's form of per-key tables; no pickle)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+def load_family_values(folder: str, index: dict, family: AnalysisFamily,
+                       features: dict[str, Any]) -> dict[str, Any]:
+    """One family's stored values of an entry: feature → value (in ``features``' order).
 
+    Args:
+        folder: The entry's folder.
+        index: Its checked index (:func:`load_index`).
+        family: The family.
+        features: The spec's features of the family, by name.
 
-def _ipc_table(folder: str, relname: str) -> pa.Table:
-    """The table of a stored Arrow IPC stream."""
-    return pa.ipc.open_stream(fs.read_bytes(fs.join(folder, relname))).read_all()
-
-
-def key_stats_bytes(stats: Any) -> bytes:
-    """One feature's per-key stats as an Arrow IPC stream (no pickle)."""
-    from beam_prep.analyzers.per_key.stats import to_table
-
-    return _ipc_bytes(to_table(stats))
-
-
-def load_per_key(folder: str, relname: str) -> Any:
-    """One feature's stored per-key stats (:class:`~beam_prep.analyzers.per_key.stats.KeyStats`)."""
-    from beam_prep.analyzers.per_key.stats import from_table
-
-    return from_table(_ipc_table(folder, relname))
-
-
-def load_target(folder: str, relname: str, folds: int) -> dict:
-    """One feature's stored (token, fold) table (:class:`cache_target.CacheFormatError`
-    when it does not parse)."""
-    return cache_target.load_table(fs.read_bytes(fs.join(folder, relname)), folds=folds,
-                                   name=relname)
-
-
-def key_hist_bytes(hist: Any) -> bytes:
-    """One feature's per-key histograms as an Arrow IPC stream (no pickle)."""
-    from beam_prep.analyzers.per_key.hist import to_table
-
-    return _ipc_bytes(to_table(hist))
-
-
-def load_key_hist(folder: str, relname: str) -> Any:
-    """One feature's stored per-key histograms (``per_key.hist.KeyHist``)."""
-    from beam_prep.analyzers.per_key.hist import from_table
-
-    return from_table(_ipc_table(folder, relname))
+    Raises:
+        CacheFormatError: The index lists other features than the spec's (or, for a family
+            whose every split emits every feature, not all of them), a file outside the
+            entry's checksummed ones, or a file that does not parse.
+    """
+    stored = index.get(family.tag, {})
+    expected = set(features)
+    if not isinstance(stored, dict) or not set(stored) <= expected or (
+            family.every_feature and set(stored) != expected) or any(
+            not isinstance(rel, str) or "/" in rel or rel not in index["files"]
+            for rel in stored.values()):  # only checksummed files of the entry itself
+        raise CacheFormatError(f"the entry lists {family.tag} tables {sorted(stored)[:5]}, "
+                               f"the spec has {sorted(expected)[:5]}")
+    out = {}
+    for name, feature in features.items():
+        if name in stored:
+            rel = stored[name]
+            try:
+                out[name] = family.from_bytes(fs.read_bytes(fs.join(folder, rel)), feature, rel)
+            except (ValueError, TypeError, KeyError, pa.ArrowException) as e:
+                raise CacheFormatError(f"{rel} does not parse: {e}") from e
+    return out
 
 
 def load_meta(folder: str) -> dict:

@@ -2,5 +2,6 @@
 
 Modules: ``stats`` (exact columnar per-key moments), ``pipeline`` (their combine and sorted
 ``per_key/<name>.jsonl``), ``runs`` (sorted runs merged into that file), ``hist`` (bounded,
-exactly mergeable per-key histograms) and ``buckets`` (their combine and ``.buckets.jsonl``).
+exactly mergeable per-key histograms), ``buckets`` (their combine and ``.buckets.jsonl``),
+``family`` and ``buckets_family`` (the two family objects the analysis registers).
 """

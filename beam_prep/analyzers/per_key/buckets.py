@@ -24,18 +24,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 
 from beam_prep.analyzers.per_key import hist as pkh
 from beam_prep.analyzers.per_key.pipeline import write_lines
-from beam_prep.analyzers.vocab.partition import token_hashes
 from beam_prep.io import filesystem as fs
 from beam_prep.io.per_key_buckets_file import ROLE, buckets_relpath
 
 _EDITOR_BREAKS = "\x85\u2028\u2029"
-PER_KEY_BUCKETS = "per_key_buckets"
-"""The split analysis' output tag of per-key histograms."""
 
 
 class KeyHistCombineFn(beam.CombineFn):
@@ -121,61 +117,3 @@ class PerKeyBucketFiles(beam.PTransform):
                 | "WithEmptyBuckets" >> beam.Flatten()
                 | "GroupBucketsByFeature" >> beam.GroupByKey()
                 | "WriteBucketFiles" >> beam.ParDo(_WriteBuckets(self._out)))
-
-
-def merge_keyed_meta(items: Iterable[tuple[str, dict]]) -> dict[str, dict]:
-    """The per-key entries of every feature, the file entries of several sources merged.
-
-    Example:
-        >>> merge_keyed_meta([("a", {"files": {"x": 1}, "key_count": 2}),
-        ...                   ("a", {"files": {"y": 3}, "bucket_key_count": 2})])
-        {'a': {'files': {'x': 1, 'y': 3}, 'key_count': 2, 'bucket_key_count': 2}}
-    """
-    out: dict[str, dict] = {}
-    for name, entry in items:
-        acc = out.setdefault(name, {"files": {}})
-        acc["files"].update(entry.get("files", {}))
-        acc.update({k: v for k, v in entry.items() if k != "files"})
-    return out
-
-
-def bucketed_features(spec: Any) -> dict[str, int]:
-    """Feature -> ``num_buckets`` for every numeric feature with ``per_key`` and
-    ``num_buckets``."""
-    return {f.name: int(f.num_buckets) for f in spec.of_kind("numeric")
-            if f.per_key is not None and f.num_buckets is not None}
-
-
-def hist_partitions(hist: pkh.KeyHist, num_partitions: int) -> list[tuple[int, Any]]:
-    """Per-key histograms split by the keys' hash partition (as per-key stats are)."""
-    if not len(hist):
-        return []
-    return pkh.split_by_partition(hist, token_hashes(hist.keys), num_partitions)
-
-
-class HistAccumulators:
-    """The per-key histograms of one split, per feature with ``per_key`` and
-    ``num_buckets`` (batches merged 16 at a time).
-
-    Args:
-        spec: The spec.
-    """
-
-    def __init__(self, spec: Any) -> None:
-        self.parts: dict[str, list[pkh.KeyHist]] = {n: [] for n in bucketed_features(spec)}
-
-    def add(self, name: str, keys: pa.Array, values: np.ndarray) -> None:
-        """Adds one batch of a feature (nothing for a feature without per-key buckets)."""
-        parts = self.parts.get(name)
-        if parts is None:
-            return
-        parts.append(pkh.batch_hist(keys, values))
-        if len(parts) >= 16:
-            parts[:] = [pkh.merge(parts)]
-
-    def tagged(self, num_partitions: int) -> Iterator[Any]:
-        """The split's outputs: ``((feature, partition), KeyHist)`` tagged
-        :data:`PER_KEY_BUCKETS`."""
-        for name, parts in self.parts.items():
-            for part, hist in hist_partitions(pkh.merge(parts), num_partitions):
-                yield beam.pvalue.TaggedOutput(PER_KEY_BUCKETS, ((name, part), hist))
