@@ -15,8 +15,8 @@ from typing import Any
 
 from beam_prep.analyzers.family import AnalysisFamily
 from beam_prep.analyzers.label.family import LABELS
-from beam_prep.analyzers.per_key.buckets_family import PER_KEY_BUCKETS
 from beam_prep.analyzers.per_key.family import PER_KEY
+from beam_prep.analyzers.per_key_buckets.family import PER_KEY_BUCKETS
 from beam_prep.analyzers.target.family import TARGET
 
 FAMILIES: tuple[AnalysisFamily, ...] = (

@@ -93,6 +93,7 @@ class AnalysisFamily(abc.ABC):
 
     Attributes:
         label: The Beam label of the family's branch of the graph.
+        folders: The artifact folders its files go to (the analyze job owns them).
         tag: The split DoFn's output tag, the cache index's key and the cache files' stem.
         suffix: The cache files' extension.
         every_feature: Each split emits a value for every feature of the family (the
@@ -103,6 +104,7 @@ class AnalysisFamily(abc.ABC):
 
     tag: ClassVar[str]
     label: ClassVar[str]
+    folders: ClassVar[tuple[str, ...]]
     suffix: ClassVar[str] = "arrow"
     every_feature: ClassVar[bool] = False
     replaces_vocabulary: ClassVar[bool] = False
@@ -114,6 +116,12 @@ class AnalysisFamily(abc.ABC):
     def features(self, spec: Any) -> list[Any]:
         """The spec's features the family analyses, in spec order."""
         return [f for f in spec.features if self.applies(f)]
+
+    def feature_key(self, feature: Any) -> dict[str, Any]:
+        """Fields this family adds to a feature's analysis-cache key
+        (:func:`~beam_prep.analyzers.cache.key.feature_key`) when it applies: whatever
+        changes what a split accumulates and is not a field of the feature already."""
+        return {}
 
     @abc.abstractmethod
     def accumulator(self, feature: Any) -> Accumulator:

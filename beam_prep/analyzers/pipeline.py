@@ -397,12 +397,16 @@ class AnalyzeToArtifacts(beam.PTransform):
 
 ARTIFACT_OUTPUT = output.OutputPolicy(
     job="analyze", signatures=((layout.MANIFEST,),),
-    owned=(layout.MANIFEST, f"{layout.VOCAB_DIR}/**", "per_key/**", SHARD_GLOB,
+    owned=(layout.MANIFEST,
+           *dict.fromkeys(f"{folder}/**" for folder in (  # the families' folders too
+               layout.VOCAB_DIR, *(f for family in registry.FAMILIES for f in family.folders))),
+           SHARD_GLOB,
            layout.REJECTED_FILE,  # the single file of outputs written before the shards
            f"{spill.TMP_DIR}/**", FAILED_REPORT, "report.html",  # the job's HTML report
            RUN_FILE),  # run metadata (beam_prep.io.run_record)
     last=layout.MANIFEST)
 """The analyze job's output folder (see :mod:`beam_prep.io.output`): a folder holding
 ``manifest.json`` is a finished artifact directory; only ``manifest.json``, ``vocab/``,
+the analysis families' folders (``per_key/``),
 the rejected-row shards (and the older ``rejected/rejected.jsonl``), ``_tmp/`` and
 ``_failed.json``, ``report.html`` and ``run.json`` are ever replaced in it."""

@@ -7,7 +7,7 @@
 ``key`` is a non-empty JSON string (as in ``per_key/<feature>.jsonl``), ``count`` the
 number of finite values of that key (>= 1), ``level`` the grid level of its histogram
 (0: the boundaries are exact quantiles; ``r`` > 0: each boundary lies in the same cell of
-``2**r`` float64 codes as the exact one, :mod:`beam_prep.analyzers.per_key.hist`), then
+``2**r`` float64 codes as the exact one, :mod:`beam_prep.analyzers.per_key_buckets.hist`), then
 the ``num_buckets - 1`` non-decreasing finite boundaries, in Python's shortest round-trip
 form. Lines are sorted by the keys' UTF-8 bytes, strictly, and end with ``\\n``. The file
 is text an attacker may have written: :func:`read_buckets` checks every line, the order

@@ -74,6 +74,7 @@ class MaxLengthFamily(AnalysisFamily):
 
     tag = "max_length"
     label = "MaxLength"
+    folders = ("vocab",)
     suffix = "json"
 
     def applies(self, feature: Any) -> bool:
@@ -120,6 +121,11 @@ def test_registry_names_each_family_once_and_the_split_fn_emits_each_tag():
     assert len(set(tags)) == len(tags) and len(set(labels)) == len(labels)
     assert split_fn.output_tags()[3:] == tags
     assert families.by_tag("per_key") is families.FAMILIES[2]
+    from beam_prep.analyzers.pipeline import ARTIFACT_OUTPUT
+
+    for family in families.FAMILIES:  # the analyze job owns (replaces) each family's folders
+        assert family.folders and all(f"{folder}/**" in ARTIFACT_OUTPUT.owned
+                                      for folder in family.folders)
     with pytest.raises(KeyError):
         families.by_tag("no_such_family")
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from beam_prep import Artifacts
-from beam_prep.analyzers.per_key import hist as pkh
+from beam_prep.analyzers.per_key_buckets import hist as pkh
 from beam_prep.errors import ArtifactError, SpecError
 from beam_prep.io.per_key_buckets_file import read_buckets
 from beam_prep.spec import Spec

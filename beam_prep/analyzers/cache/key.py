@@ -41,6 +41,7 @@ import hashlib
 import json
 from typing import Any
 
+from beam_prep.analyzers import families as registry
 from beam_prep.analyzers.split_fn import list_columns, required_columns
 from beam_prep.io.readers import Split
 from beam_prep.spec import Feature, Spec
@@ -113,8 +114,9 @@ def feature_key(f: Feature) -> dict[str, Any]:
         out["document_frequency"] = f.output_mode == "tf_idf"
     elif f.kind == "numeric":
         out["epsilon"] = f.resolved_epsilon()
-        if f.per_key is not None and f.num_buckets is not None:  # only then: keys kept
-            out["per_key_buckets"] = True  # the split also builds per-key histograms
+    for family in registry.FAMILIES:  # only the applying ones: other keys are kept
+        if family.applies(f):
+            out.update(family.feature_key(f))
     return out
 
 

@@ -94,7 +94,8 @@ def _summed(tables: list[pa.Table]) -> pa.Table:
                                  summed.column("count_sum")], schema=SCHEMA)
 
 
-def _sorted(table: pa.Table) -> pa.Table:
+def sorted_by_token(table: pa.Table) -> pa.Table:
+    """The table sorted by (token, label), the totals (null token) last, in one chunk."""
     order = pc.sort_indices(table, sort_keys=[("token", "ascending"), ("label", "ascending")])
     return table.take(order).combine_chunks()
 
@@ -170,7 +171,7 @@ class LabelTables:
 
     def result(self) -> pa.Table:
         """The merged table, sorted by (token, label) (the totals, null token, last)."""
-        return _sorted(merge_label_tables(self.tables))
+        return sorted_by_token(merge_label_tables(self.tables))
 
 
 class LabelCountsCombineFn(beam.CombineFn):

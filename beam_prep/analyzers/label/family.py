@@ -14,6 +14,7 @@ import pyarrow as pa
 from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch, ipc_bytes, ipc_table
 from beam_prep.analyzers.label import counts as label_counts
 from beam_prep.analyzers.label.vocab import LabeledVocabularies
+from beam_prep.io import artifacts as layout
 from beam_prep.spec.label_fields import has_labels
 
 
@@ -35,6 +36,7 @@ class LabelFamily(AnalysisFamily):
 
     tag = "labels"
     label = "LabelVocabularies"
+    folders = (layout.VOCAB_DIR,)
     replaces_vocabulary = True
 
     def applies(self, feature: Any) -> bool:
@@ -47,7 +49,7 @@ class LabelFamily(AnalysisFamily):
         return label_counts.partitioned(name, value, num_partitions)
 
     def merge(self, values: list[pa.Table]) -> pa.Table:
-        return label_counts.merge_label_tables(values)
+        return label_counts.sorted_by_token(label_counts.merge_label_tables(values))
 
     def to_bytes(self, value: pa.Table) -> bytes:
         return ipc_bytes(value.cast(label_counts.SCHEMA))

@@ -1,7 +1,7 @@
-"""Per-key statistics and buckets of a numeric feature (``per_key:``, with ``num_buckets``).
+"""Per-key statistics of a numeric feature (``per_key:``).
 
 Modules: ``stats`` (exact columnar per-key moments), ``pipeline`` (their combine and sorted
-``per_key/<name>.jsonl``), ``runs`` (sorted runs merged into that file), ``hist`` (bounded,
-exactly mergeable per-key histograms), ``buckets`` (their combine and ``.buckets.jsonl``),
-``family`` and ``buckets_family`` (the two family objects the analysis registers).
+``per_key/<name>.jsonl``), ``runs`` (sorted runs merged into that file) and ``family`` (the
+family object the analysis registers). Per-key bucket boundaries are a family of their
+own, :mod:`beam_prep.analyzers.per_key_buckets`.
 """

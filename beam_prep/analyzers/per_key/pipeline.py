@@ -22,24 +22,19 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from beam_prep.analyzers.key_lines import json_key, write_chunks
 from beam_prep.analyzers.per_key import stats as pks
-from beam_prep.analyzers.per_key.runs import make_run, merged_bytes, text_bytes
+from beam_prep.analyzers.per_key.runs import make_run, merged_bytes
 from beam_prep.analyzers.spill import stable_id, tmp_dir
 from beam_prep.io import filesystem as fs
 from beam_prep.io.per_key_file import per_key_relpath
-
-#: Keys' lines written per chunk.
-WRITE_ROWS = 1 << 16
-_EDITOR_BREAKS = "\x85\u2028\u2029"
 
 
 class KeyStatsCombineFn(beam.CombineFn):
@@ -75,21 +70,12 @@ def _number(x: float) -> str:
     return repr(x) if math.isfinite(x) else "null"
 
 
-def _json_key(key: str) -> str:
-    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
-        return f'"{key}"'  # nothing to escape (the usual case)
-    text = json.dumps(key, ensure_ascii=False)
-    for c in _EDITOR_BREAKS:  # line breaks JSON leaves as they are, escaped for editors
-        text = text.replace(c, f"\\u{ord(c):04x}")
-    return text
-
-
 def key_lines(stats: pks.KeyStats) -> pa.Array:
     """One line (``[key, count, mean, variance, min, max]\\n``) per key of merged stats."""
     means, variances = pks.means_and_variances(stats)
     rows = zip(stats.keys.to_pylist(), stats.count.tolist(), means, variances,
                (stats.minimum + 0.0).tolist(), (stats.maximum + 0.0).tolist())
-    return pa.array([f"[{_json_key(k)},{c},{_number(m)},{_number(v)},{_number(lo)},"
+    return pa.array([f"[{json_key(k)},{c},{_number(m)},{_number(v)},{_number(lo)},"
                      f"{_number(hi)}]\n" for k, c, m, v, lo, hi in rows], pa.large_string())
 
 
@@ -100,34 +86,13 @@ def _finalize(kv: tuple[tuple[str, int], pks.KeyStats], temp_dir: str) -> tuple[
     return name, (part, make_run(stats.keys, key_lines(stats), path))
 
 
-def write_lines(parts: list[tuple[pa.Array, pa.Array]], path: str) -> dict[str, Any]:
-    """Sorts every ``(keys, lines)`` part by key (UTF-8 bytes) and writes the lines.
-
-    Returns:
-        ``{"path": ..., "sha256": ..., "bytes": ..., "keys": ...}`` (path as given).
-    """
-    keys = pa.concat_arrays([k.cast(pa.large_string()) for k, _ in parts] or
-                            [pa.array([], pa.large_string())])
-    lines = pa.concat_arrays([v for _, v in parts] or [pa.array([], pa.large_string())])
-    order = pc.sort_indices(keys)
-    return _write_chunks((text_bytes(lines.take(order.slice(start, WRITE_ROWS)))
-                          for start in range(0, len(order), WRITE_ROWS)), path, len(keys))
-
-
-def _write_chunks(chunks: Iterable[bytes], path: str, keys: int) -> dict[str, Any]:
-    with fs.HashingWriter.create(path) as out:
-        for body in chunks:
-            out.write(body)
-    return {"sha256": out.hexdigest(), "bytes": out.size, "keys": keys}
-
-
 def write_runs(runs: list[Any], path: str) -> dict[str, Any]:
     """Merges sorted runs (:mod:`~beam_prep.analyzers.per_key.runs`) into the file.
 
     Returns:
         ``{"sha256": ..., "bytes": ..., "keys": ...}``.
     """
-    return _write_chunks(merged_bytes(runs), path, sum(r.num_rows if isinstance(
+    return write_chunks(merged_bytes(runs), path, sum(r.num_rows if isinstance(
         r, pa.Table) else r.rows for r in runs))
 
 

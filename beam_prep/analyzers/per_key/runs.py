@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beam_prep.analyzers.key_lines import text_bytes
 from beam_prep.analyzers.spill import SpillRef
 from beam_prep.io import filesystem as fs
 
@@ -69,20 +69,6 @@ def read_run(run: pa.Table | SpillRef, *, batch_rows: int | None = None
     step = BATCH_ROWS if batch_rows is None else batch_rows
     for start in range(0, run.num_rows, step):
         yield run.slice(start, step)
-
-
-def text_bytes(lines: pa.Array | pa.ChunkedArray) -> bytes:
-    """The concatenated UTF-8 bytes of string values (no Python object per value)."""
-    if isinstance(lines, pa.ChunkedArray):
-        return b"".join(text_bytes(c) for c in lines.chunks)
-    lines = lines.cast(pa.large_string())
-    if len(lines) == 0:
-        return b""
-    offsets = np.frombuffer(lines.buffers()[1], np.int64, len(lines) + 1, lines.offset * 8)
-    data = lines.buffers()[2]
-    if data is None:
-        return b""
-    return data[int(offsets[0]):int(offsets[-1])].to_pybytes()
 
 
 def merged_bytes(runs: Sequence[pa.Table | SpillRef], *,

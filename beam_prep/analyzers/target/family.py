@@ -13,6 +13,7 @@ from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch
 from beam_prep.analyzers.target import cache_file
 from beam_prep.analyzers.target import stats as target_stats
 from beam_prep.analyzers.target.write import TargetStats
+from beam_prep.io import artifacts as layout
 from beam_prep.spec.target_fields import has_target_encoding
 
 
@@ -34,6 +35,7 @@ class TargetFamily(AnalysisFamily):
 
     tag = "target"
     label = "TargetStats"
+    folders = (layout.VOCAB_DIR,)
     suffix = "jsonl"
     every_feature = True
 

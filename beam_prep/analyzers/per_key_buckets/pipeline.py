@@ -8,7 +8,7 @@ Graph (labels as in the pipeline)::
         ─ WithEmptyBuckets (one seed per feature) ─ GroupBucketsByFeature
         ─ WriteBucketFiles (per feature: all lines sorted by key, streamed into the file)
 
-The histograms (:mod:`~beam_prep.analyzers.per_key.hist`) merge exactly, so the file's
+The histograms (:mod:`~beam_prep.analyzers.per_key_buckets.hist`) merge exactly, so the file's
 bytes depend only on the data, never on batches, splits, partitions or merge order.
 ``per_key/<feature>.buckets.jsonl`` holds one line per key
 (:mod:`beam_prep.io.per_key_buckets_file`).
@@ -19,23 +19,20 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
 
-from beam_prep.analyzers.per_key import hist as pkh
-from beam_prep.analyzers.per_key.pipeline import write_lines
+from beam_prep.analyzers.key_lines import json_key, write_lines
+from beam_prep.analyzers.per_key_buckets import hist as pkh
 from beam_prep.io import filesystem as fs
 from beam_prep.io.per_key_buckets_file import ROLE, buckets_relpath
 
-_EDITOR_BREAKS = "\x85\u2028\u2029"
-
 
 class KeyHistCombineFn(beam.CombineFn):
-    """Merges :class:`~beam_prep.analyzers.per_key.hist.KeyHist` exactly (order-free)."""
+    """Merges :class:`~beam_prep.analyzers.per_key_buckets.hist.KeyHist` exactly (order-free)."""
 
     def create_accumulator(self) -> list[pkh.KeyHist]:
         return []
@@ -49,19 +46,6 @@ class KeyHistCombineFn(beam.CombineFn):
 
     def extract_output(self, acc: list[pkh.KeyHist]) -> pkh.KeyHist:
         return pkh.merge(acc)
-
-
-def json_key(key: str) -> str:
-    """A key as a JSON string (UTF-8 as is; U+0085/U+2028/U+2029 escaped for editors).
-
-    Example:
-        >>> json_key('a"\\nb')
-        '"a\\\\"\\\\nb"'
-    """
-    text = json.dumps(key, ensure_ascii=False)
-    for c in _EDITOR_BREAKS:
-        text = text.replace(c, f"\\u{ord(c):04x}")
-    return text
 
 
 def bucket_lines(hist: pkh.KeyHist, num_buckets: int) -> pa.Array:

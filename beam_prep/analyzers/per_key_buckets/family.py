@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch, ipc_bytes, ipc_table
-from beam_prep.analyzers.per_key import hist as pkh
-from beam_prep.analyzers.per_key.buckets import PerKeyBucketFiles
+from beam_prep.analyzers.per_key_buckets import hist as pkh
+from beam_prep.analyzers.per_key_buckets.pipeline import PerKeyBucketFiles
 from beam_prep.analyzers.vocab.partition import token_hashes
+from beam_prep.io import per_key_buckets_file
 
 #: Batches a split holds per feature before merging them.
 MERGE_EVERY = 16
@@ -40,10 +41,11 @@ def hist_partitions(hist: pkh.KeyHist, num_partitions: int) -> list[tuple[int, A
 
 class PerKeyBucketsFamily(AnalysisFamily):
     """Bounded, exactly mergeable per-key histograms per split →
-    ``per_key/<name>.buckets.jsonl`` (:mod:`~beam_prep.analyzers.per_key.buckets`)."""
+    ``per_key/<name>.buckets.jsonl`` (:mod:`~beam_prep.analyzers.per_key_buckets.pipeline`)."""
 
     tag = "per_key_buckets"
     label = "PerKeyBuckets"
+    folders = (per_key_buckets_file.DIR,)
 
     def applies(self, feature: Any) -> bool:
         return (feature.kind == "numeric" and feature.per_key is not None
@@ -67,6 +69,9 @@ class PerKeyBucketsFamily(AnalysisFamily):
     def transform(self, spec: Any, output_dir: str) -> PerKeyBucketFiles:
         return PerKeyBucketFiles({f.name: int(f.num_buckets) for f in self.features(spec)},
                                  output_dir)
+
+    def feature_key(self, feature: Any) -> dict[str, Any]:
+        return {"per_key_buckets": True}  # the split also builds per-key histograms
 
     def manifest(self, out: dict, entry: dict) -> None:
         """``stats.bucket_key_count``."""
