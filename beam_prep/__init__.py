@@ -27,7 +27,7 @@ from beam_prep.spec import (
 from beam_prep.version import __version__
 
 if TYPE_CHECKING:
-    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.io.contract.artifacts import Artifacts
 
 _compat.install()  # old import paths (moved modules) keep working, with a warning
 
@@ -62,7 +62,7 @@ def __getattr__(name: str) -> Any:
     # `Artifacts` is built on Beam's FileSystems: imported on first use, so `import beam_prep`
     # (and `beam-prep train --help`) does not load Apache Beam.
     if name == "Artifacts":
-        from beam_prep.io.artifacts import Artifacts
+        from beam_prep.io.contract.artifacts import Artifacts
 
         return Artifacts
     raise AttributeError(f"module 'beam_prep' has no attribute {name!r}")

@@ -1,7 +1,8 @@
 """Old import paths that still work for one release, with a DeprecationWarning.
 
 Modules moved in 0.2 (ranking split into ``ranking.data`` and ``ranking.train``; the text
-tokeniser moved under ``analyzers``; the jobs are installed as ``beam_prep.pipelines``). Importing
+tokeniser moved under ``analyzers``; the jobs are installed as ``beam_prep.pipelines``; ``io``
+split into ``io.inputs``, ``io.contract`` and ``io.commit``). Importing
 an old path returns the module at its new home (the same object, so ``isinstance`` checks and
 monkeypatching keep working) and warns once per path.
 
@@ -27,11 +28,22 @@ _DATA = ("build", "encode", "letor", "lists", "options", "sources", "tfrecord", 
 _TRAIN = ("embeddings", "export", "hparams", "launcher", "losses", "metrics", "model", "reader",
           "strategy")
 
+_IO_INPUTS = ("readers", "formats", "csv_reader", "columns", "bad_rows", "byte_ranges",
+              "compressed", "content_id", "patterns", "scalar_rows", "tfrecord_reader",
+              "tfrecord_stream", "example_decoder")
+_IO_CONTRACT = ("artifacts", "checked_stream", "manifest_check", "counts_sidecar",
+                "label_sidecar", "per_key_file", "per_key_buckets_file", "per_key_columns",
+                "target_file", "run_record")
+_IO_COMMIT = ("output", "output_finalize", "output_lock", "output_target", "folders")
+
 #: old module path -> new module path.
 MOVED: dict[str, str] = {
     **{f"beam_prep.ranking.{m}": f"beam_prep.ranking.data.{m}" for m in _DATA},
     **{f"beam_prep.ranking.{m}": f"beam_prep.ranking.train.{m}" for m in _TRAIN},
     "beam_prep.text": "beam_prep.analyzers.text",
+    **{f"beam_prep.io.{m}": f"beam_prep.io.inputs.{m}" for m in _IO_INPUTS},
+    **{f"beam_prep.io.{m}": f"beam_prep.io.contract.{m}" for m in _IO_CONTRACT},
+    **{f"beam_prep.io.{m}": f"beam_prep.io.commit.{m}" for m in _IO_COMMIT},
 }
 
 REMOVED_IN = "0.3"

@@ -51,7 +51,7 @@ HELP_PARSERS = {"analyze": "beam_prep.pipelines.analyze_args",
                 "transform": "beam_prep.pipelines.transform_args"}
 
 
-# The Beam jobs: their output folders are committed in one step (beam_prep.io.output).
+# The Beam jobs: their output folders are committed in one step (beam_prep.io.commit.output).
 BEAM_JOBS = frozenset({"analyze", "transform", "make-elwc"})
 INTERRUPTED_JOB = ("the --output folder is as it was before this run (a commit already under "
                    "way is completed by the next run). Rerun the command to finish.")
@@ -132,7 +132,7 @@ def wrapped_os_error(e: BaseException) -> str | None:
     full disk, a read-only folder, a failed move while a job writes its output), else None.
 
     The job's output policy logs, on its own line, what the failed run left and what the
-    next run does with it (``beam_prep.io.output.failed_run_note``).
+    next run does with it (``beam_prep.io.commit.output.failed_run_note``).
 
     Example:
         >>> print(wrapped_os_error(RuntimeError(

@@ -5,7 +5,7 @@ Without this, an interrupted Beam job prints Beam's wrapped ``RuntimeError: Keyb
 ``--direct_running_mode=multi_processing`` every SDK worker process (which shares the
 terminal's process group, so it receives the same SIGINT) prints its own traceback and
 CRITICAL harness logs. The output folders are safe either way (staging, manifest last:
-:mod:`beam_prep.io.output`); only the noise goes.
+:mod:`beam_prep.io.commit.output`); only the noise goes.
 
 :func:`quiet_interrupts` covers a command's run:
 

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from beam_prep.analyzers.label.counts import merge_label_tables
 from beam_prep.analyzers.label.vocab import rank
 from beam_prep.analyzers.split_fn import AnalyzeSplitFn
-from beam_prep.io.readers import Split
+from beam_prep.io.inputs.readers import Split
 from beam_prep.spec import Spec, StringFeature
 
 

@@ -20,7 +20,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from beam_prep.io.artifacts import canonical_json, manifest_fingerprint  # noqa: E402
+from beam_prep.io.contract.artifacts import canonical_json, manifest_fingerprint  # noqa: E402
 
 
 def write_big_artifacts(path: str, tokens: int) -> None:

@@ -46,8 +46,8 @@ def main() -> None:
     from beam_prep.pipelines import analyze
 
     from beam_prep.codegen.render import generate
-    from beam_prep.io.artifacts import Artifacts
-    from beam_prep.io.readers import Split, read_split
+    from beam_prep.io.contract.artifacts import Artifacts
+    from beam_prep.io.inputs.readers import Split, read_split
     from beam_prep.transform.layers import BatchEncoder
 
     work = tempfile.mkdtemp(prefix="bench_scaling_")

@@ -24,8 +24,8 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from beam_prep.analyzers.split_fn import META, AnalyzeSplitFn  # noqa: E402
-from beam_prep.io.example_decoder import native_available  # noqa: E402
-from beam_prep.io.readers import list_splits  # noqa: E402
+from beam_prep.io.inputs.example_decoder import native_available  # noqa: E402
+from beam_prep.io.inputs.readers import list_splits  # noqa: E402
 from beam_prep.spec import Spec  # noqa: E402
 
 

@@ -19,8 +19,8 @@ import os
 import statistics
 import time
 
-from beam_prep.io import example_decoder
-from beam_prep.io.tfrecord_reader import first_records, iter_tfrecord
+from beam_prep.io.inputs import example_decoder
+from beam_prep.io.inputs.tfrecord_reader import first_records, iter_tfrecord
 
 
 def _read(path: str, columns: list[str], check: bool) -> tuple[float, int]:

@@ -31,7 +31,7 @@ SPEC = "features:\n  - {name: price, kind: numeric, per_key: store, num_buckets:
 def check(artifacts: str, data: str, keys: int, buckets: int) -> dict:
     from beam_prep import Artifacts
     from beam_prep.analyzers.per_key_buckets.hist import sortable
-    from beam_prep.io.per_key_buckets_file import rows_of
+    from beam_prep.io.contract.per_key_buckets_file import rows_of
 
     table = pq.ParquetDataset(sorted(glob.glob(os.path.join(data, "*.parquet")))).read()
     store = np.asarray(table.column("store").to_pylist(), object)

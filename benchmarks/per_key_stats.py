@@ -85,7 +85,7 @@ def generate(out: str, rows: int, keys: int, seed: int) -> dict:
 
 def check(artifacts: str, meta: dict) -> dict:
     from beam_prep import Artifacts
-    from beam_prep.io.per_key_file import rows_of
+    from beam_prep.io.contract.per_key_file import rows_of
 
     art = Artifacts(artifacts)
     want = meta["expected"]

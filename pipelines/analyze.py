@@ -48,16 +48,16 @@ from beam_prep.analyzers.pipeline import (
 )
 from beam_prep.analyzers.split_fn import column_owners, required_columns
 from beam_prep.errors import BeamPrepError, InputError
-from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
-from beam_prep.io.output import OutputRun
-from beam_prep.io.output_finalize import FinalizeOutput
-from beam_prep.io.readers import (
+from beam_prep.io.commit.output import OutputRun
+from beam_prep.io.commit.output_finalize import FinalizeOutput
+from beam_prep.io.contract import artifacts as layout
+from beam_prep.io.contract.run_record import RUN_FILE, write_run_record
+from beam_prep.io.inputs.readers import (
     check_columns,
     expand_patterns,
     infer_common_format,
 )
-from beam_prep.io.run_record import RUN_FILE, write_run_record
 from beam_prep.progress import ProgressMonitor
 from beam_prep.run_summary import SummaryRecorder
 from beam_prep.spec import Spec
@@ -107,7 +107,7 @@ def run(argv: Sequence[str] | None = None, *,
     options = job_pipeline_options(beam_args)
     # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/; the job's
     # last step moves the finished artifacts into place (manifest last) and releases the lock,
-    # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.
+    # so a run nobody waits for (a template) finishes too; see beam_prep.io.commit.output_finalize.
     template = template_location(beam_args)
     with OutputRun(args.output, ARTIFACT_OUTPUT, overwrite=args.overwrite,
                    force_unlock=args.force_unlock) as out:

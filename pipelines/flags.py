@@ -129,7 +129,7 @@ def template_location(beam_args: Sequence[str]) -> str | None:
     """Beam's ``--template_location``: ``run()`` then writes a template there and returns.
 
     The job runs later, without this process: its last step commits the output (see
-    :mod:`beam_prep.io.output_finalize`). None when the flag is absent.
+    :mod:`beam_prep.io.commit.output_finalize`). None when the flag is absent.
 
     Example:
         >>> template_location(["--template_location=gs://b/t.json"]), template_location([])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from beam_prep.io.readers import Split, expand_patterns, infer_common_format, list_splits
+from beam_prep.io.inputs.readers import Split, expand_patterns, infer_common_format, list_splits
 
 
 def job_splits(files: Sequence[str], fmt: str, args: argparse.Namespace) -> list[Split]:

@@ -41,8 +41,8 @@ from beam_prep.pipelines.make_elwc_args import build_parser
 
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
-from beam_prep.io.output import OutputRun
-from beam_prep.io.output_finalize import FinalizeOutput
+from beam_prep.io.commit.output import OutputRun
+from beam_prep.io.commit.output_finalize import FinalizeOutput
 from beam_prep.progress import ProgressMonitor
 from beam_prep.ranking.data.artifact_encode import ArtifactEncoder
 from beam_prep.ranking.data.options import (
@@ -113,7 +113,7 @@ def run(argv: Sequence[str] | None = None) -> beam.runners.runner.PipelineResult
     options = job_pipeline_options(beam_args)
     # Lock the folder, refuse foreign content, write into <output>/_staging-<run>/; the job's
     # last step moves the finished files into place (stats.json last) and releases the lock,
-    # so a run nobody waits for (a template) finishes too; see beam_prep.io.output_finalize.
+    # so a run nobody waits for (a template) finishes too; see beam_prep.io.commit.output_finalize.
     # A run that fails on bad input is not moved: the previous output stays whole, and the
     # failed run's stats.json and rejected/ stay in its staging folder, which the error names.
     template = template_location(beam_args)

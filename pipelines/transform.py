@@ -3,7 +3,7 @@
 TF Transform's ``TransformDataset`` without TensorFlow: the library transform
 :class:`beam_prep.transform.job.TransformDataset` does the work; this module parses flags
 (every flag it does not know goes to Beam), takes the output folder (lock, staging, manifest
-last: :mod:`beam_prep.io.output`) and prints progress and a summary.
+last: :mod:`beam_prep.io.commit.output`) and prints progress and a summary.
 
 Example:
     $ beam-prep transform --artifacts artifacts/ --input 'data/*.parquet' --output encoded/
@@ -35,9 +35,9 @@ from beam_prep.pipelines.transform_args import build_parser
 from beam_prep.analyzers.pipeline import FAILED_REPORT, raise_if_failed
 from beam_prep.errors import BeamPrepError, InputError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.output import OutputRun
-from beam_prep.io.output_finalize import FinalizeOutput
-from beam_prep.io.readers import (
+from beam_prep.io.commit.output import OutputRun
+from beam_prep.io.commit.output_finalize import FinalizeOutput
+from beam_prep.io.inputs.readers import (
     check_columns,
     expand_patterns,
     infer_common_format,

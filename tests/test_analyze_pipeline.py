@@ -258,7 +258,7 @@ def test_spilling_every_table_to_files_changes_no_byte(tmp_path, rows):
 def test_tfrecord_artifacts_do_not_depend_on_the_native_decoder(tmp_path, rows, monkeypatch):
     """Records the C decoder leaves to tfx-bsl (here: an unknown field in every 37th
     record) and a run without the C decoder give the same bytes as the fast path."""
-    from beam_prep.io.example_decoder import native_available
+    from beam_prep.io.inputs.example_decoder import native_available
 
     if not native_available():
         pytest.skip("the native decoder is not built")

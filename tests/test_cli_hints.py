@@ -13,8 +13,8 @@ import pytest
 from beam_prep import cli
 from beam_prep.codegen.cli import build_parser as generate_parser
 from beam_prep.errors import ArtifactError
-from beam_prep.io.output import OutputRun
-from beam_prep.io.output_lock import LockHolder
+from beam_prep.io.commit.output import OutputRun
+from beam_prep.io.commit.output_lock import LockHolder
 
 
 def test_a_misspelt_verb_gets_did_you_mean(capsys):

@@ -52,7 +52,7 @@ def test_help_of_every_command_imports_no_tensorflow_or_keras():
 def test_beam_free_parsers_agree_with_the_jobs():
     from beam_prep.pipelines import analyze, analyze_args, make_elwc, make_elwc_args
 
-    from beam_prep.io.readers import FORMATS
+    from beam_prep.io.inputs.readers import FORMATS
     from beam_prep.ranking.data.transforms import DEFAULT_SPLIT_BYTES
 
     assert analyze_args.FORMATS == FORMATS

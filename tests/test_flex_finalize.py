@@ -18,7 +18,7 @@ import os
 import pytest
 from beam_prep.pipelines import analyze, flex_template, make_elwc
 
-from beam_prep.io import output
+from beam_prep.io.commit import output
 
 SPEC = "features:\n  - {name: c, kind: string}\n"
 CSV = "c\nx\ny\nx\nz\nx\ny\nw\n"
@@ -83,7 +83,7 @@ def test_analyze_flex_failed_input_check_keeps_folder_and_releases_lock(tmp_path
     analyze.run([f"--spec={tmp_path / 'spec.yaml'}", f"--input={tmp_path / 'good.csv'}",
                  f"--output={out}"])
     before = _files(out)
-    with caplog.at_level(logging.ERROR, logger="beam_prep.io.output"):
+    with caplog.at_level(logging.ERROR, logger="beam_prep.io.commit.output"):
         code = flex_template.launch("analyze", [
             f"--spec={tmp_path / 'spec.yaml'}", f"--input={tmp_path / 'bad.csv'}",
             f"--output={out}", "--overwrite=true", "--no_report=true",

@@ -14,7 +14,7 @@ import os
 
 from beam_prep.pipelines import analyze, make_elwc
 
-from beam_prep.io.patterns import expand_patterns
+from beam_prep.io.inputs.patterns import expand_patterns
 
 ROWS = "color,size\nred,1\nblue,2\nred,3\n"
 

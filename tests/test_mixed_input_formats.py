@@ -14,7 +14,7 @@ import pytest
 
 from beam_prep import cli
 from beam_prep.errors import InputError
-from beam_prep.io.readers import infer_common_format
+from beam_prep.io.inputs.readers import infer_common_format
 
 SPEC = "features:\n  - {name: a, kind: string}\n"
 

@@ -17,7 +17,8 @@ import os
 import pytest
 
 from beam_prep import cli
-from beam_prep.io import filesystem, output
+from beam_prep.io import filesystem
+from beam_prep.io.commit import output
 
 
 def _full_disk(monkeypatch) -> None:

@@ -7,7 +7,7 @@ import re
 
 from beam_prep.pipelines import analyze
 
-from beam_prep.io.readers import list_splits
+from beam_prep.io.inputs.readers import list_splits
 
 
 def test_analyze_progress_total_follows_input_split_bytes(tmp_path, capsys):

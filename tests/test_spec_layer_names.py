@@ -17,7 +17,7 @@ from beam_prep.codegen.derived_plan import check_names
 from beam_prep.codegen.plan import plan_from_artifacts
 from beam_prep.errors import SpecError
 from beam_prep.input_names import input_name
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from beam_prep.spec import Spec
 from beam_prep.spec.layer_names import UnpredictedNameWarning
 from tests.codegen.artifact_fixtures import write_artifacts

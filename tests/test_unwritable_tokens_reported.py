@@ -13,7 +13,7 @@ import json
 
 from beam_prep.pipelines import analyze
 
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from beam_prep.report.analysis import render_analysis
 
 VALUES = (["plain"] * 3 + ["two\nlines"] * 5 + ["para\u2029sep"] * 4 + [""] * 6

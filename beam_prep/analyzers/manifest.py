@@ -14,7 +14,7 @@ from typing import Any
 
 from beam_prep.analyzers import families as registry
 from beam_prep.analyzers import numeric as num
-from beam_prep.io import artifacts as layout
+from beam_prep.io.contract import artifacts as layout
 from beam_prep.spec import Spec
 from beam_prep.spec.weights import is_weighted
 

@@ -6,7 +6,7 @@ once, correctly rounded. So they depend only on the set of values, never on how 
 split into files, byte ranges (``--input_split_bytes``) or batches, nor on the merge order:
 the manifest's ``mean`` and ``variance`` are the float64 nearest to the exact values.
 Partial results are computed per *split* (a deterministic unit of input, see
-:mod:`beam_prep.io.readers`) and merged in a canonical order (sorted by split id), which the
+:mod:`beam_prep.io.inputs.readers`) and merged in a canonical order (sorted by split id), which the
 quantiles need: they use tfx-bsl's ``QuantilesSketch`` (TFT's sketch), whose merge is not
 order-free.
 

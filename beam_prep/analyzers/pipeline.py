@@ -50,13 +50,13 @@ from beam_prep.analyzers.vocab import merge as vmerge
 from beam_prep.analyzers.vocab.partition import auto_partitions
 from beam_prep.analyzers.weighted.pipeline import WeightedVocabularies, is_band_element
 from beam_prep.errors import InputError
-from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
-from beam_prep.io import output
-from beam_prep.io.byte_ranges import DEFAULT_SPLIT_BYTES
-from beam_prep.io.content_id import content_identities
-from beam_prep.io.readers import Split, list_splits
-from beam_prep.io.run_record import RUN_FILE
+from beam_prep.io.commit import output
+from beam_prep.io.contract import artifacts as layout
+from beam_prep.io.contract.run_record import RUN_FILE
+from beam_prep.io.inputs.byte_ranges import DEFAULT_SPLIT_BYTES
+from beam_prep.io.inputs.content_id import content_identities
+from beam_prep.io.inputs.readers import Split, list_splits
 from beam_prep.spec import Spec
 from beam_prep.spec.weights import is_weighted
 
@@ -248,7 +248,7 @@ class AnalyzeToArtifacts(beam.PTransform):
         files: Input file paths (already expanded and sorted).
         fmt: Input format.
         output_dir: Artifact directory, best a fresh staging folder (the job uses
-            :class:`beam_prep.io.output.OutputRun` with :data:`ARTIFACT_OUTPUT`).
+            :class:`beam_prep.io.commit.output.OutputRun` with :data:`ARTIFACT_OUTPUT`).
         patterns: The user's input globs, recorded in the manifest.
         batch_size: Rows per Arrow batch.
         num_partitions: Hash partitions per vocabulary (None = chosen from the input
@@ -403,9 +403,9 @@ ARTIFACT_OUTPUT = output.OutputPolicy(
            SHARD_GLOB,
            layout.REJECTED_FILE,  # the single file of outputs written before the shards
            f"{spill.TMP_DIR}/**", FAILED_REPORT, "report.html",  # the job's HTML report
-           RUN_FILE),  # run metadata (beam_prep.io.run_record)
+           RUN_FILE),  # run metadata (beam_prep.io.contract.run_record)
     last=layout.MANIFEST)
-"""The analyze job's output folder (see :mod:`beam_prep.io.output`): a folder holding
+"""The analyze job's output folder (see :mod:`beam_prep.io.commit.output`): a folder holding
 ``manifest.json`` is a finished artifact directory; only ``manifest.json``, ``vocab/``,
 the analysis families' folders (``per_key/``),
 the rejected-row shards (and the older ``rejected/rejected.jsonl``), ``_tmp/`` and

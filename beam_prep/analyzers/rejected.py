@@ -33,8 +33,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.analyzers import spill
-from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
+from beam_prep.io.contract import artifacts as layout
 
 #: Row numbers per sort chunk: the most rows one worker sorts in memory.
 CHUNK_ROWS = 100_000

@@ -47,10 +47,10 @@ from beam_prep.analyzers.text_counts import TERMS_BUCKETS
 from beam_prep.analyzers.vocab.split import MEMORY_ROWS, SplitVocabulary
 from beam_prep.analyzers.weighted import split as wsplit
 from beam_prep.expr import arrow as expr_arrow
-from beam_prep.io import columns as colmod
-from beam_prep.io.readers import Split, read_split
-from beam_prep.io.scalar_rows import scalar_rows
-from beam_prep.io.tfrecord_stream import skipped_tail
+from beam_prep.io.inputs import columns as colmod
+from beam_prep.io.inputs.readers import Split, read_split
+from beam_prep.io.inputs.scalar_rows import scalar_rows
+from beam_prep.io.inputs.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
 from beam_prep.spec.weights import is_weighted
 

@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # `--help` does not need.
     from beam_prep.codegen.render import generate
     from beam_prep.io import filesystem as fs
-    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.io.contract.artifacts import Artifacts
     from beam_prep.quiet_tf import native_stderr_filtered
 
     with SummaryRecorder("generate", json_path=args.summary_json, quiet=args.quiet) as rec:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from beam_prep.codegen.plan_types import BUCKET_SUFFIX, LayerPlan, OutputPlan, PerKeyState
-from beam_prep.io.per_key_buckets_file import ROLE
+from beam_prep.io.contract.per_key_buckets_file import ROLE
 
 BUCKET_LAYER_CLASS = "PerKeyBucketize"
 
@@ -67,7 +67,7 @@ def bucket_state(art: Any, name: str, key: Any) -> dict[str, list]:
     same values as the generated ``_per_key_bucket_state``); empty without buckets."""
     if key.buckets is None:
         return {}
-    from beam_prep.io.per_key_buckets_file import read_buckets
+    from beam_prep.io.contract.per_key_buckets_file import read_buckets
 
     table = read_buckets(art, name)
     rows, lengths = padded_rows(key.global_boundaries, table.boundaries.tolist(),

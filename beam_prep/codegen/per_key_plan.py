@@ -56,7 +56,7 @@ from beam_prep.codegen.plan_types import (
     PerKeyState,
 )
 from beam_prep.errors import ArtifactError
-from beam_prep.io.per_key_file import ROLE, PerKeyTable
+from beam_prep.io.contract.per_key_file import ROLE, PerKeyTable
 from beam_prep.spec.per_key import key_expression
 
 PER_KEY_LAYER_CLASS = "PerKeyScaling"
@@ -162,7 +162,7 @@ def per_key_state(art: Any, name: str, key: KeyPlan) -> dict[str, Any]:
     Columns, not lists (millions of keys): ``keys`` a large_string Arrow array,
     ``shifts`` and ``scales`` float64, ``sigmoid`` bool and ``counts`` int64 numpy arrays.
     """
-    from beam_prep.io.per_key_columns import read_per_key_columns
+    from beam_prep.io.contract.per_key_columns import read_per_key_columns
 
     table = read_per_key_columns(art, name)
     if np.isnan(table.variance).any():

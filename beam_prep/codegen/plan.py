@@ -109,7 +109,7 @@ from beam_prep.codegen.scaling_plan import (
 )
 from beam_prep.codegen.target_plan import target_output
 from beam_prep.errors import ArtifactError, SpecError
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 
 # The plan types are defined in plan_types and importable from here too.
 __all__ = [

@@ -27,8 +27,8 @@ from beam_prep.codegen.per_key_plan import per_key_state
 from beam_prep.codegen.plan import MISSING_INTEGER, ModulePlan, plan_from_artifacts
 from beam_prep.codegen.render import default_location, render_plan
 from beam_prep.errors import ArtifactError, SpecError
-from beam_prep.io.artifacts import Artifacts
-from beam_prep.io.target_file import read_target
+from beam_prep.io.contract.artifacts import Artifacts
+from beam_prep.io.contract.target_file import read_target
 
 
 def load_module(source: str) -> types.ModuleType:

@@ -1,6 +1,6 @@
 """Compares two artifact directories feature by feature and raises drift flags.
 
-Steps: read both manifests (:class:`beam_prep.io.artifacts.Artifacts`), refuse different
+Steps: read both manifests (:class:`beam_prep.io.contract.artifacts.Artifacts`), refuse different
 specs unless allowed (naming the features that differ), then per feature present in both
 with the same kind: stream the two count sidecars (string, integer, text) or compare the
 statistics (numeric); hashed features have nothing to compare. A flag is raised when a
@@ -31,7 +31,7 @@ from beam_prep.diff.target import TargetDiff, compare_target
 from beam_prep.diff.thresholds import DiffThresholds
 from beam_prep.diff.vocab import VocabDiff, compare_vocab
 from beam_prep.errors import SpecError
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from beam_prep.spec.weights import is_weighted
 
 Status = Literal["compared", "only_in_old", "only_in_new", "kind_changed", "nothing_to_compare"]

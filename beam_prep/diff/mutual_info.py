@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from beam_prep.io.label_sidecar import mutual_info_rows
+from beam_prep.io.contract.label_sidecar import mutual_info_rows
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Both per-key files are sorted by key (UTF-8 bytes), so they are compared by one streaming
 merge-join, line by line: memory is one line per side plus the few examples kept, whatever
 the number of keys. Every line is checked as the reader checks it
-(:func:`beam_prep.io.per_key_file.parse_line`; keys strictly increasing).
+(:func:`beam_prep.io.contract.per_key_file.parse_line`; keys strictly increasing).
 
 A key is *changed* when its count, mean, variance, min or max differ. ``max_mean_shift`` is
 the largest ``|new mean - old mean| / old std`` over the keys on both sides whose OLD std is
@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterator
 
 from beam_prep.diff.per_key_drift import KeyDrift, KeyDriftTally
-from beam_prep.io.per_key_file import iter_rows
+from beam_prep.io.contract.per_key_file import iter_rows
 
 TOP = 5
 

@@ -3,7 +3,7 @@
 Both bucket files are sorted by key (UTF-8 bytes) and compared by one streaming
 merge-join: memory is one line per side plus the few examples kept, whatever the number
 of keys. Every line is checked as the reader checks it
-(:func:`beam_prep.io.per_key_buckets_file.iter_rows`).
+(:func:`beam_prep.io.contract.per_key_buckets_file.iter_rows`).
 
 A key is *changed* when its boundaries differ. A key's boundary shift is the largest
 ``|new b_i - old b_i|`` over its boundaries divided by its OLD boundary range
@@ -55,7 +55,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from beam_prep.diff.per_key_drift import ExtremeKeys, ShiftShare, relative_shift
-from beam_prep.io.per_key_buckets_file import iter_rows
+from beam_prep.io.contract.per_key_buckets_file import iter_rows
 
 TOP = 5
 #: Standard errors of a boundary's chance move a small key's move must also reach.
@@ -185,7 +185,7 @@ def compare_artifacts(old: Any, new: Any, name: str, *, min_rows: int = 100,
                       limit: float = 0.5, min_key_rows: int = 10,
                       key_shift: float = 0.5) -> BucketDiff | None:
     """The boundary drift of feature ``name`` when both artifact folders (opened
-    :class:`~beam_prep.io.artifacts.Artifacts`) have per-key buckets for it, else None."""
+    :class:`~beam_prep.io.contract.artifacts.Artifacts`) have per-key buckets for it, else None."""
     role = "per_key_buckets"
     if not all(role in a.manifest["features"][name].get("files", {}) for a in (old, new)):
         return None

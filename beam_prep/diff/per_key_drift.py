@@ -178,7 +178,8 @@ class KeyDrift:
 
 class KeyDriftTally:
     """Accumulates :class:`KeyDrift` over the keys of a merge-join (rows: ``(key, count,
-    mean, variance, min, max)`` as :func:`beam_prep.io.per_key_file.iter_rows` yields them).
+    mean, variance, min, max)`` as :func:`beam_prep.io.contract.per_key_file.iter_rows`
+    yields them).
 
     Args:
         scale: OLD's global std of the feature (None or 0: no mean shifted share).

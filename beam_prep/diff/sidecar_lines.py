@@ -2,7 +2,7 @@
 
 The sidecar is read in 4 MiB blocks (local or ``gs://`` through Beam FileSystems) and never
 held whole; line *i* is the token of vocabulary index *i* (docs/artifacts.md). The lines are
-parsed by :mod:`beam_prep.io.counts_sidecar`: one that is not ``[token, count]`` or
+parsed by :mod:`beam_prep.io.contract.counts_sidecar`: one that is not ``[token, count]`` or
 ``[token, count, df]`` is an :class:`ArtifactError`.
 
 Example:
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from beam_prep.io import counts_sidecar
+from beam_prep.io.contract import counts_sidecar
 from beam_prep.spec.weights import is_weighted
 
 BLOCK_BYTES = counts_sidecar.BLOCK_BYTES
@@ -26,14 +26,14 @@ def iter_pairs(stream: BinaryIO, *, name: str, path: str = "?",
                max_line: int | None = None, weighted: bool = False
                ) -> Iterator[tuple[str, int]]:
     """Yields ``(token, count)`` for each line of a sidecar stream, in file order
-    (:func:`beam_prep.io.counts_sidecar.iter_rows`, ``BLOCK_BYTES`` at a time).
+    (:func:`beam_prep.io.contract.counts_sidecar.iter_rows`, ``BLOCK_BYTES`` at a time).
 
     Args:
         stream: Binary file object at the start of the sidecar.
         name: Feature name, for error messages.
         path: The sidecar's path, for error messages.
         max_line: Longest line accepted (default
-            :data:`beam_prep.io.artifacts.MAX_LINE_BYTES`); memory stays within a block and
+            :data:`beam_prep.io.contract.artifacts.MAX_LINE_BYTES`); memory stays within a block and
             a line.
         weighted: Counts are sums of weights (finite numbers >= 0; spec.weights).
 
@@ -47,7 +47,8 @@ def iter_pairs(stream: BinaryIO, *, name: str, path: str = "?",
 
 def iter_sidecar(art: Any, name: str) -> Iterator[tuple[str, int]]:
     """Streams a feature's counts sidecar (local or ``gs://``) after checking it against the
-    manifest (:meth:`beam_prep.io.artifacts.Artifacts.open_file`); see :func:`iter_pairs`."""
+    manifest (:meth:`beam_prep.io.contract.artifacts.Artifacts.open_file`); see
+    :func:`iter_pairs`."""
     with art.open_file(name, "counts") as f:
         yield from iter_pairs(f, name=name, path=art.file_path(name, "counts"),
                               weighted=is_weighted(art.spec.feature(name)))

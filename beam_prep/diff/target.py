@@ -30,7 +30,7 @@ import dataclasses
 import math
 from typing import Any
 
-from beam_prep.io.target_file import rows_of
+from beam_prep.io.contract.target_file import rows_of
 
 __all__ = ["TargetDiff", "compare_target"]
 
@@ -115,7 +115,7 @@ def compare_target(old: Any, new: Any, name: str, *, min_rows: int = 100,
     """The comparison, or None unless both sides of ``name`` have a target encoding.
 
     Args:
-        old: OLD :class:`~beam_prep.io.artifacts.Artifacts`.
+        old: OLD :class:`~beam_prep.io.contract.artifacts.Artifacts`.
         new: NEW's.
         name: The feature.
         min_rows: Labelled rows a token needs on each side to count in ``shifted_share``.

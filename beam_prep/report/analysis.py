@@ -23,7 +23,7 @@ What each card shows and where it comes from (``docs/artifacts.md``):
   (``stats.imputed_value``, a statistic of the observed values) and the indicator output.
 
 Example:
-    >>> from beam_prep.io.artifacts import Artifacts     # doctest: +SKIP
+    >>> from beam_prep.io.contract.artifacts import Artifacts     # doctest: +SKIP
     >>> html = render_analysis(Artifacts("artifacts/"))  # doctest: +SKIP
 """
 
@@ -32,8 +32,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from beam_prep.io.artifacts import Artifacts
-from beam_prep.io.run_record import RUN_FILE, read_run_record
+from beam_prep.io.contract.artifacts import Artifacts
+from beam_prep.io.contract.run_record import RUN_FILE, read_run_record
 from beam_prep.report import svg
 from beam_prep.report.label_card import mutual_info_section
 from beam_prep.report.page import (

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.output_target import check_not_owned
+from beam_prep.io.commit.output_target import check_not_owned
 
 REPORT_FILE = "report.html"
 
 
 def _check_reportable(path: str) -> None:
-    from beam_prep.io.artifacts import MANIFEST
+    from beam_prep.io.contract.artifacts import MANIFEST
     from beam_prep.report.elwc import STATS_FILE
 
     fs.check_reachable(path)
@@ -43,7 +43,7 @@ def render_report(path: str) -> str:
     Raises:
         ArtifactError: The directory holds neither ``manifest.json`` nor ``stats.json``.
     """
-    from beam_prep.io.artifacts import MANIFEST, Artifacts
+    from beam_prep.io.contract.artifacts import MANIFEST, Artifacts
 
     _check_reportable(path)
     if fs.exists(fs.join(path, MANIFEST)):
@@ -59,7 +59,7 @@ def write_report(path: str, output: str | None = None) -> str:
     """Renders the report of ``path`` and writes it; returns the written file's path.
 
     The default ``<path>/report.html`` is rendered and written while holding the folder's
-    output lock (``_LOCK``, :mod:`beam_prep.io.output_lock`), so a job writing the folder at
+    output lock (``_LOCK``, :mod:`beam_prep.io.commit.output_lock`), so a job writing the folder at
     the same time is never half read, and a running one makes this an error naming it. The
     file is written atomically (a temporary file beside it, then a rename: no partial page
     after a failure) and never through a symlink: a ``report.html`` that is a symlink is
@@ -85,7 +85,7 @@ def write_report(path: str, output: str | None = None) -> str:
         return output
     import uuid
 
-    from beam_prep.io.output_lock import LOCK_NAME, acquire_lock, read_lock, release_lock
+    from beam_prep.io.commit.output_lock import LOCK_NAME, acquire_lock, read_lock, release_lock
 
     _check_reportable(path)  # before the lock, which would create a missing folder
     target = fs.join(path, REPORT_FILE)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from beam_prep.io.label_sidecar import mutual_info_rows
+from beam_prep.io.contract.label_sidecar import mutual_info_rows
 from beam_prep.report import svg
 from beam_prep.report.page import fmt_int, fmt_num, fmt_pct, note, text
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import heapq
 
-from beam_prep.io.artifacts import Artifacts
-from beam_prep.io.per_key_buckets_file import rows_of
+from beam_prep.io.contract.artifacts import Artifacts
+from beam_prep.io.contract.per_key_buckets_file import rows_of
 from beam_prep.report.page import fmt_int, fmt_num, kv_table, note, text, token
 
 TOP = 10

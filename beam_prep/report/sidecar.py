@@ -2,9 +2,10 @@
 
 A sidecar can hold 20M lines. It is read in 4 MiB blocks through Beam FileSystems (local or
 ``gs://``) and never held whole: the first ``top_n`` lines are parsed in full by
-:func:`beam_prep.io.counts_sidecar.parse_row` (tokens shown on the page); for the others only
-the count is read (the number after the last comma, or the second to last with a document
-frequency: a JSON string may contain commas, its end may not be followed by a bare number). The
+:func:`beam_prep.io.contract.counts_sidecar.parse_row` (tokens shown on the page); for the
+others only the count is read (the number after the last comma, or the second to last with a
+document frequency: a JSON string may contain commas, its end may not be followed by a bare
+number). The
 cumulative count is sampled at every rank up to ``dense_ranks`` and then at geometrically
 spaced ranks (ratio ``growth``), plus the last rank: about 260 points for 20M tokens, whatever
 the size. Counts after the top lines are found a 4 MiB block at a time: numpy finds each line's
@@ -28,7 +29,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from beam_prep.io import counts_sidecar, line_bound
+from beam_prep.io import line_bound
+from beam_prep.io.contract import counts_sidecar
 from beam_prep.spec.weights import is_weighted
 
 _BLOCK = 1 << 22
@@ -234,7 +236,7 @@ def _weight(value: Any) -> float:
 
 def summarize_sidecar(art: Any, name: str, *, top_n: int = 25) -> SidecarSummary:
     """Streams a feature's counts sidecar once (local or ``gs://``), after checking it against
-    the manifest (:meth:`beam_prep.io.artifacts.Artifacts.open_file`); see
+    the manifest (:meth:`beam_prep.io.contract.artifacts.Artifacts.open_file`); see
     :func:`summarize_lines`."""
     with art.open_file(name, "counts") as f:
         return summarize_lines(f, top_n=top_n, name=name, path=art.file_path(name, "counts"),

@@ -16,7 +16,7 @@ import heapq
 import json
 import math
 
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from beam_prep.report.page import fmt_int, fmt_num, kv_table, note, text, token
 
 TOP = 10

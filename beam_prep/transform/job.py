@@ -6,7 +6,7 @@ Graph (every step labelled)::
       (index, split)          └─ rejected ─ WriteRejected (as analyze) ───────┤
                                                       WriteTransformManifest ◄┘
 
-``TransformSplits`` reads one split in Arrow batches (:mod:`beam_prep.io.readers`),
+``TransformSplits`` reads one split in Arrow batches (:mod:`beam_prep.io.inputs.readers`),
 encodes each batch with :class:`~beam_prep.transform.layers.BatchEncoder` and appends it to
 the split's own shard ``data/part-SSSSS-of-NNNNN.tfrecord`` (or ``.parquet``), numbered by the
 split's place in the sorted split list: file names and bytes depend only on the input, the
@@ -36,12 +36,12 @@ from beam_prep import progress
 from beam_prep.analyzers import spill
 from beam_prep.analyzers.pipeline import FAILED_REPORT, wrote_failed_report
 from beam_prep.analyzers.rejected import SHARD_GLOB, WriteRejected
-from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
-from beam_prep.io import output
-from beam_prep.io.formats import RejectedRow
-from beam_prep.io.readers import Split, read_split
-from beam_prep.io.scalar_rows import scalar_rows
+from beam_prep.io.commit import output
+from beam_prep.io.contract import artifacts as layout
+from beam_prep.io.inputs.formats import RejectedRow
+from beam_prep.io.inputs.readers import Split, read_split
+from beam_prep.io.inputs.scalar_rows import scalar_rows
 from beam_prep.transform import hashing
 from beam_prep.transform.examples import serialize_examples
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary

@@ -71,8 +71,8 @@ from beam_prep.codegen.plan import (
 from beam_prep.codegen.plan_types import TARGET_SUFFIX
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.artifacts import Artifacts
-from beam_prep.io.counts_sidecar import read_document_frequencies
+from beam_prep.io.contract.artifacts import Artifacts
+from beam_prep.io.contract.counts_sidecar import read_document_frequencies
 from beam_prep.transform import hashing, scaling
 from beam_prep.transform.key_index import KeyIndex
 from beam_prep.transform.per_key_buckets import PerKeyBuckets, flush32, to_float32

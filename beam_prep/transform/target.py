@@ -26,8 +26,8 @@ from beam_prep.codegen.plan_types import (
     EMPTY_VOCABULARY_TOKEN,
     TargetPlan,
 )
-from beam_prep.io.artifacts import Artifacts
-from beam_prep.io.target_file import read_target
+from beam_prep.io.contract.artifacts import Artifacts
+from beam_prep.io.contract.target_file import read_target
 
 __all__ = ["OutOfFold", "target_tables"]
 
@@ -36,7 +36,7 @@ def target_tables(art: Artifacts, name: str, plan: TargetPlan, stats: dict
                   ) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """(vocabulary, serving float32 ``(V + 1,)``, out-of-fold float32 ``(V + 1, folds)``)
     of feature ``name``, read through the checked reader
-    (:func:`beam_prep.io.target_file.read_target`: a damaged line is one ArtifactError)."""
+    (:func:`beam_prep.io.contract.target_file.read_target`: a damaged line is one ArtifactError)."""
     table = read_target(art, name)
     tokens: list[Any] = list(table.tokens)
     oof_means = [0.0 if v is None else float(v) for v in stats["out_of_fold_means"]]

@@ -1,7 +1,7 @@
 """A feature's value before its layers, from an Arrow batch: what the Keras layers see.
 
 The generated module feeds each layer chain a ``(batch, 1)`` raw input (or a derived value);
-this module builds the same value from a batch read by :mod:`beam_prep.io.readers`:
+this module builds the same value from a batch read by :mod:`beam_prep.io.inputs.readers`:
 
 =========  ==========================  ===============================  ===================
 value      Arrow column read as        "missing" (null) becomes         represented here as
@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 from beam_prep.codegen.plan import MISSING_INTEGER, FeaturePlan
 from beam_prep.errors import SpecError
 from beam_prep.expr import arrow as expr_arrow
-from beam_prep.io.scalar_rows import flatten_scalar_columns  # noqa: F401 (re-exported)
+from beam_prep.io.inputs.scalar_rows import flatten_scalar_columns  # noqa: F401 (re-exported)
 from beam_prep.spec.derived import ARROW_TYPES, input_types
 from beam_prep.transform.per_key_buckets import to_float32
 

@@ -167,7 +167,7 @@ def _summary(outputs) -> dict:
 
 
 def test_replayed_entry_emits_exactly_the_split_results(tmp_path):
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     spec = _spec()
     split = Split(str(write_day(tmp_path / "d.csv", 4)), "csv")
@@ -188,7 +188,7 @@ def test_replayed_entry_emits_exactly_the_split_results(tmp_path):
 def test_spilled_tables_are_stored_and_replayed_through_files(tmp_path):
     """Tables at the spill threshold travel as files: stored from them, re-spilled on replay."""
     from beam_prep.analyzers.spill import SpillRef
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     spec = _spec()
     split = Split(str(write_day(tmp_path / "d.csv", 4)), "csv")
@@ -243,7 +243,7 @@ def _missing_payload(folder: Path) -> None:
 @pytest.mark.parametrize("damage", [_flip_byte, _truncate, _wrong_version, _torn_index,
                                     _missing_payload])
 def test_a_damaged_entry_is_recomputed_with_a_warning(tmp_path, caplog, damage):
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     spec = _spec()
     split = Split(str(write_day(tmp_path / "d.csv", 5)), "csv")
@@ -272,7 +272,7 @@ def _status(fn, split) -> list[str]:
 
 def test_a_file_rewritten_in_place_is_read_again(tmp_path):
     """Same size, mtime restored with os.utime: the ctime still tells (and the size/mtime)."""
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     spec = _spec()
     path = write_day(tmp_path / "d.csv", 1)
@@ -316,7 +316,7 @@ def _index_of(cache: Path, key: str) -> dict:
     ("top_k: 4, expr: 'lower(city)'", True),          # another expression
 ])
 def test_only_accumulating_spec_fields_invalidate_entries(tmp_path, change, invalidates):
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     base = _spec()
     split = Split(str(write_day(tmp_path / "d.csv", 2)), "csv")
@@ -344,7 +344,7 @@ def test_only_accumulating_spec_fields_invalidate_entries(tmp_path, change, inva
      True),
 ])
 def test_text_tokenisation_invalidates_and_max_tokens_does_not(tmp_path, old, new, invalidates):
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     split = Split(str(write_day(tmp_path / "d.csv", 3)), "csv")
     cache = tmp_path / "cache"
@@ -357,7 +357,7 @@ def test_text_tokenisation_invalidates_and_max_tokens_does_not(tmp_path, old, ne
 
 
 def test_num_buckets_invalidates_only_through_the_sketch_epsilon(tmp_path):
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     split = Split(str(write_day(tmp_path / "d.csv", 3)), "csv")
     cache = tmp_path / "cache"
@@ -395,7 +395,7 @@ def test_cache_and_inputs_on_gcs(gcs, tmp_path):
     (same bytes: a new generation) is read again."""
     from beam_prep.analyzers.cache.fn import read_run
     from beam_prep.io import filesystem as fs
-    from beam_prep.io import output
+    from beam_prep.io.commit import output
 
     local = days(tmp_path / "data", [1, 2])
     remote = []
@@ -425,7 +425,7 @@ def _parquet_splits(tmp_path: Path) -> list:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
-    from beam_prep.io.readers import list_splits
+    from beam_prep.io.inputs.readers import list_splits
 
     table = pcsv.read_csv(write_day(tmp_path / "d.csv", 6, rows=300),
                           convert_options=pcsv.ConvertOptions(
@@ -435,7 +435,7 @@ def _parquet_splits(tmp_path: Path) -> list:
 
 
 def _byte_range_splits(tmp_path: Path) -> list:
-    from beam_prep.io.readers import list_splits
+    from beam_prep.io.inputs.readers import list_splits
 
     return list_splits(str(write_day(tmp_path / "d.csv", 6, rows=300)), "csv",
                        split_bytes=4000)
@@ -474,7 +474,7 @@ def test_row_group_and_byte_range_splits_are_cached_one_by_one(tmp_path, make_sp
 def test_byte_range_plans_are_read_from_the_cache(tmp_path, monkeypatch):
     """The planning pass reads a whole CSV file: a cached plan spares it."""
     from beam_prep.analyzers.cache import fn as cache_fn
-    from beam_prep.io.readers import list_splits
+    from beam_prep.io.inputs.readers import list_splits
 
     path = str(write_day(tmp_path / "d.csv", 6, rows=300))
     expected = list_splits(path, "csv", split_bytes=4000)
@@ -505,7 +505,7 @@ def test_an_index_describing_another_split_is_not_trusted_and_symlinks_are_not_w
         tmp_path, caplog):
     """Tampering: entry A's index copied over entry B's (its key and hashes edited to match)
     is refused; a payload replaced by a symlink is recomputed without writing its target."""
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     spec = _spec()
     cache = tmp_path / "cache"

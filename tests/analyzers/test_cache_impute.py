@@ -30,7 +30,7 @@ def test_adding_impute_reuses_entries_and_gives_the_bytes_of_a_fresh_run(tmp_pat
 
 
 def test_median_needs_the_sketch_and_invalidates_only_without_num_buckets(tmp_path):
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
     from tests.analyzers.test_cache import _cached_fn, _spec, _status, write_day
 
     split = Split(str(write_day(tmp_path / "d.csv", 3)), "csv")

@@ -8,7 +8,7 @@ from beam_prep import cli
 from beam_prep.analyzers.cache.fn import CachedListSplits, record_run
 from beam_prep.analyzers.cache.prune import prune
 from beam_prep.errors import ArtifactError, InputError
-from beam_prep.io.readers import Split
+from beam_prep.io.inputs.readers import Split
 from tests.analyzers.test_cache import _cached_fn, _spec, write_day
 
 

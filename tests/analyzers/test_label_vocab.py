@@ -20,7 +20,7 @@ from beam_prep.pipelines import analyze
 
 from beam_prep import Artifacts
 from beam_prep.errors import SpecError
-from beam_prep.io.label_sidecar import mutual_info_rows
+from beam_prep.io.contract.label_sidecar import mutual_info_rows
 from beam_prep.spec import Spec, StringFeature
 from tests.artifact_diff import assert_same_artifacts
 

@@ -65,7 +65,7 @@ def test_adding_labels_changes_the_key():
 def test_replay_emits_the_label_table_of_the_split(tmp_path):
     from beam_prep.analyzers.cache.fn import CachedAnalyzeSplitFn
     from beam_prep.analyzers.split_fn import AnalyzeSplitFn
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     spec = Spec.from_yaml_text(SPEC)
     split = Split(str(days(tmp_path / "data", [3])[0]), "csv")

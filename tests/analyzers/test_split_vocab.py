@@ -16,7 +16,7 @@ from beam_prep.analyzers import split_fn
 from beam_prep.analyzers import vocab as voc
 from beam_prep.analyzers.spill import SpillRef, materialize
 from beam_prep.analyzers.vocab.split import SplitVocabulary
-from beam_prep.io.readers import Split
+from beam_prep.io.inputs.readers import Split
 from beam_prep.spec import Spec
 
 

@@ -135,7 +135,7 @@ def _oracle(path: Path) -> dict:
 @pytest.fixture()
 def entry(tmp_path):
     """A split analysed once with the cache: (spec, split, cache folder, stored file)."""
-    from beam_prep.io.readers import Split
+    from beam_prep.io.inputs.readers import Split
 
     spec = Spec.from_yaml_text(SPEC)
     path = days(tmp_path / "data", [4])[0]

@@ -20,7 +20,7 @@ from beam_prep.analyzers import numeric as num
 from beam_prep.codegen.plan import plan_from_artifacts
 from beam_prep.codegen.scaling_plan import min_max_layer
 from beam_prep.errors import ArtifactError
-from beam_prep.io.artifacts import Artifacts, canonical_json, manifest_fingerprint
+from beam_prep.io.contract.artifacts import Artifacts, canonical_json, manifest_fingerprint
 from tests.codegen.artifact_fixtures import write_artifacts
 
 

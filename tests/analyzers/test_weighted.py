@@ -20,7 +20,7 @@ from beam_prep.pipelines import analyze
 
 from beam_prep.analyzers.cache.key import ReaderSettings, analysis_key
 from beam_prep.errors import ArtifactError, SpecError
-from beam_prep.io.manifest_check import validate_manifest
+from beam_prep.io.contract.manifest_check import validate_manifest
 from beam_prep.spec import NumericFeature, Spec, StringFeature, TextFeature
 
 ROWS = 3000

@@ -13,7 +13,7 @@ import pytest
 from beam_prep.pipelines import analyze
 
 from beam_prep.diff.compare import diff_artifacts
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from beam_prep.report.build import write_report
 from beam_prep.report.sidecar import summarize_sidecar
 

@@ -2,7 +2,7 @@
 
 ``write_artifacts(path, spec, columns)`` computes vocabularies and statistics with plain
 Python (Counter, sorted, math) from in-memory columns, following the contract in
-``beam_prep/io/artifacts.py``: count descending, ties by the token's UTF-8 bytes
+``beam_prep/io/contract/artifacts.py``: count descending, ties by the token's UTF-8 bytes
 descending; integers ranked as decimal strings; text standardised like Keras for ASCII
 (lower-case, strip ``string.punctuation``), split on whitespace, n-grams joined by spaces.
 Boundaries are passed in by hand (``boundaries={name: [...]}``). A missing cell (None) is
@@ -27,7 +27,7 @@ import os
 import string
 from typing import Any
 
-from beam_prep.io.artifacts import canonical_json, manifest_fingerprint
+from beam_prep.io.contract.artifacts import canonical_json, manifest_fingerprint
 from beam_prep.spec import Spec
 
 _PUNCT = set(string.punctuation)

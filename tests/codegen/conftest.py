@@ -136,7 +136,7 @@ def analyze_and_import(root: Any, data: str, name: str) -> tuple[str, ModuleType
     from beam_prep.pipelines import analyze
 
     from beam_prep.codegen.render import render_module
-    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.io.contract.artifacts import Artifacts
 
     out = os.path.join(str(root), "artifacts")
     analyze.run(["--spec", os.path.join(str(root), "spec.yaml"), "--input",

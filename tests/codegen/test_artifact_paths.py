@@ -17,7 +17,12 @@ import pytest
 
 from beam_prep.codegen.render import generate, render_module
 from beam_prep.errors import ArtifactError
-from beam_prep.io.artifacts import Artifacts, canonical_json, check_relpath, manifest_fingerprint
+from beam_prep.io.contract.artifacts import (
+    Artifacts,
+    canonical_json,
+    check_relpath,
+    manifest_fingerprint,
+)
 from tests.codegen.artifact_fixtures import write_artifacts
 
 SPEC = {"features": [{"name": "country", "kind": "string"},

@@ -19,7 +19,7 @@ tf = pytest.importorskip("tensorflow")
 
 from beam_prep.codegen import missing  # noqa: E402
 from beam_prep.codegen.render import render_module  # noqa: E402
-from beam_prep.io.artifacts import Artifacts  # noqa: E402
+from beam_prep.io.contract.artifacts import Artifacts  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402
 
 MISSING_INT = -(2**63)

@@ -18,7 +18,7 @@ tf = pytest.importorskip("tensorflow")
 
 import beam_prep  # noqa: E402
 from beam_prep.codegen.render import generate  # noqa: E402
-from beam_prep.io.artifacts import canonical_json, manifest_fingerprint  # noqa: E402
+from beam_prep.io.contract.artifacts import canonical_json, manifest_fingerprint  # noqa: E402
 from tests.codegen.artifact_fixtures import write_artifacts  # noqa: E402
 from tests.codegen.conftest import ALL_KINDS_DATA, import_module_from  # noqa: E402
 

@@ -9,7 +9,7 @@ import pytest
 
 from beam_prep.codegen.module_check import check_module
 from beam_prep.codegen.render import render_module
-from beam_prep.io.artifacts import LINE_BREAK_CHARS, Artifacts
+from beam_prep.io.contract.artifacts import LINE_BREAK_CHARS, Artifacts
 from tests.codegen.artifact_fixtures import write_artifacts
 from tests.codegen.test_injection import NASTY, _payload
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from beam_prep.codegen import module_check
 from beam_prep.codegen.render import render_module
 from beam_prep.input_names import input_name
-from beam_prep.io.artifacts import Artifacts, manifest_fingerprint
+from beam_prep.io.contract.artifacts import Artifacts, manifest_fingerprint
 from tests.codegen.artifact_fixtures import write_artifacts
 
 # Every character Python's tokenizer or str.splitlines() takes as a line end, and friends.

@@ -15,7 +15,7 @@ from beam_prep.codegen.derived_plan import check_names
 from beam_prep.codegen.plan import plan_from_artifacts
 from beam_prep.codegen.render import render_module
 from beam_prep.errors import ArtifactError, SpecError
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from tests.codegen.artifact_fixtures import write_artifacts
 
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "golden")

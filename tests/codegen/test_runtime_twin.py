@@ -18,7 +18,7 @@ tf = pytest.importorskip("tensorflow")
 
 import beam_prep  # noqa: E402
 from beam_prep.errors import ArtifactError  # noqa: E402
-from beam_prep.io.artifacts import canonical_json, manifest_fingerprint  # noqa: E402
+from beam_prep.io.contract.artifacts import canonical_json, manifest_fingerprint  # noqa: E402
 
 CONSTANTS = {"fingerprint": "FINGERPRINT", "input_dtypes": "INPUT_DTYPES",
              "input_columns": "INPUT_COLUMNS", "input_names": "INPUT_NAMES",

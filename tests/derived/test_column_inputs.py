@@ -4,7 +4,7 @@ Item 2: the analysis reads an expression's numeric columns as float64 (int64 dat
 converted by the reader) and evaluates in float64 (``beam_prep.expr.arrow``). The layers
 must compute the same value: their raw input is float64 and only the *result* is cast to
 float32 (what the feature's layers take). The oracle is the analysis itself: the reader's
-conversion (``beam_prep.io.columns.normalize``) and the analysis' evaluation
+conversion (``beam_prep.io.inputs.columns.normalize``) and the analysis' evaluation
 (``split_fn.feature_column``) of the same rows, cast to float32 by numpy, with float32
 subnormals as ±0 (TensorFlow flushes them in the cast; see docs/expressions.md).
 
@@ -35,7 +35,7 @@ keras = pytest.importorskip("keras")
 from beam_prep import Artifacts  # noqa: E402
 from beam_prep.analyzers.split_fn import feature_column, required_columns  # noqa: E402
 from beam_prep.codegen.runtime import layers_from_artifacts  # noqa: E402
-from beam_prep.io.columns import normalize  # noqa: E402
+from beam_prep.io.inputs.columns import normalize  # noqa: E402
 from beam_prep.spec import Spec  # noqa: E402
 from tests.codegen.conftest import analyze_and_import  # noqa: E402
 from tests.fuzzing import examples  # noqa: E402
@@ -265,7 +265,7 @@ def test_manifest_records_column_types_and_the_plan_checks_them(analyzed, tmp_pa
 
     from beam_prep.codegen.plan import plan_from_artifacts
     from beam_prep.errors import ArtifactError
-    from beam_prep.io.artifacts import canonical_json, manifest_fingerprint
+    from beam_prep.io.contract.artifacts import canonical_json, manifest_fingerprint
 
     path, generated, _, _ = analyzed
     manifest = Artifacts(path).manifest

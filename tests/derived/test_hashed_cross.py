@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from beam_prep.errors import SpecError
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from beam_prep.spec import HashedFeature
 from tests.codegen.artifact_fixtures import write_artifacts
 

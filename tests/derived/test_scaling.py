@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from beam_prep.codegen.plan import plan_from_artifacts
-from beam_prep.io.artifacts import Artifacts
+from beam_prep.io.contract.artifacts import Artifacts
 from tests.codegen.artifact_fixtures import write_artifacts
 
 SPEC = {"features": [

@@ -304,7 +304,7 @@ def feature_values(inputs: dict[str, Any]) -> dict[str, Any]:
 def _artifact_path(artifacts_dir: str, relpath: str) -> str:
     """``artifacts_dir/relpath``, refusing a path that could leave the artifact directory.
 
-    Refused (as ``beam_prep.io.artifacts.check_relpath`` does): an empty or absolute path,
+    Refused (as ``beam_prep.io.contract.artifacts.check_relpath`` does): an empty or absolute path,
     a ``..`` component, and on local disk a path resolving (through symlinks) outside.
     """
     path = artifacts_dir.rstrip("/") + "/" + relpath

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_prep.errors import InputError
-from beam_prep.io import csv_reader
-from beam_prep.io.readers import (
+from beam_prep.io.inputs import csv_reader
+from beam_prep.io.inputs.readers import (
     available_columns,
     check_columns,
     infer_format,

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from beam_prep.io.byte_ranges import plan_ranges
-from beam_prep.io.readers import list_splits, read_split
+from beam_prep.io.inputs.byte_ranges import plan_ranges
+from beam_prep.io.inputs.readers import list_splits, read_split
 
 COLUMNS = {"a": "int64", "b": "string"}
 
@@ -155,7 +155,7 @@ def test_a_csv_whose_only_rows_are_invalid_reads_no_phantom_rows(tmp_path):
 
 @pytest.mark.parametrize("block", [3, 16])
 def test_planning_in_small_blocks_gives_the_same_ranges(tmp_path, monkeypatch, block):
-    from beam_prep.io import byte_ranges
+    from beam_prep.io.inputs import byte_ranges
 
     for newline in (b"\n", b"\r\n"):
         data = _csv_bytes(newline)

@@ -17,8 +17,8 @@ import pytest
 
 from beam_prep import cli
 from beam_prep.errors import ArtifactError
-from beam_prep.io.artifacts import Artifacts
-from beam_prep.io.checked_stream import CheckedStream
+from beam_prep.io.contract.artifacts import Artifacts
+from beam_prep.io.contract.checked_stream import CheckedStream
 from tests.codegen.artifact_fixtures import write_artifacts
 from tests.diff.builders import analyze_rows, make_rows
 

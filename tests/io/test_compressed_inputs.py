@@ -1,7 +1,8 @@
 """Compressed CSV / JSONL / LETOR inputs: a truncated or corrupt stream fails naming the file.
 
 Beam's decompressing reader returns a cut gzip stream as if it had ended: before
-``beam_prep.io.compressed`` the analysis, the transform job and make-elwc succeeded on part of
+``beam_prep.io.inputs.compressed``
+the analysis, the transform job and make-elwc succeeded on part of
 the file. A gzip JSONL file could not be analyzed at all (the column check iterated Beam's
 CompressedFile, which is not iterable).
 """
@@ -17,8 +18,8 @@ import random
 import pytest
 
 from beam_prep.errors import InputError
-from beam_prep.io import compressed
-from beam_prep.io.readers import available_columns, check_columns, list_splits, read_split
+from beam_prep.io.inputs import compressed
+from beam_prep.io.inputs.readers import available_columns, check_columns, list_splits, read_split
 
 ROWS = 20000
 

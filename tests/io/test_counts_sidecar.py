@@ -11,7 +11,7 @@ import json
 import pytest
 
 from beam_prep.errors import ArtifactError
-from beam_prep.io import counts_sidecar as cs
+from beam_prep.io.contract import counts_sidecar as cs
 
 LINES = [b'["a",3]', b"", b'["b, c",1]', b'  ["\\u2028x",2]  ', b'["d\\"",0]']
 ROWS = [["a", 3], ["b, c", 1], ["\u2028x", 2], ['d"', 0]]

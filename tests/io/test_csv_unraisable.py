@@ -10,7 +10,7 @@ import sys
 SCRIPT = r"""
 import io, sys
 from beam_prep.errors import InputError
-from beam_prep.io.csv_reader import iter_csv
+from beam_prep.io.inputs.csv_reader import iter_csv
 try:
     list(iter_csv(io.BytesIO(b"s,x\n1,2\n\xbb,1,2\n"), ["s"], batch_size=4, source="d.csv"))
 except InputError as e:

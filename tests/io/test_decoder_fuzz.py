@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 from tensorflow.core.example import example_pb2
 
 from beam_prep.errors import InputError
-from beam_prep.io import example_decoder, tfrecord_framing
-from beam_prep.io.example_decoder import ExampleDecoder, native_available
+from beam_prep.io import tfrecord_framing
+from beam_prep.io.inputs import example_decoder
+from beam_prep.io.inputs.example_decoder import ExampleDecoder, native_available
+from beam_prep.io.inputs.tfrecord_reader import iter_tfrecord
 from beam_prep.io.tfrecord_framing import frame
-from beam_prep.io.tfrecord_reader import iter_tfrecord
 from tests.fuzzing import examples
 
 COLUMNS = ["a", "b", "k_long_name", "é"]

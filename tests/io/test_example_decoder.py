@@ -24,11 +24,12 @@ from tensorflow.core.example import example_pb2
 from tfx_bsl.coders import example_coder
 
 from beam_prep.errors import InputError
-from beam_prep.io import example_decoder, tfrecord_framing
-from beam_prep.io.example_decoder import ExampleDecoder, native_available
-from beam_prep.io.readers import Split, read_split
+from beam_prep.io import tfrecord_framing
+from beam_prep.io.inputs import example_decoder
+from beam_prep.io.inputs.example_decoder import ExampleDecoder, native_available
+from beam_prep.io.inputs.readers import Split, read_split
+from beam_prep.io.inputs.tfrecord_reader import iter_tfrecord
 from beam_prep.io.tfrecord_framing import frame
-from beam_prep.io.tfrecord_reader import iter_tfrecord
 
 # BEAM_PREP_REQUIRE_NATIVE=1 (set by `make test`): a missing C part fails these tests.
 REQUIRED = os.environ.get("BEAM_PREP_REQUIRE_NATIVE") == "1"

@@ -13,7 +13,7 @@ import pytest
 from beam_prep.pipelines import analyze
 
 from beam_prep.errors import ArtifactError
-from beam_prep.io.manifest_check import validate_manifest
+from beam_prep.io.contract.manifest_check import validate_manifest
 from beam_prep.spec import Spec
 
 TE = ["features", "t", "stats", "target_encoding"]

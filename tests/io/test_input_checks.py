@@ -13,8 +13,8 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
-from beam_prep.io import readers
-from beam_prep.io.readers import check_columns, expand_patterns
+from beam_prep.io.inputs import readers
+from beam_prep.io.inputs.readers import check_columns, expand_patterns
 from tests.io.test_output_gcs import gcs  # noqa: F401 (fixture: the GCS emulator)
 
 

@@ -20,7 +20,7 @@ import random
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from beam_prep.io.readers import Split, read_split
+from beam_prep.io.inputs.readers import Split, read_split
 
 COLUMNS = {"tags": "string", "ids": "int64", "n": "float64"}
 LISTS = frozenset({"tags", "ids"})

@@ -15,7 +15,7 @@ import pytest
 from beam_prep.pipelines import analyze, transform
 
 from beam_prep.errors import InputError
-from beam_prep.io.readers import Split, read_split
+from beam_prep.io.inputs.readers import Split, read_split
 
 SPEC = "features:\n  - {name: a, kind: string}\n  - {name: b, kind: numeric}\n"
 
@@ -62,7 +62,7 @@ def test_the_reader_default_still_reads_absent_columns_as_missing(tmp_path):
 
 
 def test_a_spec_naming_thousands_of_absent_columns_gets_a_short_error(tmp_path):
-    from beam_prep.io.readers import check_columns
+    from beam_prep.io.inputs.readers import check_columns
 
     (tmp_path / "d.csv").write_text("a\nx\n")
     required = {f"c{i}": f"f{i}" for i in range(5000)}

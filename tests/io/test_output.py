@@ -1,4 +1,4 @@
-"""The shared output policy (beam_prep.io.output) on local disk, and through both jobs.
+"""The shared output policy (beam_prep.io.commit.output) on local disk, and through both jobs.
 
 Expected folder contents are written out by hand from what each test puts in the folder.
 The object-store twin of these tests is tests/io/test_output_gcs.py.
@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from beam_prep.errors import ArtifactError
-from beam_prep.io import output
-from beam_prep.io.output import OutputPolicy, OutputRun
+from beam_prep.io.commit import output
+from beam_prep.io.commit.output import OutputPolicy, OutputRun
 
 POLICY = OutputPolicy(job="demo", signatures=(("manifest.json",),),
                       owned=("manifest.json", "vocab/**", "rejected/**"), last="manifest.json")

@@ -1,4 +1,5 @@
-"""The in-pipeline end of a run (beam_prep.io.output.Finalizer, beam_prep.io.output_finalize).
+"""The in-pipeline end of a run (beam_prep.io.commit.output.Finalizer and
+beam_prep.io.commit.output_finalize).
 
 Expected folder contents are written out by hand from what each test stages. The job-level
 twin (both jobs run the way the Flex Template launcher runs them, without the driver's commit)
@@ -17,9 +18,9 @@ import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_prep.io import output
-from beam_prep.io.output import COMMIT_JOURNAL, OutputPolicy, OutputRun
-from beam_prep.io.output_finalize import FinalizeOutput
+from beam_prep.io.commit import output
+from beam_prep.io.commit.output import COMMIT_JOURNAL, OutputPolicy, OutputRun
+from beam_prep.io.commit.output_finalize import FinalizeOutput
 
 # Shaped like make-elwc's policy: finished only with BOTH stats.json and spec.json.
 POLICY = OutputPolicy(job="demo", signatures=(("stats.json", "spec.json"),),
@@ -95,7 +96,7 @@ def test_failed_run_leaves_folder_keeps_report_releases_lock_and_logs(tmp_path, 
         staged = {"stats.json": json.dumps(report).encode(), "rejected/r.jsonl": b"{}\n"}
         _put(run.staging, staged)
         fin = run.finalizer(report="stats.json")
-        with caplog.at_level(logging.ERROR, logger="beam_prep.io.output"):
+        with caplog.at_level(logging.ERROR, logger="beam_prep.io.commit.output"):
             assert fin.finalize() == "failed"
             assert fin.finalize() == "failed"  # retried: same, harmless
         assert output.read_lock(str(tmp_path)) is None
@@ -113,7 +114,7 @@ def test_finalize_refuses_when_the_lock_is_no_longer_this_runs(tmp_path, caplog)
         fin = run.finalizer()
         os.remove(tmp_path / "_LOCK")  # broken by --force_unlock, or a template run twice
         output.acquire_lock(str(tmp_path), "intruder")
-        with caplog.at_level(logging.ERROR, logger="beam_prep.io.output"):
+        with caplog.at_level(logging.ERROR, logger="beam_prep.io.commit.output"):
             assert fin.finalize() == "refused"
         assert "no longer holds the lock" in caplog.text
         assert output.read_lock(str(tmp_path)).run_id == "intruder"

@@ -15,8 +15,8 @@ import tempfile
 import pytest
 
 from beam_prep.io import filesystem as fs
-from beam_prep.io import output
-from beam_prep.io.output import OutputPolicy, OutputRun
+from beam_prep.io.commit import output
+from beam_prep.io.commit.output import OutputPolicy, OutputRun
 from tests.io.test_output_gcs import gcs  # noqa: F401 - the emulator fixture
 
 POLICY = OutputPolicy(job="demo", signatures=(("stats.json", "spec.json"),),

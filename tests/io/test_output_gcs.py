@@ -21,8 +21,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
-from beam_prep.io import output
-from beam_prep.io.output import OutputPolicy, OutputRun
+from beam_prep.io.commit import output
+from beam_prep.io.commit.output import OutputPolicy, OutputRun
 
 emulator = pytest.importorskip("gcp_storage_emulator.server")
 

@@ -13,7 +13,7 @@ import pytest
 
 from beam_prep import cli
 from beam_prep.errors import InputError
-from beam_prep.io.readers import check_columns, list_splits, read_split
+from beam_prep.io.inputs.readers import check_columns, list_splits, read_split
 
 
 def _write(path, names) -> str:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from beam_prep.errors import InputError
-from beam_prep.io.readers import Split, read_split
+from beam_prep.io.inputs.readers import Split, read_split
 from tests.fuzzing import examples
 
 SETTINGS = settings(max_examples=examples(40), deadline=None,

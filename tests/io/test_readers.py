@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 
 from beam_prep.errors import InputError
-from beam_prep.io.columns import normalize
-from beam_prep.io.readers import available_columns, infer_format, list_splits, read_split
+from beam_prep.io.inputs.columns import normalize
+from beam_prep.io.inputs.readers import available_columns, infer_format, list_splits, read_split
 
 COLUMNS = {"a": "int64", "b": "string", "c": "float64"}
 
@@ -76,7 +76,7 @@ def _row_group_file(tmp_path, sizes):
 def test_parquet_batches_hold_whole_row_groups_within_the_caps(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
-    from beam_prep.io import formats
+    from beam_prep.io.inputs import formats
 
     sizes = [3, 4, 2, 12, 1, 9, 2]
     p = _row_group_file(tmp_path, sizes)
@@ -113,7 +113,7 @@ def test_tfrecord_lists_and_corrupt_records(tmp_path):
         w.write(b"\x07garbage")
     rows, rejected, seen = _read_all(str(p))
     assert [r["b"] for r in rows] == [["x0", "y"], ["x1", "y"], ["x2", "y"]]
-    # One value in every record: read as a flat column (see beam_prep.io.readers).
+    # One value in every record: read as a flat column (see beam_prep.io.inputs.readers).
     assert [r["a"] for r in rows] == [0, 1, 2]
     assert [(r.row, r.reason) for r in rejected] == [(4, "malformed_record")]
     assert seen == 4

@@ -19,7 +19,7 @@ from beam_prep import cli
 from beam_prep.analyzers.pipeline import ARTIFACT_OUTPUT
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.output import OutputRun, check_folder, commit_staging, list_entries
+from beam_prep.io.commit.output import OutputRun, check_folder, commit_staging, list_entries
 from beam_prep.ranking.data.transforms import ELWC_OUTPUT
 from tests.codegen.artifact_fixtures import write_artifacts
 from tests.report.builders import make_elwc_dir
@@ -169,7 +169,7 @@ def test_report_is_written_atomically(tmp_path) -> None:
 
 def test_report_of_a_locked_folder_is_refused(tmp_path, capsys) -> None:
     """A job holding the folder's lock: no report of a half-written folder, one line."""
-    from beam_prep.io.output_lock import acquire_lock, release_lock
+    from beam_prep.io.commit.output_lock import acquire_lock, release_lock
 
     art = _artifacts(tmp_path / "art")
     acquire_lock(art, "job-run-1")

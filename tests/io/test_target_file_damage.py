@@ -16,8 +16,8 @@ from beam_prep.pipelines import analyze
 
 from beam_prep import cli
 from beam_prep.errors import ArtifactError
-from beam_prep.io.artifacts import Artifacts, manifest_fingerprint
-from beam_prep.io.target_file import read_target
+from beam_prep.io.contract.artifacts import Artifacts, manifest_fingerprint
+from beam_prep.io.contract.target_file import read_target
 from beam_prep.transform.layers import BatchEncoder
 
 SPEC = ("features:\n"

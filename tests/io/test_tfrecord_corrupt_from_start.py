@@ -19,8 +19,8 @@ import pytest
 from tensorflow.core.example import example_pb2
 
 from beam_prep.errors import InputError
-from beam_prep.io.readers import available_columns
-from beam_prep.io.tfrecord_reader import first_records, iter_tfrecord
+from beam_prep.io.inputs.readers import available_columns
+from beam_prep.io.inputs.tfrecord_reader import first_records, iter_tfrecord
 
 SPEC = "features:\n  - {name: x, kind: numeric}\n"
 

@@ -21,10 +21,11 @@ import tensorflow as tf
 from tensorflow.core.example import example_pb2
 
 from beam_prep.errors import InputError
-from beam_prep.io import example_decoder, tfrecord_framing
-from beam_prep.io.readers import Split, read_split
+from beam_prep.io import tfrecord_framing
+from beam_prep.io.inputs import example_decoder
+from beam_prep.io.inputs.readers import Split, read_split
+from beam_prep.io.inputs.tfrecord_reader import iter_tfrecord
 from beam_prep.io.tfrecord_framing import crc32c, frame
-from beam_prep.io.tfrecord_reader import iter_tfrecord
 
 has_module = pytest.mark.skipif(
     example_decoder._native is None and os.environ.get("BEAM_PREP_REQUIRE_NATIVE") != "1",

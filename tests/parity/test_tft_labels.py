@@ -25,7 +25,7 @@ import pytest
 from beam_prep.pipelines import analyze
 
 from beam_prep import Artifacts
-from beam_prep.io.label_sidecar import mutual_info_rows
+from beam_prep.io.contract.label_sidecar import mutual_info_rows
 from tests.parity import tft_store
 
 ROWS = 3000

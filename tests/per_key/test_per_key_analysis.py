@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from beam_prep import Artifacts
-from beam_prep.io.per_key_file import read_per_key
+from beam_prep.io.contract.per_key_file import read_per_key
 from tests.per_key import helpers
 
 SPEC = """

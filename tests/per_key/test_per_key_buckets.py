@@ -14,7 +14,7 @@ import pytest
 from beam_prep import Artifacts
 from beam_prep.analyzers.per_key_buckets import hist as pkh
 from beam_prep.errors import ArtifactError, SpecError
-from beam_prep.io.per_key_buckets_file import read_buckets
+from beam_prep.io.contract.per_key_buckets_file import read_buckets
 from beam_prep.spec import Spec
 from tests.per_key import helpers
 
@@ -134,7 +134,7 @@ def test_histograms_are_order_free_and_big_keys_stay_bounded_within_their_cell()
 def test_manifest_check_refuses_missing_or_tampered_bucket_entries(analysed, tmp_path):
     import shutil
 
-    from beam_prep.io.manifest_check import validate_manifest
+    from beam_prep.io.contract.manifest_check import validate_manifest
 
     manifest = Artifacts(analysed).manifest
     spec = Spec.from_dict(manifest["spec"])

@@ -16,7 +16,7 @@ import beam_prep  # noqa: E402
 from beam_prep import Artifacts  # noqa: E402
 from beam_prep.codegen.render import render_module  # noqa: E402
 from beam_prep.errors import SpecError  # noqa: E402
-from beam_prep.io.readers import Split, read_split  # noqa: E402
+from beam_prep.io.inputs.readers import Split, read_split  # noqa: E402
 from beam_prep.spec import Spec  # noqa: E402
 from beam_prep.transform.layers import BatchEncoder  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402

@@ -15,7 +15,7 @@ tf = pytest.importorskip("tensorflow")
 from beam_prep import Artifacts  # noqa: E402
 from beam_prep.codegen.render import render_module  # noqa: E402
 from beam_prep.errors import ArtifactError  # noqa: E402
-from beam_prep.io.per_key_columns import parse_per_key  # noqa: E402
+from beam_prep.io.contract.per_key_columns import parse_per_key  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402
 from tests.per_key import helpers  # noqa: E402
 

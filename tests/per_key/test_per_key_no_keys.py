@@ -12,8 +12,8 @@ tf = pytest.importorskip("tensorflow")
 import beam_prep  # noqa: E402
 from beam_prep import Artifacts, cli  # noqa: E402
 from beam_prep.codegen.render import generate  # noqa: E402
-from beam_prep.io.per_key_file import read_per_key  # noqa: E402
-from beam_prep.io.readers import Split, read_split  # noqa: E402
+from beam_prep.io.contract.per_key_file import read_per_key  # noqa: E402
+from beam_prep.io.inputs.readers import Split, read_split  # noqa: E402
 from beam_prep.transform.layers import BatchEncoder  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402
 from tests.per_key import helpers  # noqa: E402

@@ -19,9 +19,9 @@ from beam_prep.analyzers.per_key import runs as per_key_runs
 from beam_prep.analyzers.per_key import stats as pks
 from beam_prep.analyzers.per_key.pipeline import KeyStatsCombineFn
 from beam_prep.errors import ArtifactError
-from beam_prep.io import per_key_columns
-from beam_prep.io.per_key_columns import parse_per_key
-from beam_prep.io.per_key_file import parse_lines
+from beam_prep.io.contract import per_key_columns
+from beam_prep.io.contract.per_key_columns import parse_per_key
+from beam_prep.io.contract.per_key_file import parse_lines
 from beam_prep.transform.key_index import KeyIndex
 from tests.per_key import helpers
 

@@ -18,7 +18,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from beam_prep import Artifacts  # noqa: E402
 from beam_prep.codegen.per_key_plan import scaling_row  # noqa: E402
 from beam_prep.codegen.render import render_module  # noqa: E402
-from beam_prep.io.readers import Split, read_split  # noqa: E402
+from beam_prep.io.inputs.readers import Split, read_split  # noqa: E402
 from beam_prep.transform.layers import BatchEncoder  # noqa: E402
 from tests.codegen.conftest import import_module_from  # noqa: E402
 from tests.per_key import helpers  # noqa: E402
@@ -75,7 +75,7 @@ def test_subnormal_keys_are_finite_and_transform_equals_layers(tmp_path):
 def test_a_400_digit_integer_in_a_per_key_line_is_an_artifact_error(reader, line, args):
     """json reads it as an int that float64 cannot hold; the check raised OverflowError."""
     from beam_prep.errors import ArtifactError
-    from beam_prep.io import per_key_buckets_file, per_key_file
+    from beam_prep.io.contract import per_key_buckets_file, per_key_file
     module = per_key_file if reader == "stats" else per_key_buckets_file
     with pytest.raises(ArtifactError, match="line 1"):
         module.parse_line(line, "f.jsonl", 1, *args)

@@ -266,7 +266,7 @@ def test_export_scores_raw_features_like_the_model_scores_encoded(data, tmp_path
 
 
 def test_other_artifacts_are_refused_naming_both_fingerprints(data, tmp_path):
-    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.io.contract.artifacts import Artifacts
     from tests.codegen.artifact_fixtures import write_artifacts
 
     changed = dict(fx.DATA, city=["Paris"] * 8)

@@ -51,7 +51,7 @@ def _values(x):
 
 
 def test_spec_records_encoding_fingerprint_dtypes_and_raw_features(runs):
-    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.io.contract.artifacts import Artifacts
 
     raw = ElwcFeatureSpec.load(os.path.join(runs["raw"], "feature_spec.json"))
     enc = ElwcFeatureSpec.load(os.path.join(runs["enc"], "feature_spec.json"))

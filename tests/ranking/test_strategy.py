@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from beam_prep.errors import SpecError
-from beam_prep.io.artifacts import (
+from beam_prep.io.contract.artifacts import (
     FORMAT_NAME,
     FORMAT_VERSION,
     Artifacts,

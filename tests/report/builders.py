@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from beam_prep.io.artifacts import canonical_json, manifest_fingerprint
+from beam_prep.io.contract.artifacts import canonical_json, manifest_fingerprint
 from beam_prep.spec import (
     HashedFeature,
     IntegerFeature,

@@ -10,7 +10,7 @@ import time
 import numpy as np
 from beam_prep.pipelines import analyze
 
-from beam_prep.io.run_record import read_run_record
+from beam_prep.io.contract.run_record import read_run_record
 from beam_prep.report import render_report
 from beam_prep.report.analysis import _numeric_card
 from beam_prep.report.page import fmt_num

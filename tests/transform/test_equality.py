@@ -17,7 +17,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 
-from beam_prep.io.readers import Split, read_split  # noqa: E402
+from beam_prep.io.inputs.readers import Split, read_split  # noqa: E402
 from beam_prep.transform.layers import BatchEncoder  # noqa: E402
 from tests.codegen.conftest import analyze_and_import  # noqa: E402
 

@@ -23,7 +23,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 
 from beam_prep import Artifacts  # noqa: E402
-from beam_prep.io.readers import Split, read_split  # noqa: E402
+from beam_prep.io.inputs.readers import Split, read_split  # noqa: E402
 from beam_prep.transform.layers import BatchEncoder  # noqa: E402
 from tests.codegen.conftest import analyze_and_import  # noqa: E402
 from tests.transform.test_equality import _compare, keras_outputs  # noqa: E402

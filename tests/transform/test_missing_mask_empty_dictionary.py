@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from beam_prep.pipelines import analyze
 
-from beam_prep.io.readers import Split, read_split
+from beam_prep.io.inputs.readers import Split, read_split
 from beam_prep.transform.layers import BatchEncoder
 from beam_prep.transform.values import missing_mask
 

@@ -20,7 +20,7 @@ from beam_prep.pipelines import analyze, transform
 
 from beam_prep.analyzers.target.stats import folds_of
 from beam_prep.errors import InputError
-from beam_prep.io.readers import Split, read_split
+from beam_prep.io.inputs.readers import Split, read_split
 from beam_prep.transform.layers import BatchEncoder
 
 SPEC = ("features:\n  - {name: t, kind: string, target_encoding: {labels: y, "

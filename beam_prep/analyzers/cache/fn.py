@@ -43,8 +43,8 @@ from beam_prep.analyzers.cache.key import (
 )
 from beam_prep.errors import InputError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.content_id import content_identity
-from beam_prep.io.readers import Split, list_splits
+from beam_prep.io.inputs.content_id import content_identity
+from beam_prep.io.inputs.readers import Split, list_splits
 from beam_prep.spec import Spec
 
 CACHE = "cache"
@@ -83,7 +83,7 @@ class CachedAnalyzeSplitFn(beam.DoFn):
         temp_dir: Spill folder of this run (None = never spill).
         spill_rows: Spill threshold of this run.
         identities: Content identity of the input files, measured once by the launcher
-            (:func:`~beam_prep.io.content_id.content_identities`); a file not in it is
+            (:func:`~beam_prep.io.inputs.content_id.content_identities`); a file not in it is
             identified by the worker.
     """
 

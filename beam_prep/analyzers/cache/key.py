@@ -6,7 +6,7 @@ the sha256 of:
 
 * :data:`CACHE_FORMAT_VERSION`;
 * the split's identity: path, format, Parquet row groups, first row, byte range;
-* the file's *content identity* (:func:`beam_prep.io.content_id.content_identity`): local
+* the file's *content identity* (:func:`beam_prep.io.inputs.content_id.content_identity`): local
   files: size, mtime and ctime in nanoseconds (``os.utime`` can restore an mtime, never a
   ctime); ``gs://``: size and object generation (a new generation on every write);
 * the *analysis key* (:func:`analysis_key`): the spec fields that change what is
@@ -43,7 +43,7 @@ from typing import Any
 
 from beam_prep.analyzers import families as registry
 from beam_prep.analyzers.split_fn import list_columns, required_columns
-from beam_prep.io.readers import Split
+from beam_prep.io.inputs.readers import Split
 from beam_prep.spec import Feature, Spec
 
 #: Bumped whenever the entry layout or the meaning of a key part changes.

@@ -26,7 +26,7 @@ import re
 from beam_prep.analyzers.cache import store
 from beam_prep.errors import ArtifactError, InputError
 from beam_prep.io import filesystem as fs
-from beam_prep.io import output
+from beam_prep.io.commit import output
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,7 +62,7 @@ from beam_prep.analyzers.vocab.count import SCHEMA
 from beam_prep.analyzers.vocab.partition import token_hashes
 from beam_prep.analyzers.weighted.numeric import WeightedMoments
 from beam_prep.io import filesystem as fs
-from beam_prep.io.readers import Split
+from beam_prep.io.inputs.readers import Split
 
 FORMAT_NAME = "beam_prep.analysis_cache"
 ENTRIES_DIR = "entries"

@@ -14,7 +14,7 @@ import pyarrow as pa
 from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch, ipc_bytes, ipc_table
 from beam_prep.analyzers.label import counts as label_counts
 from beam_prep.analyzers.label.vocab import LabeledVocabularies
-from beam_prep.io import artifacts as layout
+from beam_prep.io.contract import artifacts as layout
 from beam_prep.spec.label_fields import has_labels
 
 

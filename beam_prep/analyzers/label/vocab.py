@@ -37,9 +37,9 @@ import pyarrow.compute as pc
 from beam_prep.analyzers.label import counts as label_counts
 from beam_prep.analyzers.label import mutual_info
 from beam_prep.analyzers.vocab.write import counts_jsonl, unwritable_mask, vocabulary_text
-from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
-from beam_prep.io.label_sidecar import mutual_info_relpath
+from beam_prep.io.contract import artifacts as layout
+from beam_prep.io.contract.label_sidecar import mutual_info_relpath
 from beam_prep.spec import Spec
 from beam_prep.spec.label_fields import has_labels
 

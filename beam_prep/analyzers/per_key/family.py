@@ -13,7 +13,7 @@ from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch, ipc_bytes, 
 from beam_prep.analyzers.per_key import stats as pks
 from beam_prep.analyzers.per_key.pipeline import PerKeyFiles
 from beam_prep.analyzers.vocab.partition import token_hashes
-from beam_prep.io import per_key_file
+from beam_prep.io.contract import per_key_file
 
 #: Batches a split holds per feature before merging them.
 MERGE_EVERY = 16

@@ -34,7 +34,7 @@ from beam_prep.analyzers.per_key import stats as pks
 from beam_prep.analyzers.per_key.runs import make_run, merged_bytes
 from beam_prep.analyzers.spill import stable_id, tmp_dir
 from beam_prep.io import filesystem as fs
-from beam_prep.io.per_key_file import per_key_relpath
+from beam_prep.io.contract.per_key_file import per_key_relpath
 
 
 class KeyStatsCombineFn(beam.CombineFn):

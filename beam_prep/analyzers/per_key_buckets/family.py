@@ -13,7 +13,7 @@ from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch, ipc_bytes, 
 from beam_prep.analyzers.per_key_buckets import hist as pkh
 from beam_prep.analyzers.per_key_buckets.pipeline import PerKeyBucketFiles
 from beam_prep.analyzers.vocab.partition import token_hashes
-from beam_prep.io import per_key_buckets_file
+from beam_prep.io.contract import per_key_buckets_file
 
 #: Batches a split holds per feature before merging them.
 MERGE_EVERY = 16

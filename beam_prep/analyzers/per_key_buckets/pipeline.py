@@ -11,7 +11,7 @@ Graph (labels as in the pipeline)::
 The histograms (:mod:`~beam_prep.analyzers.per_key_buckets.hist`) merge exactly, so the file's
 bytes depend only on the data, never on batches, splits, partitions or merge order.
 ``per_key/<feature>.buckets.jsonl`` holds one line per key
-(:mod:`beam_prep.io.per_key_buckets_file`).
+(:mod:`beam_prep.io.contract.per_key_buckets_file`).
 
 Example:
     >>> meta = hists | PerKeyBucketFiles({"price": 4}, "artifacts/")  # doctest: +SKIP
@@ -28,7 +28,7 @@ import pyarrow as pa
 from beam_prep.analyzers.key_lines import json_key, write_lines
 from beam_prep.analyzers.per_key_buckets import hist as pkh
 from beam_prep.io import filesystem as fs
-from beam_prep.io.per_key_buckets_file import ROLE, buckets_relpath
+from beam_prep.io.contract.per_key_buckets_file import ROLE, buckets_relpath
 
 
 class KeyHistCombineFn(beam.CombineFn):

@@ -13,7 +13,7 @@ from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch
 from beam_prep.analyzers.target import cache_file
 from beam_prep.analyzers.target import stats as target_stats
 from beam_prep.analyzers.target.write import TargetStats
-from beam_prep.io import artifacts as layout
+from beam_prep.io.contract import artifacts as layout
 from beam_prep.spec.target_fields import has_target_encoding
 
 

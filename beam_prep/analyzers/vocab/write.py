@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers.vocab.strings import string_buffers
-from beam_prep.io.artifacts import LINE_BREAK_CHARS
+from beam_prep.io.contract.artifacts import LINE_BREAK_CHARS
 
 __all__ = ["counts_jsonl", "unwritable_mask", "vocabulary_text"]
 

@@ -27,8 +27,8 @@ import apache_beam as beam
 from beam_prep.analyzers.vocab import merge as vmerge
 from beam_prep.analyzers.weighted import vocab as wv
 from beam_prep.analyzers.weighted.counts import WEIGHTED_SCHEMA, combine_bands, parse_band_key
-from beam_prep.io import artifacts as layout
 from beam_prep.io import filesystem as fs
+from beam_prep.io.contract import artifacts as layout
 from beam_prep.spec import Spec
 
 __all__ = ["WeightedVocabularies", "is_band_element"]

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.artifacts import MANIFEST
+from beam_prep.io.contract.artifacts import MANIFEST
 from beam_prep.ranking.data.value_rules import OUT_OF_VOCABULARY, Problem
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec, EncodedFeature, Encoding, FeatureInfo
 from beam_prep.transform.layers import BatchEncoder, Encoded, OutOfVocabulary

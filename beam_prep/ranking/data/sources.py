@@ -36,7 +36,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
-from beam_prep.io import compressed, filesystem, formats
+from beam_prep.io import filesystem
+from beam_prep.io.inputs import compressed, formats
 from beam_prep.ranking.data.artifact_encode import load_encoder
 from beam_prep.ranking.data.jsonl import read_jsonl_table
 from beam_prep.ranking.data.letor import parse_letor, parse_query_sizes

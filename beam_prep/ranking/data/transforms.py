@@ -49,8 +49,8 @@ from apache_beam import pvalue
 from beam_prep import progress
 from beam_prep.errors import InputError, SpecError
 from beam_prep.io import filesystem
-from beam_prep.io.output import OutputPolicy
-from beam_prep.io.patterns import distinct_files
+from beam_prep.io.commit.output import OutputPolicy
+from beam_prep.io.inputs.patterns import distinct_files
 from beam_prep.io.tfrecord_framing import write_tfrecords
 from beam_prep.ranking.data.build import ListBuilder, feature_spec_from_layout
 from beam_prep.ranking.data.list_stats import LIST_STATS_FIELDS
@@ -76,7 +76,7 @@ ELWC_OUTPUT = OutputPolicy(
            "*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecord.gz",
            "report.html"),  # the job's HTML report (beam_prep.pipelines.job_report)
     last=STATS_FILENAME)
-"""The make-elwc output folder (see :mod:`beam_prep.io.output`): finished when it holds
+"""The make-elwc output folder (see :mod:`beam_prep.io.commit.output`): finished when it holds
 ``stats.json`` and ``feature_spec.json`` (a run that fails on bad input is never moved into the
 folder: its report stays in the staging folder); only shards, those files and the rejected
 shards (and the ``rejected/rejected.jsonl`` of older versions) are replaced, so shards of an

@@ -94,7 +94,7 @@ def layers_and_rows(path: str | None, spec: Any) -> tuple[dict[str, Any], dict[s
     """
     if not path:
         return {}, {}
-    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.io.contract.artifacts import Artifacts
     from beam_prep.ranking.train.embeddings import table_rows
 
     art = Artifacts(path)

@@ -68,7 +68,7 @@ def check_encoding(spec: Any, artifacts: str | None) -> None:
             f"(artifacts fingerprint {want[:12]}), but `data.artifacts` is not set. Received: "
             "artifacts=None. Fix: set `data.artifacts` to that artifact directory (it sizes "
             "the embeddings and gives the export its raw-feature layers).")
-    from beam_prep.io.artifacts import Artifacts
+    from beam_prep.io.contract.artifacts import Artifacts
 
     got = Artifacts(artifacts).fingerprint
     if got != want:

@@ -1,6 +1,6 @@
 """CSV → raw batches: a header row, every requested column read as binary.
 
-Bad rows (wrong number of fields) are set aside as :class:`~beam_prep.io.formats.RejectedRow`
+Bad rows (wrong number of fields) are set aside as :class:`~beam_prep.io.inputs.formats.RejectedRow`
 with their data row number (the header is row 0). Per-file problems are an
 :class:`~beam_prep.errors.InputError` naming the file: a header that cannot be parsed or that
 names a column twice. A 0-byte file (an empty Spark/Hive part file) is an empty input; a
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from beam_prep.errors import InputError
-from beam_prep.io.formats import (
+from beam_prep.io.inputs.formats import (
     REASON_COLUMNS,
     RawBatch,
     RejectedRow,

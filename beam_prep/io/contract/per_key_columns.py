@@ -1,11 +1,11 @@
 """Columnar reader of a per-key file: millions of keys without a Python object per line.
 
-The file (:mod:`beam_prep.io.per_key_file`) is read whole and cut into lines by its
+The file (:mod:`beam_prep.io.contract.per_key_file`) is read whole and cut into lines by its
 ``\\n`` bytes; one RE2 pass (``pyarrow.compute.extract_regex``) over blocks of lines
 takes each line apart, and the numbers are parsed by Arrow (correctly rounded, as
 ``json`` parses them). A line the pattern does not take (a key with JSON escapes, a
-count beyond 18 digits) goes through :func:`~beam_prep.io.per_key_file.parse_line`
-alone. Then the checks of :func:`~beam_prep.io.per_key_file.iter_rows` run on the columns
+count beyond 18 digits) goes through :func:`~beam_prep.io.contract.per_key_file.parse_line`
+alone. Then the checks of :func:`~beam_prep.io.contract.per_key_file.iter_rows` run on the columns
 (finite numbers, ``min <= mean <= max``, keys strictly increasing by UTF-8 bytes, the
 manifest's key count). Anything wrong (or not valid UTF-8, or a line too long) makes
 the reader fall back to the line-by-line reader, which raises the exact error (file,
@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from beam_prep.io.per_key_file import (
+from beam_prep.io.contract.per_key_file import (
     ROLE,
     PerKeyTable,
     parse_line,
@@ -45,7 +45,7 @@ LINE = (r'\["[^"\\\x00-\x1f]+",[1-9][0-9]{0,17},'
         rf"{_NUMBER},(?:{_NUMBER}|null),{_NUMBER},{_NUMBER}\]")
 #: Bytes per block of lines (a block ends at a newline).
 BLOCK_BYTES = 32 << 20
-_MAX_LINE = 64 << 20  # as beam_prep.io.artifacts.MAX_LINE_BYTES
+_MAX_LINE = 64 << 20  # as beam_prep.io.contract.artifacts.MAX_LINE_BYTES
 _X, _COMMA = ord("x"), ord(",")
 _CSV_NAMES = ["key", "count", "mean", "variance", "min", "max", "end"]
 
@@ -191,10 +191,10 @@ def _as_columns(table: PerKeyTable) -> PerKeyTable:
 
 def parse_per_key(data: bytes, path: str, key_count: int | None = None) -> PerKeyTable:
     """The checked content of a per-key file's bytes, with ``keys`` as a large_string
-    Arrow array (the other columns as :class:`~beam_prep.io.per_key_file.PerKeyTable`).
+    Arrow array (the other columns as :class:`~beam_prep.io.contract.per_key_file.PerKeyTable`).
 
     Raises:
-        ArtifactError: As :func:`~beam_prep.io.per_key_file.parse_lines` raises it.
+        ArtifactError: As :func:`~beam_prep.io.contract.per_key_file.parse_lines` raises it.
     """
     try:
         return _checked(data, path, key_count)
@@ -208,7 +208,7 @@ def read_per_key_columns(art: Any, name: str) -> PerKeyTable:
     """A feature's per-key file through the checked artifact reader, keys as an Arrow array.
 
     Args:
-        art: An opened :class:`~beam_prep.io.artifacts.Artifacts`.
+        art: An opened :class:`~beam_prep.io.contract.artifacts.Artifacts`.
         name: The feature.
     """
     path, key_count = art.file_path(name, ROLE), art.stats(name).get("key_count")

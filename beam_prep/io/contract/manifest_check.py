@@ -1,7 +1,7 @@
 """One validation of ``manifest.json``, run by every reader before any other file is opened.
 
 ``generate``, ``layers_from_artifacts``, ``report``, ``diff`` and ``train`` all open an artifact
-directory through :class:`beam_prep.io.artifacts.Artifacts`, which parses the manifest with
+directory through :class:`beam_prep.io.contract.artifacts.Artifacts`, which parses the manifest with
 :func:`parse_manifest` and checks it with :func:`validate_manifest`. The checks follow the
 contract of docs/artifacts.md:
 
@@ -177,7 +177,7 @@ def _file_entry(c: _Checker, meta: Any, key: str) -> None:
     meta = c.mapping(meta, key)
     rel = c.need(meta, "path", key + ".")
     # where it leads (absolute, '..', NUL, a symlink outside) is checked by the reader with
-    # the directory at hand: beam_prep.io.artifacts.check_relpath
+    # the directory at hand: beam_prep.io.contract.artifacts.check_relpath
     c.check(isinstance(rel, str) and rel != "", key + ".path", rel, "a non-empty string")
     sha = c.need(meta, "sha256", key + ".")
     c.check(isinstance(sha, str) and _SHA256.fullmatch(sha) is not None, key + ".sha256",

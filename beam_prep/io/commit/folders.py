@@ -3,7 +3,7 @@
 On an object store a "folder" is only a key prefix: ``FileSystems.exists("gs://b/out")`` is
 False even when ``gs://b/out/manifest.json`` exists. Every operation here (listing, emptiness,
 deletion, moves) therefore lists the prefix ``<folder>/**`` instead of asking for the folder.
-Used by :mod:`beam_prep.io.output`, which re-exports these names.
+Used by :mod:`beam_prep.io.commit.output`, which re-exports these names.
 
 Example:
     >>> import tempfile

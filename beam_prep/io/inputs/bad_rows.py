@@ -1,12 +1,12 @@
 """Rejected-row records for the rows a typed conversion refused.
 
-:func:`beam_prep.io.readers.read_split` converts whole columns at once
-(:mod:`beam_prep.io.columns`) and gets a boolean "bad" mask per column. Only the bad rows
+:func:`beam_prep.io.inputs.readers.read_split` converts whole columns at once
+(:mod:`beam_prep.io.inputs.columns`) and gets a boolean "bad" mask per column. Only the bad rows
 are then touched in Python, here, to say which column refused which value.
 
 Example:
     >>> import numpy as np, pyarrow as pa
-    >>> from beam_prep.io.formats import RawBatch
+    >>> from beam_prep.io.inputs.formats import RawBatch
     >>> raw = RawBatch(pa.record_batch({"x": ["1", "a"]}), 1, pa.array([1, 2]), [])
     >>> [r] = describe_bad_rows("f.csv", raw, [("x", np.array([False, True]),
     ...                                             "unparsable_number")])
@@ -21,7 +21,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from beam_prep.io.formats import RawBatch, RejectedRow
+from beam_prep.io.inputs.formats import RawBatch, RejectedRow
 
 #: Characters of a rejected row's record kept for inspection.
 RECORD_LIMIT = 2000

@@ -41,10 +41,11 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import ArtifactError, SpecError
-from beam_prep.io import counts_sidecar, line_bound
 from beam_prep.io import filesystem as fs
-from beam_prep.io.checked_stream import CheckedStream
-from beam_prep.io.manifest_check import (
+from beam_prep.io import line_bound
+from beam_prep.io.contract import counts_sidecar
+from beam_prep.io.contract.checked_stream import CheckedStream
+from beam_prep.io.contract.manifest_check import (
     MAX_MANIFEST_BYTES,
     check_relpath_text,
     parse_manifest,
@@ -276,7 +277,8 @@ class Artifacts:
         of exactly the size the manifest records; both are checked before the file is opened.
         On object stores the size is checked while reading; everywhere the sha256 of the
         bytes read is checked when the end of the file is read
-        (:class:`beam_prep.io.checked_stream.CheckedStream`: hashed as read, no second pass).
+        (:class:`beam_prep.io.contract.checked_stream.CheckedStream`: hashed as read, no
+        second pass).
 
         Raises:
             ArtifactError: The file is missing, not a regular file, or of another size (and,

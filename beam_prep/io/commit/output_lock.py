@@ -7,7 +7,7 @@ the folder's URL), which makes runs launched from one host exclude each other ex
 writes ``_LOCK`` and reads it back, comparing run ids. Between hosts, two runs that both find no
 lock at the same instant may both proceed: the lock is correct for runs launched from one host.
 ``force_unlock`` breaks a stale lock, never one whose holder process is alive on this host.
-Used through :class:`beam_prep.io.output.OutputRun`.
+Used through :class:`beam_prep.io.commit.output.OutputRun`.
 
 Example:
     >>> import tempfile
@@ -213,9 +213,10 @@ def release_host_guard(folder: str, run_id: str) -> None:
     """Object stores: removes this host's guard file of ``folder`` if ``run_id`` holds it.
 
     The guard only orders the runs launched from one host while they take ``_LOCK``; a run that
-    hands its ``_LOCK`` over to the pipeline (see :meth:`beam_prep.io.output.OutputRun.hand_over`)
-    drops the guard when its launcher exits, so a later launch from this host finds ``_LOCK``
-    itself. No-op on local folders and when another run holds the guard.
+    hands its ``_LOCK`` over to the pipeline (see
+    :meth:`beam_prep.io.commit.output.OutputRun.hand_over`) drops the guard when its
+    launcher exits, so a later launch from this host finds ``_LOCK`` itself. No-op on local
+    folders and when another run holds the guard.
     """
     if _is_object_store(folder):
         guard = _host_guard_path(folder)

@@ -3,7 +3,7 @@
 A job's output folder is handled in the same way by ``analyze`` and ``make-elwc``:
 
 1. **Lock.** ``<out>/_LOCK`` names the run that holds the folder (run id, host, pid, start
-   time; see :mod:`beam_prep.io.output_lock`). A second run refuses, naming the holder;
+   time; see :mod:`beam_prep.io.commit.output_lock`). A second run refuses, naming the holder;
    ``--force_unlock`` breaks the lock of a dead run. Released at the end, success or failure.
 2. **Ownership.** A folder may be written only if it is empty (ignoring our ``_LOCK`` and
    ``_staging-*`` entries) or holds a finished output of the same job (one of the policy's
@@ -17,7 +17,7 @@ A job's output folder is handled in the same way by ``analyze`` and ``make-elwc`
    place; the next run removes it.
 4. **Finalisation in the pipeline.** :meth:`OutputRun.finalizer` gives a small picklable
    :class:`Finalizer` that does steps 3 and 1's release on a worker, as the job's last step
-   (:class:`beam_prep.io.output_finalize.FinalizeOutput`), so an output is committed and
+   (:class:`beam_prep.io.commit.output_finalize.FinalizeOutput`), so an output is committed and
    unlocked even when no driver waits for the job (a Flex Template launcher, a
    ``--template_location`` run). A commit first writes a journal (``_COMMIT.json`` in the
    staging folder) naming the new files, so a retried or interrupted commit finishes the same
@@ -27,7 +27,7 @@ A job's output folder is handled in the same way by ``analyze`` and ``make-elwc`
    folder for the pipeline.
 
 On object stores a "folder" is only a key prefix: every folder operation (listing, emptiness,
-deletion; :mod:`beam_prep.io.folders`) lists the prefix ``<out>/**``.
+deletion; :mod:`beam_prep.io.commit.folders`) lists the prefix ``<out>/**``.
 
 Example:
     >>> import tempfile
@@ -54,7 +54,7 @@ from typing import Literal
 
 from beam_prep.errors import ArtifactError
 from beam_prep.io import filesystem as fs
-from beam_prep.io.folders import (  # noqa: F401 (re-exported)
+from beam_prep.io.commit.folders import (  # noqa: F401 (re-exported)
     delete_files,
     delete_tree,
     is_empty,
@@ -63,7 +63,7 @@ from beam_prep.io.folders import (  # noqa: F401 (re-exported)
     list_files,
     move_files,
 )
-from beam_prep.io.output_lock import (  # noqa: F401 (re-exported)
+from beam_prep.io.commit.output_lock import (  # noqa: F401 (re-exported)
     LOCK_NAME,
     LockHolder,
     acquire_lock,
@@ -237,7 +237,7 @@ class Finalizer:
     """The end of one run, done where the job's last step runs (a worker, or the driver).
 
     Picklable (plain fields): the jobs hand it to
-    :class:`beam_prep.io.output_finalize.FinalizeOutput`. :meth:`finalize` commits a complete
+    :class:`beam_prep.io.commit.output_finalize.FinalizeOutput`. :meth:`finalize` commits a complete
     staged output and releases the lock; an incomplete one (a failed input check) stays in
     staging for its report and rejected rows, the folder is left as it was, the lock is
     released and the reason logged: nothing raises, since a runner would retry a raising step.

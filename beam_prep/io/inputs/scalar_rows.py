@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from beam_prep.io.formats import RejectedRow
+from beam_prep.io.inputs.formats import RejectedRow
 
 __all__ = ["REASON_MULTIPLE_VALUES", "flatten_scalar_columns", "scalar_rows"]
 

@@ -1,8 +1,8 @@
 """TFRecord files of ``tf.Example`` → raw Arrow batches, in large chunks.
 
-A file is framed a chunk at a time by :func:`beam_prep.io.tfrecord_stream.iter_chunks`
+A file is framed a chunk at a time by :func:`beam_prep.io.inputs.tfrecord_stream.iter_chunks`
 (every length CRC checked, payload CRCs too by default), and its records are decoded a
-batch at a time by :class:`~beam_prep.io.example_decoder.ExampleDecoder` straight from the
+batch at a time by :class:`~beam_prep.io.inputs.example_decoder.ExampleDecoder` straight from the
 chunk (no Python object per record). Records the fast decoder leaves aside go to tfx-bsl's
 decoder; a record neither can read, or whose payload CRC does not match, is rejected with
 its record number. Batches follow the file's record order; the batch boundaries depend
@@ -11,7 +11,7 @@ only on the file and ``batch_size``.
 When the rest of a file cannot be framed (a corrupt length prefix, a truncated file or
 gzip stream), :class:`~beam_prep.errors.InputError` names the file and byte offset, unless
 ``skip_corrupt_tail`` is set: then the remainder is one rejected row with reason
-``corrupt_tail`` (see :class:`~beam_prep.io.tfrecord_stream.CorruptTail`).
+``corrupt_tail`` (see :class:`~beam_prep.io.inputs.tfrecord_stream.CorruptTail`).
 
 Example:
     >>> import io
@@ -29,10 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.errors import InputError
-from beam_prep.io import formats
-from beam_prep.io.example_decoder import ExampleDecoder
-from beam_prep.io.formats import REASON_RECORD, RawBatch, RejectedRow
-from beam_prep.io.tfrecord_stream import CHUNK_BYTES, iter_chunks
+from beam_prep.io.inputs import formats
+from beam_prep.io.inputs.example_decoder import ExampleDecoder
+from beam_prep.io.inputs.formats import REASON_RECORD, RawBatch, RejectedRow
+from beam_prep.io.inputs.tfrecord_stream import CHUNK_BYTES, iter_chunks
 
 
 def _type_conflict(name: str, source: str, what: str) -> InputError:
@@ -196,7 +196,7 @@ def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, sour
     as a flat column (null = absent), otherwise as a list column.
 
     Args:
-        f: Open file (decompressed, or from :func:`~beam_prep.io.tfrecord_stream.open_file`,
+        f: Open file (decompressed, or from :func:`~beam_prep.io.inputs.tfrecord_stream.open_file`,
             which also reports a truncated gzip stream).
         columns: Feature names; absent features come back as all-null columns.
         batch_size: Records per decode call (a chunk's last batch may be smaller).
@@ -207,7 +207,7 @@ def iter_tfrecord(f: IO[bytes], columns: Sequence[str], *, batch_size: int, sour
             row (reason ``corrupt_tail``) instead of raising.
 
     Yields:
-        :class:`~beam_prep.io.formats.RawBatch` with 1-based record numbers.
+        :class:`~beam_prep.io.inputs.formats.RawBatch` with 1-based record numbers.
 
     Raises:
         InputError: A feature holds two list types within the file, or the rest of the

@@ -163,7 +163,7 @@ def read_per_key(art: Any, name: str) -> PerKeyTable:
     """The per-key statistics of a feature, read through the checked artifact reader.
 
     Args:
-        art: An opened :class:`~beam_prep.io.artifacts.Artifacts`.
+        art: An opened :class:`~beam_prep.io.contract.artifacts.Artifacts`.
         name: The feature.
     """
     return parse_lines(art.iter_lines(name, ROLE), art.file_path(name, ROLE),

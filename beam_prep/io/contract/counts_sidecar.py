@@ -156,7 +156,7 @@ def document_frequencies(rows: Iterable[list[Any]], *, name: str | None) -> list
 
 def read_document_frequencies(path: str) -> list[int]:
     """The ``df`` of every line of the sidecar at ``path`` (local or ``scheme://``), read
-    without the manifest check of :class:`~beam_prep.io.artifacts.Artifacts` (the tf_idf
+    without the manifest check of :class:`~beam_prep.io.contract.artifacts.Artifacts` (the tf_idf
     state of the transform job and of the layers built from a plan).
 
     Raises:

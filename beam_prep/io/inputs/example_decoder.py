@@ -11,7 +11,7 @@ The work is done by the optional native module ``beam_prep.io._tfexample`` (C, b
 install time): one pass over the wire bytes, values appended to flat per-feature buffers.
 It decodes what protobuf serializers write; a record outside that (unknown fields, a key
 twice, malformed wire data, tags in unusual encodings) is not guessed at but returned in
-``fallback``; :func:`beam_prep.io.tfrecord_reader.iter_tfrecord` hands such records to
+``fallback``; :func:`beam_prep.io.inputs.tfrecord_reader.iter_tfrecord` hands such records to
 tfx-bsl, which also decides whether a record is valid at all. Without the native module
 every record goes to tfx-bsl, with the same results (tested), about 5x slower.
 

@@ -33,7 +33,7 @@ from typing import IO, NamedTuple
 import numpy as np
 
 from beam_prep.errors import InputError
-from beam_prep.io.formats import REASON_RECORD, RejectedRow
+from beam_prep.io.inputs.formats import REASON_RECORD, RejectedRow
 from beam_prep.io.tfrecord_framing import frame
 
 CHUNK_BYTES = 1 << 25

@@ -1,7 +1,7 @@
 """Reading an artifact file checked against the manifest: size and sha256, hashed as read.
 
 Every reader of a feature file (vocabulary, counts, per-key, target encoding, MI sidecar) goes
-through :meth:`beam_prep.io.artifacts.Artifacts.open_file`, which wraps the stream in
+through :meth:`beam_prep.io.contract.artifacts.Artifacts.open_file`, which wraps the stream in
 :class:`CheckedStream`: a tampered or truncated file is refused with one line naming it when
 its end is read, without a second pass over the file (``beam-prep diff``, the report, the
 transform job and ``Artifacts(verify=True)`` all read each file once).

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import ArtifactError
-from beam_prep.io.per_key_file import finite_number
+from beam_prep.io.contract.per_key_file import finite_number
 
 __all__ = ["ROLE", "TargetTable", "iter_rows", "parse_line", "read_target", "rows_of"]
 
@@ -155,7 +155,7 @@ def rows_of(art: Any, name: str) -> Iterator[tuple]:
     """The checked rows of a feature's target-encoding file, streamed (bounded lines).
 
     Args:
-        art: An opened :class:`~beam_prep.io.artifacts.Artifacts` (its manifest checked).
+        art: An opened :class:`~beam_prep.io.contract.artifacts.Artifacts` (its manifest checked).
         name: The target-encoded feature.
     """
     te = art.stats(name)["target_encoding"]

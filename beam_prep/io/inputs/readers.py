@@ -2,7 +2,7 @@
 
 A *split* is the unit of parallel reading: a run of row groups of a Parquet file, a
 record-aligned byte range of an uncompressed CSV / JSONL file larger than the split size
-(see :mod:`beam_prep.io.byte_ranges`; rows keep their file row numbers), or a whole file
+(see :mod:`beam_prep.io.inputs.byte_ranges`; rows keep their file row numbers), or a whole file
 (TFRecord, compressed files, small files, CSV with quoted newlines). Splits are
 deterministic (sorted paths, fixed row-group runs and byte ranges), and so are the batches
 read from a split, which is what makes the analysis byte-for-byte reproducible whatever the
@@ -42,7 +42,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
-from beam_prep.io import (
+from beam_prep.io.inputs import (
     bad_rows,
     byte_ranges,
     compressed,
@@ -51,9 +51,9 @@ from beam_prep.io import (
     tfrecord_reader,
     tfrecord_stream,
 )
-from beam_prep.io import columns as colmod
-from beam_prep.io.formats import RejectedRow
-from beam_prep.io.patterns import (  # noqa: F401 (expand_patterns re-exported)
+from beam_prep.io.inputs import columns as colmod
+from beam_prep.io.inputs.formats import RejectedRow
+from beam_prep.io.inputs.patterns import (  # noqa: F401 (expand_patterns re-exported)
     expand_patterns,
     one_line,
     storage_errors,

@@ -4,7 +4,7 @@
 ``analyze``, the ``stats.json`` dict of ``make-elwc``). That PCollection is a side input of the
 step, so the runner computes it completely, files written included, before the step runs: the
 order is a data dependency, not a matter of fusion. The step runs
-:meth:`beam_prep.io.output.Finalizer.finalize` once (its main input is one element); a runner
+:meth:`beam_prep.io.commit.output.Finalizer.finalize` once (its main input is one element); a runner
 that retries the bundle runs it again, which is harmless (the commit is journalled and the lock
 release compares run ids). It never raises on a failed run: a failed input check leaves the
 folder as it was, keeps the report in staging, releases the lock and logs why.
@@ -29,7 +29,7 @@ from typing import Any
 
 import apache_beam as beam
 
-from beam_prep.io.output import FinalizeOutcome, Finalizer
+from beam_prep.io.commit.output import FinalizeOutcome, Finalizer
 
 
 class _FinalizeFn(beam.DoFn):
@@ -46,10 +46,10 @@ class FinalizeOutput(beam.PTransform):
     """Commits the run's output after ``last`` is complete (see the module docstring).
 
     Args:
-        finalizer: From :meth:`beam_prep.io.output.OutputRun.finalizer`.
+        finalizer: From :meth:`beam_prep.io.commit.output.OutputRun.finalizer`.
 
     Returns:
-        A PCollection with one outcome string (:data:`~beam_prep.io.output.FinalizeOutcome`).
+        A PCollection with one outcome string (:data:`~beam_prep.io.commit.output.FinalizeOutcome`).
     """
 
     def __init__(self, finalizer: Finalizer) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import ArtifactError
-from beam_prep.io.per_key_file import finite_number
+from beam_prep.io.contract.per_key_file import finite_number
 
 ROLE = "per_key_buckets"
 DIR = "per_key"
@@ -152,7 +152,7 @@ def read_buckets(art: Any, name: str) -> BucketTable:
     """The per-key boundaries of a feature, read through the checked artifact reader.
 
     Args:
-        art: An opened :class:`~beam_prep.io.artifacts.Artifacts`.
+        art: An opened :class:`~beam_prep.io.contract.artifacts.Artifacts`.
         name: The feature (with ``per_key`` and ``num_buckets``).
     """
     feature = art.spec.feature(name)

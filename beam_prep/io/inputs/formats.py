@@ -3,10 +3,10 @@
 Each reader yields :class:`RawBatch` objects: a record batch holding exactly the requested
 columns (absent ones as all-null), the row number of its first row, and the rows that
 could not even be parsed (wrong column count, malformed JSON, corrupt TFRecord). Type
-conversion happens later, in :mod:`beam_prep.io.columns`.
+conversion happens later, in :mod:`beam_prep.io.inputs.columns`.
 
 Row numbers are 1-based data rows: for CSV the header is row 0; for JSONL and TFRecord
-row ``n`` is the n-th line / record. CSV lives in :mod:`beam_prep.io.csv_reader`.
+row ``n`` is the n-th line / record. CSV lives in :mod:`beam_prep.io.inputs.csv_reader`.
 
 Example:
     >>> import io
@@ -29,7 +29,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from beam_prep.errors import InputError
-from beam_prep.io.columns import REASON_TYPE, type_problem
+from beam_prep.io.inputs.columns import REASON_TYPE, type_problem
 
 REASON_COLUMNS = "wrong_column_count"
 REASON_JSON = "malformed_json"
