@@ -32,11 +32,13 @@ from __future__ import annotations
 import abc
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from beam_prep.analyzers.vocab.partition import token_hashes
 
 
 class FeatureBatch:
@@ -76,6 +78,57 @@ class FeatureBatch:
     def float_rows(self) -> Any:
         """The values as float64, one per row, missing as NaN (a numpy array)."""
         return pc.fill_null(self.values.cast(pa.float64()), math.nan).to_numpy(False)
+
+
+class BatchMerging:
+    """An accumulator that turns each batch into a partial and merges the partials every
+    ``every`` batches (the per-key families' shape: exact, order-free merges).
+
+    Args:
+        of_batch: The partial of one batch, from the feature's view of it.
+        merge: Merges a list of partials into one (``merge([])`` is the empty partial).
+        every: Partials held before they are merged.
+
+    Example:
+        >>> acc = BatchMerging(lambda view: view, sum, every=2)
+        >>> for n in (1, 2, 3):
+        ...     acc.add(n)
+        >>> acc.result()
+        6
+    """
+
+    def __init__(self, of_batch: Callable[[FeatureBatch], Any],
+                 merge: Callable[[list[Any]], Any], every: int = 16) -> None:
+        self._of_batch = of_batch
+        self._merge = merge
+        self._every = every
+        self._parts: list[Any] = []
+
+    def add(self, view: FeatureBatch) -> None:
+        """Adds one batch's partial."""
+        self._parts.append(self._of_batch(view))
+        if len(self._parts) >= self._every:
+            self._parts[:] = [self._merge(self._parts)]
+
+    def result(self) -> Any:
+        """The partials merged."""
+        return self._merge(self._parts)
+
+
+def key_partitions(value: Any, split: Callable[[Any, Any, int], list[tuple[int, Any]]],
+                   num_partitions: int) -> list[tuple[int, Any]]:
+    """A per-key value (``.keys`` and ``len``) split by its keys' hash partition, as
+    vocabularies are (:func:`~beam_prep.analyzers.vocab.partition.token_hashes`); nothing
+    for an empty value.
+
+    Args:
+        value: Per-key stats or histograms.
+        split: Their ``split_by_partition(value, hashes, n)``.
+        num_partitions: The run's partition count.
+    """
+    if not len(value):
+        return []
+    return split(value, token_hashes(value.keys), num_partitions)
 
 
 class Accumulator(Protocol):

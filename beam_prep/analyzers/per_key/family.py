@@ -9,34 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch, ipc_bytes, ipc_table
+from beam_prep.analyzers.family import (
+    AnalysisFamily,
+    BatchMerging,
+    ipc_bytes,
+    ipc_table,
+    key_partitions,
+)
 from beam_prep.analyzers.per_key import stats as pks
 from beam_prep.analyzers.per_key.pipeline import PerKeyFiles
-from beam_prep.analyzers.vocab.partition import token_hashes
 from beam_prep.io.contract import per_key_file
-
-#: Batches a split holds per feature before merging them.
-MERGE_EVERY = 16
-
-
-class _KeyStatsAccumulator:
-    def __init__(self) -> None:
-        self._parts: list[pks.KeyStats] = []
-
-    def add(self, view: FeatureBatch) -> None:
-        self._parts.append(pks.batch_stats(view.keys, view.float_rows))
-        if len(self._parts) >= MERGE_EVERY:
-            self._parts[:] = [pks.merge(self._parts)]
-
-    def result(self) -> pks.KeyStats:
-        return pks.merge(self._parts)
-
-
-def key_partitions(stats: pks.KeyStats, num_partitions: int) -> list[tuple[int, Any]]:
-    """Per-key stats split by the keys' hash partition (as vocabularies are)."""
-    if not len(stats):
-        return []
-    return pks.split_by_partition(stats, token_hashes(stats.keys), num_partitions)
 
 
 class PerKeyFamily(AnalysisFamily):
@@ -50,11 +32,12 @@ class PerKeyFamily(AnalysisFamily):
     def applies(self, feature: Any) -> bool:
         return feature.kind == "numeric" and feature.per_key is not None
 
-    def accumulator(self, feature: Any) -> _KeyStatsAccumulator:
-        return _KeyStatsAccumulator()
+    def accumulator(self, feature: Any) -> BatchMerging:
+        return BatchMerging(lambda view: pks.batch_stats(view.keys, view.float_rows), pks.merge)
 
     def elements(self, name: str, value: pks.KeyStats, num_partitions: int) -> list:
-        return [((name, part), stats) for part, stats in key_partitions(value, num_partitions)]
+        parts = key_partitions(value, pks.split_by_partition, num_partitions)
+        return [((name, part), stats) for part, stats in parts]
 
     def merge(self, values: list[pks.KeyStats]) -> pks.KeyStats:
         return pks.merge(values)

@@ -9,34 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from beam_prep.analyzers.family import AnalysisFamily, FeatureBatch, ipc_bytes, ipc_table
+from beam_prep.analyzers.family import (
+    AnalysisFamily,
+    BatchMerging,
+    ipc_bytes,
+    ipc_table,
+    key_partitions,
+)
 from beam_prep.analyzers.per_key_buckets import hist as pkh
 from beam_prep.analyzers.per_key_buckets.pipeline import PerKeyBucketFiles
-from beam_prep.analyzers.vocab.partition import token_hashes
 from beam_prep.io.contract import per_key_buckets_file
-
-#: Batches a split holds per feature before merging them.
-MERGE_EVERY = 16
-
-
-class _HistAccumulator:
-    def __init__(self) -> None:
-        self._parts: list[pkh.KeyHist] = []
-
-    def add(self, view: FeatureBatch) -> None:
-        self._parts.append(pkh.batch_hist(view.keys, view.float_rows))
-        if len(self._parts) >= MERGE_EVERY:
-            self._parts[:] = [pkh.merge(self._parts)]
-
-    def result(self) -> pkh.KeyHist:
-        return pkh.merge(self._parts)
-
-
-def hist_partitions(hist: pkh.KeyHist, num_partitions: int) -> list[tuple[int, Any]]:
-    """Per-key histograms split by the keys' hash partition (as per-key stats are)."""
-    if not len(hist):
-        return []
-    return pkh.split_by_partition(hist, token_hashes(hist.keys), num_partitions)
 
 
 class PerKeyBucketsFamily(AnalysisFamily):
@@ -51,11 +33,12 @@ class PerKeyBucketsFamily(AnalysisFamily):
         return (feature.kind == "numeric" and feature.per_key is not None
                 and feature.num_buckets is not None)
 
-    def accumulator(self, feature: Any) -> _HistAccumulator:
-        return _HistAccumulator()
+    def accumulator(self, feature: Any) -> BatchMerging:
+        return BatchMerging(lambda view: pkh.batch_hist(view.keys, view.float_rows), pkh.merge)
 
     def elements(self, name: str, value: pkh.KeyHist, num_partitions: int) -> list:
-        return [((name, part), hist) for part, hist in hist_partitions(value, num_partitions)]
+        parts = key_partitions(value, pkh.split_by_partition, num_partitions)
+        return [((name, part), hist) for part, hist in parts]
 
     def merge(self, values: list[pkh.KeyHist]) -> pkh.KeyHist:
         return pkh.merge(values)
