@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import abc
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Iterable
@@ -248,3 +249,49 @@ def ipc_bytes(table: pa.Table) -> bytes:
 def ipc_table(data: bytes) -> pa.Table:
     """The table of Arrow IPC stream bytes (:func:`ipc_bytes`)."""
     return pa.ipc.open_stream(data).read_all()
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyedKernel:
+    """The functions of a per-key value type (per-key stats, per-key histograms).
+
+    Attributes:
+        of_batch: ``(keys, float values) -> value`` of one batch.
+        merge: Exact, order-free merge of a list of values (``[]`` gives the empty one).
+        split_by_partition: ``(value, key hashes, n) -> [(partition, value)]``.
+        to_table: The value as an Arrow table (its cache file form, as IPC bytes).
+        from_table: Its inverse.
+    """
+
+    of_batch: Callable[[pa.Array, Any], Any]
+    merge: Callable[[list[Any]], Any]
+    split_by_partition: Callable[[Any, Any, int], list[tuple[int, Any]]]
+    to_table: Callable[[Any], pa.Table]
+    from_table: Callable[[pa.Table], Any]
+
+
+class KeyedFamily(AnalysisFamily):
+    """A family whose value is keyed by the feature's ``per_key`` key: batches merged in
+    bounded memory, outputs hash-partitioned by key, Arrow IPC in the cache. Subclasses
+    give the :class:`KeyedKernel` and what :class:`AnalysisFamily` leaves open (``applies``,
+    ``transform``, ``manifest``)."""
+
+    kernel: ClassVar[KeyedKernel]
+
+    def accumulator(self, feature: Any) -> BatchMerging:
+        kernel = self.kernel
+        return BatchMerging(lambda view: kernel.of_batch(view.keys, view.float_rows),
+                            kernel.merge)
+
+    def elements(self, name: str, value: Any, num_partitions: int) -> list:
+        parts = key_partitions(value, self.kernel.split_by_partition, num_partitions)
+        return [((name, part), part_value) for part, part_value in parts]
+
+    def merge(self, values: list[Any]) -> Any:
+        return self.kernel.merge(values)
+
+    def to_bytes(self, value: Any) -> bytes:
+        return ipc_bytes(self.kernel.to_table(value))
+
+    def from_bytes(self, data: bytes, feature: Any, relname: str) -> Any:
+        return self.kernel.from_table(ipc_table(data))
