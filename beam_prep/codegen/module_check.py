@@ -41,7 +41,7 @@ CLASSES = frozenset({"ArtifactMismatchError", "FillMissing", "ListEncoding", "De
                      "RobustScaling", "PiecewiseLinear", "MissingIndicator"})
 FUNCTIONS = frozenset({
     "feature_values", "_artifact_path", "_read_bytes", "check_artifacts", "_tf_idf_state",
-    "_target_state", "_per_key_state", "_per_key_columns", "_key_tensor",
+    "_target_state", "_per_key_state", "_per_key_columns", "_per_key_bytes", "_key_tensor",
     "_per_key_bucket_state",
     "build_layers", "raw_inputs", "input_signature", "_apply", "build_preprocessor",
     "encoded_inputs", "raw_columns", "make_dataset_fn", "build_inference_model",

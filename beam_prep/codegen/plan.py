@@ -371,7 +371,7 @@ def plan_from_artifacts(art: Artifacts) -> ModulePlan:
             meta = art.manifest["features"][name]["files"][role]
             used = role == "vocabulary" or (role == "counts" and any(
                 fp.tf_idf is not None for fp in planned if fp.name == name)) or (
-                role == "target_encoding")
+                role in ("target_encoding", "per_key", "per_key_buckets"))
             if used:
                 files.append((art.relpath(name, role), meta["sha256"], int(meta["bytes"])))
     raw_inputs = raw_inputs_of(planned)

@@ -126,3 +126,28 @@ def test_generated_module_refuses_a_bad_per_key_file(case, valid, tmp_path) -> N
     pp = import_module_from(module_path, f"bp_hostile_{abs(hash(case))}")
     with pytest.raises(pp.ArtifactMismatchError, match=r"line [12] is not \[key"):
         pp.build_layers(art)
+
+
+@pytest.mark.parametrize("rel", [REL, "per_key/price.buckets.jsonl"])
+def test_generated_module_refuses_a_per_key_file_changed_after_generate(rel, tmp_path) -> None:
+    """The manifest is left alone (its fingerprint still matches the module): the file's
+    own size and sha256, which the module carries, catch a line removed."""
+    pytest.importorskip("tensorflow")
+    from beam_prep.codegen.render import generate
+    from tests.codegen.conftest import import_module_from
+
+    path = str(tmp_path / "rows.jsonl")
+    helpers.write_jsonl(helpers.make_rows(n=600, keys=20), path)
+    art = helpers.run(tmp_path, SPEC.replace("per_key: store}", "per_key: store, "
+                                             "num_buckets: 4}"), path)
+    module_path = str(tmp_path / "pp.py")
+    generate(art, module_path)
+    pp = import_module_from(module_path, f"bp_changed_{abs(hash(rel))}")
+    assert pp.build_layers(art)  # as analysed: reads
+    file = os.path.join(art, rel)
+    lines = open(file, "rb").read().split(b"\n")
+    assert len(lines) > 3
+    with open(file, "wb") as f:
+        f.write(b"\n".join(lines[1:]))  # the first key's line removed
+    with pytest.raises(pp.ArtifactMismatchError, match="does not match the checksum"):
+        pp.build_layers(art)
