@@ -47,6 +47,19 @@ MOVED: dict[str, str] = {
 }
 
 REMOVED_IN = "0.3"
+#: Paths moved in 0.3 stay one release longer.
+REMOVED_IN_LATER = ("beam_prep.io.", "0.4")
+
+
+def removed_in(old: str) -> str:
+    """The release that drops an old path (0.2's moves in 0.3, 0.3's in 0.4).
+
+    Example:
+        >>> removed_in("beam_prep.text"), removed_in("beam_prep.io.artifacts")
+        ('0.3', '0.4')
+    """
+    prefix, later = REMOVED_IN_LATER
+    return later if old.startswith(prefix) else REMOVED_IN
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -56,7 +69,7 @@ class _AliasLoader(importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         warnings.warn(
             f"`{spec.name}` moved to `{self._new}`; the old import path is deprecated and will be "
-            f"removed in beam_prep {REMOVED_IN}. Import `{self._new}` instead.",
+            f"removed in beam_prep {removed_in(spec.name)}. Import `{self._new}` instead.",
             DeprecationWarning, stacklevel=2)
         return importlib.import_module(self._new)
 

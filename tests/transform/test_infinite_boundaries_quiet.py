@@ -89,8 +89,13 @@ def test_transform_and_make_elwc_print_no_numpy_warning(art):
     table = pq.read_table(str(art / "enc" / "data"))
     prices = [r["price"] for r in _rows()] + [1e300]
     assert table.column("price_bucket").to_pylist() == [_bucket(v) for v in prices]
+    # make-elwc rejects values beyond float32 (the 180 infinite prices: value_out_of_range);
+    # the 120 finite rows are encoded against the infinite boundaries
     p = _cli("make-elwc", "--input", str(art / "in.jsonl"), "--input_format", "jsonl",
              "--query_id_column", "qid", "--label_column", "label", "--example_columns",
-             "price", "--output", str(art / "elwc"), "--artifacts", str(art / "art"))
+             "price", "--output", str(art / "elwc"), "--artifacts", str(art / "art"),
+             "--max_bad_fraction", "0.7")
     assert p.returncode == 0, p.stderr
     assert "Warning" not in p.stderr, p.stderr
+    stats = json.loads((art / "elwc" / "stats.json").read_text())
+    assert stats["input"]["rejected_by_reason"] == {"value_out_of_range": 180}, stats
