@@ -76,8 +76,8 @@ lint: wheel-site
 # libasan preloaded. ASAN_MARKERS=slow adds the long hypothesis runs.
 ASAN_DIR ?= build/asan
 ASAN_MARKERS ?= not slow
-ASAN_TESTS ?= tests/io/test_example_decoder.py tests/io/test_decoder_fuzz.py \
-	tests/io/test_tfrecord_integrity.py
+ASAN_TESTS ?= tests/io/inputs/test_example_decoder.py tests/io/inputs/test_decoder_fuzz.py \
+	tests/io/inputs/test_tfrecord_integrity.py
 # libstdc++ is preloaded too: without it ASan cannot find __cxa_throw when tfx-bsl throws.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \

@@ -55,7 +55,7 @@ TEST_REQUIRES = [
     "pytest-xdist>=3",
     "ruff>=0.6",
     "hypothesis>=6",  # property-based tests of the TFRecord reader and tf.Example decoder
-    "gcp-storage-emulator>=2024.8",  # real GCS JSON API for tests/io/test_output_gcs.py
+    "gcp-storage-emulator>=2024.8",  # real GCS JSON API for tests/io/commit/test_output_gcs.py
     "import-linter>=2.1",
     "jsonschema>=4",
 ]

@@ -254,7 +254,8 @@ def test_spilling_every_table_to_files_changes_no_byte(tmp_path, rows):
         assert (in_memory / rel).read_bytes() == (spilled / rel).read_bytes(), rel
 
 
-@pytest.mark.slow  # default suite time; tests/io/test_example_decoder.py compares the decoders
+# default suite time; tests/io/inputs/test_example_decoder.py compares the decoders
+@pytest.mark.slow
 def test_tfrecord_artifacts_do_not_depend_on_the_native_decoder(tmp_path, rows, monkeypatch):
     """Records the C decoder leaves to tfx-bsl (here: an unknown field in every 37th
     record) and a run without the C decoder give the same bytes as the fast path."""

@@ -18,7 +18,7 @@ from beam_prep.pipelines import analyze
 
 from beam_prep.analyzers.cache.key import CACHE_FORMAT_VERSION
 from tests.artifact_diff import assert_same_artifacts, changed_sources
-from tests.io import test_output_gcs
+from tests.io.commit import test_output_gcs
 
 SPEC = """
 features:

@@ -11,7 +11,7 @@ import pytest
 
 from beam_prep import cli
 from beam_prep.errors import ArtifactError
-from tests.io.test_hostile_manifest import _file_meta, _write_manifest
+from tests.io.contract.test_hostile_manifest import _file_meta, _write_manifest
 from tests.per_key import helpers
 
 SPEC = "features:\n  - {name: price, kind: numeric, per_key: store}\n"

@@ -1,6 +1,7 @@
 """make-elwc's JSONL reader: one odd line costs that line only, and lines keep their numbers.
 
-Found while fixing the same fault in the analysis reader (tests/io/test_jsonl_list_slow_path.py):
+Found while fixing the same fault in the analysis reader
+(tests/io/inputs/test_jsonl_list_slow_path.py):
 the first line with a value decided a column's JSON type, so a scalar on the first line of a
 list column rejected every list of the file; and pyarrow skips blank lines, so a clean file with
 a blank line reported the rows after it one line too early. The oracle: ``json.loads`` line by

@@ -3,7 +3,7 @@
     python tests/data/bad_inputs/make_corpus.py
 
 Every file is small and every bad row is bad for one stated reason; the expected counts are
-written out in ``tests/io/test_bad_input_corpus.py`` from these comments, not from a run.
+written out in ``tests/io/inputs/test_bad_input_corpus.py`` from these comments, not from a run.
 """
 
 from __future__ import annotations

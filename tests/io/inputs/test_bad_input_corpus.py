@@ -16,7 +16,8 @@ from beam_prep.pipelines import analyze
 
 from beam_prep import cli
 
-CORPUS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "bad_inputs")
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "data",
+                      "bad_inputs")
 SPEC = os.path.join(CORPUS, "spec.yaml")
 
 # glob → (rows read, {reason: rejected rows})

@@ -15,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 from beam_prep.errors import InputError
 from beam_prep.io.inputs import readers
 from beam_prep.io.inputs.readers import check_columns, expand_patterns
-from tests.io.test_output_gcs import gcs  # noqa: F401 (fixture: the GCS emulator)
+from tests.io.commit.test_output_gcs import gcs  # noqa: F401 (fixture: the GCS emulator)
 
 
 def _jsonl(path, rows):

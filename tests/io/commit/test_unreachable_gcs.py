@@ -2,7 +2,7 @@
 
 Beam's GCS client retries a refused connection for 120 s and ends in a ``RetryError``
 traceback. Here the GCS endpoint is a closed port on 127.0.0.1 (``STORAGE_EMULATOR_HOST``, as
-tests/io/test_output_gcs.py uses for its emulator; no external network), with offline
+tests/io/commit/test_output_gcs.py uses for its emulator; no external network), with offline
 credentials so that no credential probing adds its own delay; every command must exit 1 with
 one ``error:`` line, well inside a 30 s timeout.
 """

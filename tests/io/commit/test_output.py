@@ -1,7 +1,7 @@
 """The shared output policy (beam_prep.io.commit.output) on local disk, and through both jobs.
 
 Expected folder contents are written out by hand from what each test puts in the folder.
-The object-store twin of these tests is tests/io/test_output_gcs.py.
+The object-store twin of these tests is tests/io/commit/test_output_gcs.py.
 """
 
 from __future__ import annotations

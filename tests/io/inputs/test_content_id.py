@@ -14,7 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_prep.errors import InputError
 from beam_prep.io.inputs.content_id import content_identities, content_identity
-from tests.io.test_output_gcs import gcs  # noqa: F401  (module-scoped emulator fixture)
+from tests.io.commit.test_output_gcs import gcs  # noqa: F401  (module-scoped emulator fixture)
 
 _PAST_NS = 1_600_000_000_123_456_789  # 2020-09-13, a fixed mtime to restore after a rewrite
 

@@ -1,5 +1,5 @@
 """The in-pipeline finalisation on a real GCS JSON API (gcp-storage-emulator, see
-tests/io/test_output_gcs.py for the fixture and why its fake credentials file is needed).
+tests/io/commit/test_output_gcs.py for the fixture and why its fake credentials file is needed).
 
 A launcher that does not wait hands the run over: leaving ``OutputRun`` keeps ``_LOCK`` (and
 drops only this host's guard file); the finalizer, as a worker runs it, then commits by prefix
@@ -17,7 +17,7 @@ import pytest
 from beam_prep.io import filesystem as fs
 from beam_prep.io.commit import output
 from beam_prep.io.commit.output import OutputPolicy, OutputRun
-from tests.io.test_output_gcs import gcs  # noqa: F401 - the emulator fixture
+from tests.io.commit.test_output_gcs import gcs  # noqa: F401 - the emulator fixture
 
 POLICY = OutputPolicy(job="demo", signatures=(("stats.json", "spec.json"),),
                       owned=("stats.json", "spec.json", "train-*.rec"), last="stats.json")
