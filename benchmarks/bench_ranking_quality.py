@@ -165,13 +165,26 @@ def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: 
         metric.update_state(y, s)
         labels.append(y.numpy())
         scores.append(s.numpy())
-    labels_np, scores_np = np.concatenate(labels), np.concatenate(scores)
+    labels_np, scores_np = padded_rows(labels, -1), padded_rows(scores, 0.0)
     assert labels_np.shape[0] == n_test, (labels_np.shape, n_test)
     scored = int((labels_np >= 0).sum())
     assert n_docs is None or scored == n_docs, (scored, n_docs)
     ours = numpy_ndcg(labels_np, scores_np)
     return {"ndcg_10": ours, "keras_rs": float(metric.result()), "steps": result.steps,
             "train_cpu_s": round(cpu, 1), "tied_scores": _tied(labels_np, scores_np)}
+
+
+def padded_rows(batches: list[np.ndarray], fill: float) -> np.ndarray:
+    """``[lists, width]`` batches of different widths (each batch is padded to its longest
+    list) as one array, padded with ``fill`` to the widest.
+
+    Example:
+        >>> padded_rows([np.ones((1, 2)), np.ones((1, 3))], -1).tolist()
+        [[1.0, 1.0, -1.0], [1.0, 1.0, 1.0]]
+    """
+    width = max(b.shape[1] for b in batches)
+    return np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1])), constant_values=fill)
+                           for b in batches])
 
 
 def _tied(labels: np.ndarray, scores: np.ndarray) -> int:

@@ -85,6 +85,18 @@ def test_ndcg_against_hand_formula() -> None:
     assert ltr_files.numpy_ndcg(labels, scores) == pytest.approx(want, abs=1e-12)
 
 
+def test_test_batches_of_different_widths_are_scored_as_one_array() -> None:
+    """Long lists: each test batch is padded to its own longest list (here 3, then 2 wide)."""
+    labels = [np.array([[2.0, 0.0, 1.0]]), np.array([[0.0, 1.0]])]
+    scores = [np.array([[0.9, 0.8, 0.1]]), np.array([[0.2, 0.5]])]
+    y, s = bench.padded_rows(labels, -1), bench.padded_rows(scores, 0.0)
+    assert y.tolist() == [[2.0, 0.0, 1.0], [0.0, 1.0, -1.0]]
+    assert s.shape == (2, 3)
+    # list 1 as in test_ndcg_against_hand_formula; list 2 ranks its relevant document first
+    want = ((3 + 1 / math.log2(4)) / (3 + 1 / math.log2(3)) + 1.0) / 2
+    assert ltr_files.numpy_ndcg(y, s) == pytest.approx(want, abs=1e-12)
+
+
 def test_lightgbm_seed_dependence_and_cpu_lines() -> None:
     assert not bench.lgb_depends_on_seed({"num_leaves": 15, "learning_rate": 0.05})
     assert not bench.lgb_depends_on_seed({"bagging_fraction": 1.0})
