@@ -21,13 +21,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from beam_prep.errors import ArtifactError
+from beam_prep.io.contract.keyed_lines import check_key, json_array, sorted_rows
 from beam_prep.io.contract.per_key_file import finite_number
 
 ROLE = "per_key_buckets"
@@ -71,19 +71,11 @@ def parse_line(line: bytes, path: str, line_no: int, num_buckets: int
     Raises:
         ArtifactError: Not such a line (file, line number and the fix).
     """
-    try:
-        row = json.loads(line)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise _bad(path, line_no, "not a JSON array") from None
-    if not isinstance(row, list) or len(row) != 4:
-        raise _bad(path, line_no, "not a JSON array of 4 values")
-    key, count, level, bounds = row
-    if not isinstance(key, str) or not key:
-        raise _bad(path, line_no, "the key is not a non-empty string")
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _bad(path, line_no, "the key holds a lone surrogate") from None
+    def bad(n: int, why: str) -> ArtifactError:
+        return _bad(path, n, why)
+
+    key, count, level, bounds = json_array(line, 4, line_no, bad)
+    check_key(key, line_no, bad)
     if type(count) is not int or not 1 <= count < 2 ** 63:
         raise _bad(path, line_no, f"count {count!r} is not an integer >= 1")
     if type(level) is not int or not 0 <= level <= 63:
@@ -105,20 +97,9 @@ def iter_rows(lines: Any, path: str, num_buckets: int,
         ArtifactError: A bad line, keys out of order or repeated, or another number of keys
             than ``key_count`` (the manifest's), once the lines are exhausted.
     """
-    previous = None
-    n = 0
-    for i, line in enumerate(lines, 1):
-        row = parse_line(line, path, i, num_buckets)
-        encoded = row[0].encode("utf-8")
-        if previous is not None and not previous < encoded:
-            raise _bad(path, i, "the keys are not in strictly increasing UTF-8 byte order")
-        previous = encoded
-        n += 1
-        yield row
-    if key_count is not None and n != key_count:
-        raise ArtifactError(
-            f"{path} holds {n} keys but the manifest records bucket_key_count="
-            f"{key_count}. Fix: re-run `beam-prep analyze` into a fresh directory.")
+    return sorted_rows(lines, path, lambda line, i: parse_line(line, path, i, num_buckets),
+                       lambda i, why: _bad(path, i, why), expected=key_count, what="keys",
+                       field="bucket_key_count")
 
 
 def parse_lines(lines: Any, path: str, num_buckets: int,

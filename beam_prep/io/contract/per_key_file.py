@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import ArtifactError
+from beam_prep.io.contract.keyed_lines import check_key, json_array, sorted_rows
 
 ROLE = "per_key"
 DIR = "per_key"
@@ -87,19 +87,11 @@ def parse_line(line: bytes, path: str, line_no: int) -> tuple[str, int, float, f
     Raises:
         ArtifactError: Not such a line (file, line number and the fix).
     """
-    try:
-        row = json.loads(line)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise _bad(path, line_no, "not a JSON array") from None
-    if not isinstance(row, list) or len(row) != len(COLUMNS):
-        raise _bad(path, line_no, f"not a JSON array of {len(COLUMNS)} values")
-    key, count, mean, variance, low, high = row
-    if not isinstance(key, str) or not key:
-        raise _bad(path, line_no, "the key is not a non-empty string")
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _bad(path, line_no, "the key holds a lone surrogate") from None
+    def bad(n: int, why: str) -> ArtifactError:
+        return _bad(path, n, why)
+
+    key, count, mean, variance, low, high = json_array(line, len(COLUMNS), line_no, bad)
+    check_key(key, line_no, bad)
     if type(count) is not int or not 1 <= count < 2 ** 63:
         raise _bad(path, line_no, f"count {count!r} is not an integer >= 1")
     if not (finite_number(mean) and finite_number(low) and finite_number(high)
@@ -119,20 +111,9 @@ def iter_rows(lines: Any, path: str, key_count: int | None = None) -> Iterator[t
         ArtifactError: A bad line, keys out of order or repeated, or another number of keys
             than ``key_count`` (the manifest's), once the lines are exhausted.
     """
-    previous = None
-    n = 0
-    for i, line in enumerate(lines, 1):
-        row = parse_line(line, path, i)
-        encoded = row[0].encode("utf-8")
-        if previous is not None and not previous < encoded:
-            raise _bad(path, i, "the keys are not in strictly increasing UTF-8 byte order")
-        previous = encoded
-        n += 1
-        yield row
-    if key_count is not None and n != key_count:
-        raise ArtifactError(
-            f"{path} holds {n} keys but the manifest records key_count={key_count}. "
-            "Fix: re-run `beam-prep analyze` into a fresh directory.")
+    return sorted_rows(lines, path, lambda line, i: parse_line(line, path, i),
+                       lambda i, why: _bad(path, i, why), expected=key_count, what="keys",
+                       field="key_count")
 
 
 def parse_lines(lines: Any, path: str, key_count: int | None = None) -> PerKeyTable:

@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from beam_prep.errors import ArtifactError
+from beam_prep.io.contract.keyed_lines import check_key, json_array, sorted_rows
 from beam_prep.io.contract.per_key_file import finite_number
 
 __all__ = ["ROLE", "TargetTable", "iter_rows", "parse_line", "read_target", "rows_of"]
@@ -92,19 +92,11 @@ def parse_line(line: bytes, path: str, line_no: int, folds: int, *, integer: boo
     Raises:
         ArtifactError: Not such a line (file, line number and the fix).
     """
-    try:
-        row = json.loads(line)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise _bad(path, line_no, "not a JSON array") from None
-    if not isinstance(row, list) or len(row) != 5:
-        raise _bad(path, line_no, "not a JSON array of 5 values")
-    token, encoding, rows, sums, oof = row
-    if not isinstance(token, str):
-        raise _bad(path, line_no, "the token is not a string")
-    try:
-        token.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _bad(path, line_no, "the token holds a lone surrogate") from None
+    def bad(n: int, why: str) -> ArtifactError:
+        return _bad(path, n, why)
+
+    token, encoding, rows, sums, oof = json_array(line, 5, line_no, bad)
+    check_key(token, line_no, bad, what="token", empty=True)
     if integer and not (_INTEGER.fullmatch(token) and -2 ** 63 <= int(token) < 2 ** 63):
         raise _bad(path, line_no, f"the token {token[:40]!r} of an integer feature is not a "
                    "canonical int64 decimal")
@@ -132,23 +124,16 @@ def iter_rows(lines: Any, path: str, folds: int, *, integer: bool = False,
         ArtifactError: A bad line, a token repeated or out of order, or another number of
             tokens than ``token_count`` (the manifest's), once the lines are exhausted.
     """
-    previous = None
-    n = 0
-    for i, line in enumerate(lines, 1):
-        row = parse_line(line, path, i, folds, integer=integer)
-        encoded = row[0].encode("utf-8")
-        if previous is not None and not previous < encoded:
-            why = "repeats the token of the line before" if previous == encoded else \
-                "the token is not after the line before's in UTF-8 byte order"
-            raise _bad(path, i, f"{why} ({row[0][:40]!r})")
-        previous = encoded
-        n += 1
-        yield row
-    if token_count is not None and n != token_count:
-        raise ArtifactError(
-            f"{path} holds {n} tokens but the manifest records "
-            f"stats.target_encoding.tokens={token_count}. Fix: re-run `beam-prep analyze` "
-            "into a fresh directory.")
+    return sorted_rows(lines, path,
+                       lambda line, i: parse_line(line, path, i, folds, integer=integer),
+                       lambda i, why: _bad(path, i, why), expected=token_count, what="tokens",
+                       field="stats.target_encoding.tokens", out_of_order=_out_of_order)
+
+
+def _out_of_order(previous: bytes, token: bytes, text: str) -> str:
+    why = ("repeats the token of the line before" if previous == token else
+           "the token is not after the line before's in UTF-8 byte order")
+    return f"{why} ({text[:40]!r})"
 
 
 def rows_of(art: Any, name: str) -> Iterator[tuple]:
