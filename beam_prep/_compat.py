@@ -2,7 +2,8 @@
 
 Modules moved in 0.2 (ranking split into ``ranking.data`` and ``ranking.train``; the text
 tokeniser moved under ``analyzers``; the jobs are installed as ``beam_prep.pipelines``; ``io``
-split into ``io.inputs``, ``io.contract`` and ``io.commit``). Importing
+split into ``io.inputs``, ``io.contract`` and ``io.commit``; per-key buckets and the target
+table's cache form moved beside their analysis families). Importing
 an old path returns the module at its new home (the same object, so ``isinstance`` checks and
 monkeypatching keep working) and warns once per path.
 
@@ -44,11 +45,14 @@ MOVED: dict[str, str] = {
     **{f"beam_prep.io.{m}": f"beam_prep.io.inputs.{m}" for m in _IO_INPUTS},
     **{f"beam_prep.io.{m}": f"beam_prep.io.contract.{m}" for m in _IO_CONTRACT},
     **{f"beam_prep.io.{m}": f"beam_prep.io.commit.{m}" for m in _IO_COMMIT},
+    "beam_prep.analyzers.per_key.hist": "beam_prep.analyzers.per_key_buckets.hist",
+    "beam_prep.analyzers.per_key.buckets": "beam_prep.analyzers.per_key_buckets.pipeline",
+    "beam_prep.analyzers.cache.target": "beam_prep.analyzers.target.cache_file",
 }
 
 REMOVED_IN = "0.3"
-#: Paths moved in 0.3 stay one release longer.
-REMOVED_IN_LATER = ("beam_prep.io.", "0.4")
+#: Paths moved in 0.3 (these prefixes) stay one release longer.
+REMOVED_IN_LATER = (("beam_prep.io.", "beam_prep.analyzers."), "0.4")
 
 
 def removed_in(old: str) -> str:
@@ -58,8 +62,8 @@ def removed_in(old: str) -> str:
         >>> removed_in("beam_prep.text"), removed_in("beam_prep.io.artifacts")
         ('0.3', '0.4')
     """
-    prefix, later = REMOVED_IN_LATER
-    return later if old.startswith(prefix) else REMOVED_IN
+    prefixes, later = REMOVED_IN_LATER
+    return later if old.startswith(prefixes) else REMOVED_IN
 
 
 class _AliasLoader(importlib.abc.Loader):

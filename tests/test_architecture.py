@@ -179,6 +179,7 @@ OLD_PATHS = [
     ("beam_prep.io.readers", "beam_prep.io.inputs.readers"),
     ("beam_prep.io.artifacts", "beam_prep.io.contract.artifacts"),
     ("beam_prep.io.output", "beam_prep.io.commit.output"),
+    ("beam_prep.analyzers.per_key.hist", "beam_prep.analyzers.per_key_buckets.hist"),
 ]
 
 

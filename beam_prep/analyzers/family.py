@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Protocol
@@ -52,7 +51,9 @@ class FeatureBatch:
         batch: The whole batch (label, target and key columns live there).
 
     Derived columns that several families read (the per-key keys, the values as floats)
-    are computed once per batch and feature.
+    are computed once per batch and feature, without a lock: a view is used by the one
+    thread that adds its feature (``functools.cached_property`` would serialise every
+    view of every thread on one lock before Python 3.12).
 
     Example:
         >>> view = FeatureBatch(feature, values, batch)          # doctest: +SKIP
@@ -63,22 +64,28 @@ class FeatureBatch:
         self.feature = feature
         self.values = values
         self.batch = batch
+        self._keys: pa.Array | None = None
+        self._float_rows: Any = None
 
-    @functools.cached_property
+    @property
     def keys(self) -> pa.Array:
         """The per-key key of every row: the ``per_key`` column, or its expression."""
-        from beam_prep.expr import arrow as expr_arrow
-        from beam_prep.spec.per_key import key_expression
+        if self._keys is None:
+            from beam_prep.expr import arrow as expr_arrow
+            from beam_prep.spec.per_key import key_expression
 
-        tree = key_expression(self.feature)
-        if tree is None:
-            return self.batch.column(self.feature.per_key)
-        return expr_arrow.evaluate(tree, self.batch)
+            tree = key_expression(self.feature)
+            self._keys = (self.batch.column(self.feature.per_key) if tree is None
+                          else expr_arrow.evaluate(tree, self.batch))
+        return self._keys
 
-    @functools.cached_property
+    @property
     def float_rows(self) -> Any:
         """The values as float64, one per row, missing as NaN (a numpy array)."""
-        return pc.fill_null(self.values.cast(pa.float64()), math.nan).to_numpy(False)
+        if self._float_rows is None:
+            self._float_rows = pc.fill_null(self.values.cast(pa.float64()),
+                                            math.nan).to_numpy(False)
+        return self._float_rows
 
 
 class BatchMerging:

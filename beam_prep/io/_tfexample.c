@@ -12,7 +12,7 @@
  * CRC-32C, as TFRecord defines it) and, when check_data is true, every payload CRC.
  * crc32c(buf) is the plain CRC-32C (see _crc32c.c).
  *
- * The Python side is beam_prep/io/example_decoder.py (decode; without this module it falls
+ * The Python side is beam_prep/io/inputs/example_decoder.py (decode; without this module it falls
  * back to tfx-bsl for every record, with the same results) and beam_prep/io/tfrecord_framing.py
  * (frame and crc32c; without this module their pure-Python versions run).
  */

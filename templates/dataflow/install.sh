@@ -28,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$python" -m pip check
 "$python" -I - <<'PY'  # -I: a source checkout in the working directory must not shadow the install
 import beam_prep
-from beam_prep.io import example_decoder
+from beam_prep.io.inputs import example_decoder
 from beam_prep.pipelines import analyze, make_elwc  # noqa: F401
 assert example_decoder.native_available(), "the C tf.Example decoder was not built"
 print("beam_prep", beam_prep.__version__, "installed")

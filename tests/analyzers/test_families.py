@@ -2,7 +2,9 @@
 
 A toy family (the longest value of a string feature, in UTF-8 bytes) is registered for a
 test; the split DoFn, the graph, the cache and the manifest must pick it up with no other
-change, and its result must equal what Python computes from the CSV.
+change, and its result must equal what Python computes from the CSV. The test patches the
+registry of this process (the in-process runner); a real family is a line in
+``analyzers/families.py``, which every worker process imports.
 """
 
 from __future__ import annotations
@@ -160,8 +162,21 @@ def test_a_registered_family_runs_through_split_graph_cache_and_manifest(tmp_pat
     assert [json.loads(r.read_text())["hits"] for r in runs] == [0, 1]
 
 
-def test_an_entry_whose_family_file_does_not_parse_is_analysed_again(tmp_path, monkeypatch,
-                                                                      caplog):
+def _payload_not_an_integer(index: dict, folder) -> str:
+    bad = b'"nine"'  # checksummed as the index says, but not an integer
+    (folder / "max_length-000.json").write_bytes(bad)
+    index["files"]["max_length-000.json"] = {"sha256": hashlib.sha256(bad).hexdigest(),
+                                             "bytes": len(bad)}
+    return "max_length-000.json does not parse"
+
+
+def _field_not_an_object(index: dict, folder) -> str:
+    index["per_key"] = None  # index.json itself is not checksummed
+    return "the entry's per_key field is not an object"
+
+
+@pytest.mark.parametrize("damage", [_payload_not_an_integer, _field_not_an_object])
+def test_a_damaged_family_entry_is_analysed_again(damage, tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(families, "FAMILIES", (*families.FAMILIES, MaxLengthFamily()))
     data = tmp_path / "data.csv"
     _write_data(data)
@@ -172,14 +187,10 @@ def test_an_entry_whose_family_file_does_not_parse_is_analysed_again(tmp_path, m
     analyze.run([*args, "--output", str(tmp_path / "a")])
     index_path = next((tmp_path / "cache" / "entries").glob("*/*/index.json"))
     index = json.loads(index_path.read_text())
-    bad = b'"nine"'  # checksummed as the index says, but not an integer
-    (index_path.parent / "max_length-000.json").write_bytes(bad)
-
-    index["files"]["max_length-000.json"] = {"sha256": hashlib.sha256(bad).hexdigest(),
-                                             "bytes": len(bad)}
+    why = damage(index, index_path.parent)
     index_path.write_text(json.dumps(index), encoding="utf-8")
-    analyze.run([*args, "--output", str(tmp_path / "b")])
-    assert "max_length-000.json does not parse" in caplog.text
+    analyze.run([*args, "--output", str(tmp_path / "b")])  # a miss, not a crash
+    assert why in caplog.text
     a = json.loads((tmp_path / "a" / "manifest.json").read_text())
     b = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert a == b

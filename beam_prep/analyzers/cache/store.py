@@ -354,8 +354,9 @@ def load_family_values(folder: str, index: dict, family: AnalysisFamily,
     """
     stored = index.get(family.tag, {})
     expected = set(features)
-    if not isinstance(stored, dict) or not set(stored) <= expected or (
-            family.every_feature and set(stored) != expected) or any(
+    if not isinstance(stored, dict):  # index.json is text; its payloads are checksummed
+        raise CacheFormatError(f"the entry's {family.tag} field is not an object")
+    if not set(stored) <= expected or (family.every_feature and set(stored) != expected) or any(
             not isinstance(rel, str) or "/" in rel or rel not in index["files"]
             for rel in stored.values()):  # only checksummed files of the entry itself
         raise CacheFormatError(f"the entry lists {family.tag} tables {sorted(stored)[:5]}, "
@@ -366,8 +367,10 @@ def load_family_values(folder: str, index: dict, family: AnalysisFamily,
             rel = stored[name]
             try:
                 out[name] = family.from_bytes(fs.read_bytes(fs.join(folder, rel)), feature, rel)
-            except (ValueError, TypeError, KeyError, pa.ArrowException) as e:
-                raise CacheFormatError(f"{rel} does not parse: {e}") from e
+            except OSError:
+                raise
+            except Exception as e:  # noqa: BLE001 - any parse failure of a payload is a miss
+                raise CacheFormatError(f"{rel} does not parse: {type(e).__name__}: {e}") from e
     return out
 
 
