@@ -133,6 +133,22 @@ def convert(src: str, workdir: str, num_features: int) -> tuple[str, str, str, s
             os.path.join(dirs["valid"], "*.tfrecord*") if "valid" in dirs else None)
 
 
+#: Bench seeds map to launcher seeds this far apart: an ensemble's member ``i`` trains with
+#: ``training.seed + i``, so consecutive launcher seeds would share members between seeds.
+SEED_STRIDE = 1000
+
+
+def launcher_seed(seed: int) -> int:
+    """The ``training.seed`` of bench seed ``seed``: no two bench seeds share a member of an
+    ensemble of fewer than :data:`SEED_STRIDE` members.
+
+    Example:
+        >>> [launcher_seed(s) for s in range(3)]
+        [0, 1000, 2000]
+    """
+    return seed * SEED_STRIDE
+
+
 def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: int,
              overrides: list[str], valid: str | None = None, config: str = CONFIG,
              n_docs: int | None = None) -> dict:
@@ -153,7 +169,7 @@ def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: 
         f"data.feature_spec={spec}", f"data.train_pattern={train}",
         f"data.valid_pattern={valid or 'null'}", "data.valid_batch_size=null",
         "data.artifacts=null", f"training.model_dir={model_dir}", "training.export_dir=null",
-        f"training.seed={seed}", *overrides, "data.drop_remainder=false"])
+        f"training.seed={launcher_seed(seed)}", *overrides, "data.drop_remainder=false"])
     launcher = RankingLauncher(hp, layers={}, vocab_rows={})
     cpu = time.process_time()
     result = launcher.run()

@@ -97,6 +97,14 @@ def test_test_batches_of_different_widths_are_scored_as_one_array() -> None:
     assert ltr_files.numpy_ndcg(y, s) == pytest.approx(want, abs=1e-12)
 
 
+def test_bench_seeds_share_no_ensemble_member() -> None:
+    """Member i of an ensemble trains with training.seed + i: bench seeds 0-4 of a 3-member
+    ensemble must use 15 distinct member seeds (consecutive seeds gave 7)."""
+    members = [bench.launcher_seed(s) + i for s in range(5) for i in range(3)]
+    assert len(set(members)) == 15
+    assert len({s + i for s in range(5) for i in range(3)}) == 7  # the old mapping
+
+
 def test_lightgbm_seed_dependence_and_cpu_lines() -> None:
     assert not bench.lgb_depends_on_seed({"num_leaves": 15, "learning_rate": 0.05})
     assert not bench.lgb_depends_on_seed({"bagging_fraction": 1.0})
