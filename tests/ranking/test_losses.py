@@ -83,8 +83,32 @@ def np_approx_ndcg(y, s, t):
     return -dcg / idcg
 
 
+def np_lambda_ndcg(y, s):
+    """Pairs y_i > y_j weighted by |NDCG(order) - NDCG(order with i, j swapped)|."""
+    idx = _valid(y)
+    gain = {i: 2.0 ** y[i] - 1 for i in idx}
+    idcg = sum(g / math.log2(2 + r) for r, g in enumerate(sorted(gain.values(), reverse=True)))
+    if idcg == 0:
+        return 0.0
+    order = sorted(idx, key=lambda i: (-s[i], i))  # ties: earlier entry first
+
+    def dcg(seq):
+        return sum(gain[i] / math.log2(2 + r) for r, i in enumerate(seq))
+
+    base, total = dcg(order), 0.0
+    for i, j in itertools.permutations(idx, 2):
+        if y[i] > y[j]:
+            swapped = list(order)
+            a, b = swapped.index(i), swapped.index(j)
+            swapped[a], swapped[b] = j, i
+            weight = abs(base - dcg(swapped)) / idcg
+            total += weight * math.log1p(math.exp(-(s[i] - s[j])))
+    return total
+
+
 @pytest.mark.parametrize("name,ref", [
     ("softmax", np_softmax),
+    ("lambda_ndcg", np_lambda_ndcg),
     ("pairwise_logistic", np_pairwise_logistic),
     ("list_mle", np_list_mle),
     ("approx_ndcg", lambda y, s: np_approx_ndcg(y, s, 0.1)),
@@ -98,7 +122,8 @@ def test_loss_matches_numpy_per_list_and_mean(name, ref):
     assert mean == pytest.approx(want.mean(), rel=1e-5, abs=1e-6)
 
 
-@pytest.mark.parametrize("name", ["softmax", "pairwise_logistic", "list_mle", "approx_ndcg"])
+@pytest.mark.parametrize("name", ["softmax", "pairwise_logistic", "list_mle", "approx_ndcg",
+                                  "lambda_ndcg"])
 def test_padded_entries_never_count(name):
     # Changing the scores of padded entries must not change the loss.
     other = SCORES.copy()
@@ -133,3 +158,27 @@ def test_softmax_gain_targets_match_numpy():
 def test_unknown_loss_names_the_field():
     with pytest.raises(SpecError, match=r"training.loss.*Received: loss='hinge'"):
         get_loss("hinge")
+
+
+def test_lambda_ndcg_shifts_the_push_towards_the_top_of_the_list():
+    import tensorflow as tf
+
+    # Relevant docs at ranks 2 and 10 of 10, under irrelevant ones.
+    y = np.zeros((1, 10), np.float32)
+    y[0, 1] = y[0, 9] = 1.0
+    s = tf.Variable(-np.arange(10, dtype=np.float32)[None, :])
+
+    def grad(name):
+        with tf.GradientTape() as tape:
+            value = get_loss(name, reduction=None)(y, s)[0]
+        return tape.gradient(value, s).numpy()[0]
+
+    plain, weighted = grad("pairwise_logistic"), grad("lambda_ndcg")
+    assert plain[1] < 0 and plain[9] < 0 and weighted[1] < 0 and weighted[9] < 0
+    # Plain pairs push the rank-10 doc about 6x harder than the rank-2 one (it loses 8
+    # pairs, rank 2 loses 1); weighting by NDCG change raises the rank-2 share by > 1.5x.
+    assert weighted[1] / weighted[9] > 1.5 * plain[1] / plain[9]
+    # Irrelevant docs are pushed down: plain pairs push the one at rank 1 about 2x harder
+    # than the one at rank 9; the weights make that > 20x (rank 1 is what NDCG sees).
+    assert weighted[0] > 0 and weighted[8] > 0
+    assert plain[0] / plain[8] < 3 and weighted[0] / weighted[8] > 20

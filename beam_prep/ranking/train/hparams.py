@@ -42,7 +42,7 @@ from beam_prep.errors import SpecError
 
 Strategy = Literal["default", "mirrored", "multi_worker", "tpu", "data_parallel", "model_parallel"]
 Backend = Literal["auto", "tensorflow", "jax"]
-LossName = Literal["softmax", "approx_ndcg", "pairwise_logistic", "list_mle"]
+LossName = Literal["softmax", "approx_ndcg", "pairwise_logistic", "lambda_ndcg", "list_mle"]
 OptimizerName = Literal["adam", "adagrad", "sgd"]
 TrainingLoop = Literal["auto", "fit", "custom"]
 Activation = Literal["relu", "gelu", "tanh", "swish"]
@@ -252,7 +252,8 @@ class TrainHparams:
         model_dir: Checkpoints (``ckpt/``), ``BackupAndRestore`` state (``backup/``) and
             TensorBoard logs (``logs/``) go here; training resumes from it.
         loss: ``softmax`` (listwise softmax cross-entropy), ``approx_ndcg``,
-            ``pairwise_logistic`` or ``list_mle``.
+            ``pairwise_logistic``, ``lambda_ndcg`` (pairwise logistic weighted by each
+            pair's NDCG change, LightGBM's ``lambdarank``) or ``list_mle``.
         softmax_targets: Target distribution of the ``softmax`` loss: ``labels`` (labels
             normalised per list, TF Ranking's) or ``gains`` (``2^label - 1`` normalised, the
             NDCG gain; better on the LETOR benchmark). Only with ``loss: softmax``.
