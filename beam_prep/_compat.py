@@ -3,7 +3,8 @@
 Modules moved in 0.2 (ranking split into ``ranking.data`` and ``ranking.train``; the text
 tokeniser moved under ``analyzers``; the jobs are installed as ``beam_prep.pipelines``; ``io``
 split into ``io.inputs``, ``io.contract`` and ``io.commit``; per-key buckets and the target
-table's cache form moved beside their analysis families). Importing
+table's cache form moved beside their analysis families; weighted counts and moments moved
+to the trunk's accumulators, whose optional input weights became). Importing
 an old path returns the module at its new home (the same object, so ``isinstance`` checks and
 monkeypatching keep working) and warns once per path.
 
@@ -48,6 +49,8 @@ MOVED: dict[str, str] = {
     "beam_prep.analyzers.per_key.hist": "beam_prep.analyzers.per_key_buckets.hist",
     "beam_prep.analyzers.per_key.buckets": "beam_prep.analyzers.per_key_buckets.pipeline",
     "beam_prep.analyzers.cache.target": "beam_prep.analyzers.target.cache_file",
+    "beam_prep.analyzers.weighted.counts": "beam_prep.analyzers.vocab.weights",
+    "beam_prep.analyzers.weighted.numeric": "beam_prep.analyzers.weighted_moments",
 }
 
 REMOVED_IN = "0.3"

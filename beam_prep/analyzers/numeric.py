@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from beam_prep.analyzers.exact_sums import exact_mean, exact_sums, exact_variance
 from beam_prep.analyzers.sketch_chunks import ChunkedSketch
+from beam_prep.analyzers.weighted_moments import WeightedMoments
 
 MAX_NUM_VALUES = 1 << 32  # the sketch's error bound holds up to this many values (as TFT)
 
@@ -94,14 +95,14 @@ class NumericPartial:
     """Partial statistics of one numeric feature.
 
     Attributes:
-        moments: Moments of finite values.
+        moments: Moments of finite values (:class:`WeightedMoments` for a weighted feature).
         missing: Rows without a value (null / empty list).
         nan: NaN values seen (excluded from moments and quantiles).
         infinite: ±inf values seen (excluded from moments; kept in quantiles).
         sketch: Pickled ``QuantilesSketch`` bytes, or None when no quantiles are asked.
     """
 
-    moments: Moments = dataclasses.field(default_factory=Moments)
+    moments: Moments | WeightedMoments = dataclasses.field(default_factory=Moments)
     missing: int = 0
     nan: int = 0
     infinite: int = 0
@@ -149,18 +150,44 @@ def add_to_sketch(sketch, values: np.ndarray) -> None:
 
 
 class NumericAccumulator:
-    """Accumulates one feature over the batches of one split, in batch order."""
+    """Accumulates one feature over the batches of one split, in batch order.
 
-    def __init__(self, epsilon: float | None) -> None:
-        self.moments = Moments()
+    Weights are an optional input (``weighted=True``, the spec's ``weights``): the moments
+    are then :class:`~beam_prep.analyzers.weighted_moments.WeightedMoments` and each value
+    enters the sketch with its weight (zero-weight values do not).
+
+    Args:
+        epsilon: Quantile sketch accuracy (None = no sketch).
+        weighted: Every batch comes with one valid weight per value.
+
+    Example:
+        >>> acc = NumericAccumulator(None, weighted=True)
+        >>> acc.add(np.array([1.0, 3.0, np.nan]), 1, np.array([3.0, 1.0, 2.0]))
+        >>> acc.moments.mean, acc.missing, acc.nan
+        (1.5, 1, 1)
+    """
+
+    def __init__(self, epsilon: float | None, weighted: bool = False) -> None:
+        self.weighted = weighted
+        self.moments: Moments | WeightedMoments = WeightedMoments() if weighted else Moments()
         self.missing = 0
         self.nan = 0
         self.infinite = 0
-        self.sketch = (None if epsilon is None
-                       else ChunkedSketch(new_sketch(epsilon), add_to_sketch))
+        self.sketch = (None if epsilon is None  # weighted chunks are added with weights
+                       else ChunkedSketch(new_sketch(epsilon),
+                                          None if weighted else add_to_sketch))
 
-    def add(self, values: np.ndarray, missing: int) -> None:
-        """Adds a batch of float64 values (NaN/inf allowed) and its missing count."""
+    def add(self, values: np.ndarray, missing: int, weights: np.ndarray | None = None) -> None:
+        """Adds a batch of float64 values (NaN/inf allowed) and its missing count.
+
+        Args:
+            values: The batch's values.
+            missing: Its missing cells.
+            weights: One valid weight per value, given exactly when ``weighted``.
+        """
+        if (weights is not None) != self.weighted:
+            raise ValueError(f"weights must be given exactly when the accumulator is "
+                             f"weighted (weighted={self.weighted})")
         self.missing += missing
         if values.size == 0:
             return
@@ -168,11 +195,15 @@ class NumericAccumulator:
         finite = np.isfinite(values)
         self.nan += int(nan.sum())
         self.infinite += int((~finite & ~nan).sum())
-        self.moments = self.moments.merge(Moments.of(values[finite]))
-        if self.sketch is not None:
-            non_nan = values[~nan]
-            if non_nan.size:
-                self.sketch.add(non_nan)
+        if weights is None:
+            self.moments = self.moments.merge(Moments.of(values[finite]))
+            keep = ~nan
+        else:
+            self.moments = self.moments.merge(
+                WeightedMoments.of(values[finite], weights[finite]))
+            keep = ~nan & (weights > 0)
+        if self.sketch is not None and keep.any():
+            self.sketch.add(values[keep], None if weights is None else weights[keep])
 
     def result(self) -> NumericPartial:
         """The split's partial (sketch pickled: the sketch object itself is not portable)."""

@@ -45,14 +45,14 @@ from beam_prep.analyzers.spec_columns import (  # noqa: F401 (re-exported)
 )
 from beam_prep.analyzers.text_counts import TERMS_BUCKETS
 from beam_prep.analyzers.vocab.split import MEMORY_ROWS, SplitVocabulary
-from beam_prep.analyzers.weighted import split as wsplit
+from beam_prep.analyzers.vocab.weights import valid_weights
 from beam_prep.expr import arrow as expr_arrow
 from beam_prep.io.inputs import columns as colmod
 from beam_prep.io.inputs.readers import Split, read_split
 from beam_prep.io.inputs.scalar_rows import scalar_rows
 from beam_prep.io.inputs.tfrecord_stream import skipped_tail
 from beam_prep.spec import Feature, Spec
-from beam_prep.spec.weights import is_weighted
+from beam_prep.spec.weights import is_weighted, weight_expression
 
 NUMERIC = "numeric"
 META = "meta"
@@ -103,25 +103,41 @@ def _fill_missing(arr: pa.Array, default: Any) -> pa.Array:
     return pc.fill_null(arr, pa.scalar(default, type=arr.type))
 
 
-def text_chunks(texts: pa.Array, max_bytes: int) -> Iterator[pa.Array]:
-    """Zero-copy slices of a string array holding at most ``max_bytes`` of text each.
-
-    A row longer than ``max_bytes`` is a slice of its own. An empty array gives nothing.
+def text_ranges(texts: pa.Array, max_bytes: int) -> list[tuple[int, int]]:
+    """``(start, end)`` row ranges of a string array holding at most ``max_bytes`` of text
+    each (a longer row is a range of its own), so n-gram arrays stay small whatever the
+    batch size. An empty array gives none.
 
     Example:
-        >>> [c.to_pylist() for c in text_chunks(pa.array(["ab", "c", "de", "f"]), 3)]
-        [['ab', 'c'], ['de', 'f']]
+        >>> text_ranges(pa.array(["ab", "c", "de", "f"]), 3)
+        [(0, 2), (2, 4)]
     """
     n = len(texts)
-    if n == 0:
-        return
     ends = np.cumsum(pc.fill_null(pc.binary_length(texts), 0).to_numpy(zero_copy_only=False))
-    start = 0
+    out, start = [], 0
     while start < n:
         consumed = int(ends[start - 1]) if start else 0
         end = max(int(np.searchsorted(ends, consumed + max_bytes, side="right")), start + 1)
-        yield texts.slice(start, end - start)
+        out.append((start, end))
         start = end
+    return out
+
+
+def feature_weights(feature: Feature, batch: pa.RecordBatch) -> np.ndarray:
+    """Each row's weight (the spec's ``weights`` column or ``weights_expr``) as float64,
+    NaN where it is missing.
+
+    Example:
+        >>> f = StringFeature("c", weights="w")                               # doctest: +SKIP
+        >>> feature_weights(f, pa.record_batch({"w": [1.5, None]})).tolist()  # doctest: +SKIP
+        [1.5, nan]
+    """
+    tree = weight_expression(feature)
+    values = (batch.column(feature.weights) if tree is None
+              else expr_arrow.evaluate(tree, batch))
+    values = pc.cast(values, pa.float64())
+    return np.asarray(pc.fill_null(values, float("nan")).to_numpy(zero_copy_only=False),
+                      dtype=np.float64)
 
 
 def _prefetched(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
@@ -239,16 +255,18 @@ class AnalyzeSplitFn(beam.DoFn):
         states_of = {f.name: [states[f.name] for states in family_states.values()
                               if f.name in states] for f in self._features}
         own_vocabularies = registry.own_vocabularies(spec)
-        vocab = {f.name: SplitVocabulary(f.name, **vocab_args)
-                 for f in spec.of_kind("string", "integer", "text")
-                 if not is_weighted(f) and f.name not in own_vocabularies}
-        numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon())
-                   for f in spec.of_kind("numeric") if not is_weighted(f)}
-        weighted = wsplit.accumulators(spec, vocab_args)  # spec.weights: own accumulators
+        # Weights are an optional input of the same accumulators (spec.weights). Unweighted
+        # features come first: the order of a cache entry's files (cache/store.py).
+        vocab = {f.name: SplitVocabulary(f.name, weighted=is_weighted(f), **vocab_args)
+                 for f in sorted(spec.of_kind("string", "integer", "text"), key=is_weighted)
+                 if f.name not in own_vocabularies}
+        numeric = {f.name: num.NumericAccumulator(f.resolved_epsilon(), weighted=is_weighted(f))
+                   for f in sorted(spec.of_kind("numeric"), key=is_weighted)}
         meta = {"rows_read": 0, "rows_rejected": 0, "rejected_by_reason": {},
                 "missing": {f.name: 0 for f in self._features},
                 "documents": {f.name: 0 for f in spec.of_kind("text")},
                 "terms_per_document": {f.name: [0] * TERMS_BUCKETS for f in spec.of_kind("text")}}
+        weighted = [f.name for f in self._features if is_weighted(f)]
         if weighted:
             meta["invalid_weights"] = {name: 0 for name in weighted}
 
@@ -258,26 +276,33 @@ class AnalyzeSplitFn(beam.DoFn):
             f, raw, weights, batch = args
             n_missing = int(colmod.missing_mask(raw).sum())
             filled = _fill_missing(raw, getattr(f, "default_value", None))
+            values = filled
+            if weights is not None:  # rows with an invalid weight are set aside (weights.md)
+                valid = valid_weights(weights)
+                if not valid.all():
+                    meta["invalid_weights"][f.name] += int((~valid).sum())
+                    values, weights = values.filter(pa.array(valid)), weights[valid]
             documents, terms = 0, None
-            if weights is not None:
-                invalid, documents, terms = wsplit.add_weighted(f, filled, weights,
-                                                                weighted[f.name])
-                meta["invalid_weights"][f.name] += invalid
-                if f.kind == "numeric":
-                    weighted[f.name].missing += n_missing
-            elif f.kind == "numeric":
-                values = colmod.flatten_values(filled).to_numpy(zero_copy_only=False)
-                values = np.asarray(values, dtype=np.float64)
-                numeric[f.name].add(values, n_missing)
+            if f.kind == "numeric":
+                leaf = colmod.leaf_values_with_nulls(values)
+                leaf_w = None if weights is None else colmod.leaf_weights(values, weights)
+                if leaf.null_count:
+                    present = np.asarray(pc.is_valid(leaf).to_numpy(zero_copy_only=False),
+                                         dtype=bool)
+                    leaf = leaf.filter(pa.array(present))
+                    leaf_w = None if leaf_w is None else leaf_w[present]
+                numeric[f.name].add(
+                    np.asarray(leaf.to_numpy(zero_copy_only=False), dtype=np.float64),
+                    n_missing, leaf_w)
             elif f.name not in vocab:
                 pass  # a family replaces its vocabulary (labels)
             elif f.kind == "text":
-                tables, documents, terms = self._count_text(f, filled)
-                for table in tables:
-                    vocab[f.name].add_table(table)
+                documents, terms = self._add_text(f, values, vocab[f.name], weights)
             else:
                 # Counting skips nulls: no need to copy the column without them.
-                vocab[f.name].add_values(colmod.leaf_values_with_nulls(filled))
+                vocab[f.name].add_values(
+                    colmod.leaf_values_with_nulls(values),
+                    None if weights is None else colmod.leaf_weights(values, weights))
             if states_of[f.name]:
                 view = FeatureBatch(f, filled, batch)
                 for state in states_of[f.name]:
@@ -306,7 +331,7 @@ class AnalyzeSplitFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(REJECTED, (key, r.to_json()))
             added = self._map(add_feature, [
                 (f, feature_column(f, batch),
-                 wsplit.feature_weights(f, batch) if f.name in weighted else None, batch)
+                 feature_weights(f, batch) if is_weighted(f) else None, batch)
                 for f in self._features])
             for f, (n_missing, documents, terms) in zip(self._features, added):
                 meta["missing"][f.name] += n_missing
@@ -320,13 +345,11 @@ class AnalyzeSplitFn(beam.DoFn):
 
         for outputs in self._map(finish, list(vocab.values())):
             yield from outputs
-        yield from wsplit.vocabulary_results(weighted)
         for family in registry.FAMILIES:
             for name, state in family_states[family.tag].items():
                 for item in family.elements(name, state.result(), self._num_partitions):
                     yield beam.pvalue.TaggedOutput(family.tag, item)
         partials = {name: acc.result() for name, acc in numeric.items()}
-        partials.update(wsplit.numeric_results(weighted))
         if partials:
             yield beam.pvalue.TaggedOutput(
                 NUMERIC, (numeric_group(split.split_id), (split.split_id, partials)))
@@ -337,26 +360,37 @@ class AnalyzeSplitFn(beam.DoFn):
                   meta["rows_read"], meta["rows_rejected"], time.monotonic() - started)
 
     @staticmethod
-    def _count_text(f: Feature, arr: pa.Array) -> tuple[list[pa.Table], int, list[int]]:
-        """Token count tables of a text column, its number of documents (non-null cells) and
-        the log2 histogram of terms per document.
+    def _add_text(f: Feature, arr: pa.Array, acc: SplitVocabulary,
+                  weights: np.ndarray | None) -> tuple[int, list[int]]:
+        """Counts a text column into ``acc``; returns its number of documents (non-null
+        cells) and the log2 histogram of terms per document.
 
         Counted :data:`TEXT_CHUNK_BYTES` of text at a time, so the n-gram arrays stay small
         whatever the batch size; document counts add up because a document is in one chunk.
+        With ``weights`` (one per row) every term of a document, n-grams included, counts
+        its document's weight.
         """
-        from beam_prep.analyzers import text_counts
+        from beam_prep.analyzers import text, text_counts
 
-        flat = arr.flatten() if pa.types.is_large_list(arr.type) else arr
+        flat = colmod.leaf_values_with_nulls(arr)
+        w = None if weights is None else colmod.leaf_weights(arr, weights)
         if pa.types.is_dictionary(flat.type):
             flat = flat.dictionary_decode()
-        present = pc.is_valid(flat)
-        documents = int(pc.sum(present).as_py() or 0)
-        flat = flat.filter(present)
+        present = np.asarray(pc.is_valid(flat).to_numpy(zero_copy_only=False), dtype=bool)
+        documents = int(present.sum())
+        if documents < len(flat):
+            flat = flat.filter(pa.array(present))
+            w = None if w is None else w[present]
         with_df = f.output_mode == "tf_idf"
-        tables = []
         terms = np.zeros(TERMS_BUCKETS, np.int64)
-        for chunk in text_chunks(flat, TEXT_CHUNK_BYTES):
-            st = text_counts.text_statistics(chunk, f, documents=with_df)
-            tables.append(voc.table_from_counts(st.tokens, st.counts, st.document_counts))
-            terms += st.terms_histogram
-        return tables, documents, terms.tolist()
+        for start, end in text_ranges(flat, TEXT_CHUNK_BYTES):
+            chunk = flat.slice(start, end - start)
+            if w is None:
+                st = text_counts.text_statistics(chunk, f, documents=with_df)
+                acc.add_table(voc.table_from_counts(st.tokens, st.counts, st.document_counts))
+                terms += st.terms_histogram
+            else:
+                grams = text.grams(chunk, f)
+                terms += text_counts.log2_histogram(text_counts.terms_per_document(grams))
+                acc.add_values(grams.values(), w[start:end][grams.rows()])
+        return documents, terms.tolist()

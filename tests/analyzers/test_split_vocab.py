@@ -129,9 +129,11 @@ def test_split_fn_text_tf_idf_counts_in_chunks_and_runs_match_an_oracle(
 
 def test_text_chunks_cover_every_row_once_within_the_byte_limit():
     texts = pa.array(["ab", None, "", "cdef", "g", "hijklmno", "p"])
-    chunks = list(split_fn.text_chunks(texts, 4))
+    ranges = split_fn.text_ranges(texts, 4)
+    chunks = [texts.slice(start, end - start) for start, end in ranges]
+    assert [start for start, _ in ranges[1:]] == [end for _, end in ranges[:-1]]
     assert sum((c.to_pylist() for c in chunks), []) == texts.to_pylist()
     for c in chunks:
         size = sum(len(t or "") for t in c.to_pylist())
         assert size <= 4 or len(c) == 1
-    assert list(split_fn.text_chunks(pa.array([], pa.string()), 4)) == []
+    assert split_fn.text_ranges(pa.array([], pa.string()), 4) == []

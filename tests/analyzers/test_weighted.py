@@ -293,7 +293,7 @@ def _shards(n: int, k: int, rng) -> list[np.ndarray]:
 def test_band_sums_are_exact_and_order_free_over_any_sharding() -> None:
     import pyarrow as pa
 
-    from beam_prep.analyzers.weighted.counts import MAX_WEIGHT, band_tables, combine_bands
+    from beam_prep.analyzers.vocab.weights import MAX_WEIGHT, band_tables, combine_bands
 
     rng = np.random.default_rng(1)
     n = 5000
@@ -316,7 +316,7 @@ def test_band_sums_are_exact_and_order_free_over_any_sharding() -> None:
 
 
 def test_weighted_moments_are_exact_and_order_free_even_at_extremes() -> None:
-    from beam_prep.analyzers.weighted.numeric import WeightedMoments
+    from beam_prep.analyzers.weighted_moments import WeightedMoments
 
     rng = np.random.default_rng(2)
     n = 3000
@@ -341,18 +341,19 @@ def test_weighted_moments_are_exact_and_order_free_even_at_extremes() -> None:
 def test_text_chunks_do_not_change_weighted_counts(monkeypatch) -> None:
     import pyarrow as pa
 
-    from beam_prep.analyzers.weighted import split as weighted_split
-    from beam_prep.analyzers.weighted.counts import combine_bands
-    from beam_prep.analyzers.weighted.vocab import WeightedSplitVocabulary
+    from beam_prep.analyzers import split_fn
+    from beam_prep.analyzers.vocab.split import SplitVocabulary
+    from beam_prep.analyzers.vocab.weights import combine_bands
 
     f = TextFeature("t", weights="w", ngrams=2)
     texts = pa.array(["a b a", "b c", None, "c c a b", "a"])
     w = np.array([0.5, 2.0, 1.0, 0.25, 3.0])
 
     def counted(chunk_bytes: int):
-        monkeypatch.setattr(weighted_split, "TEXT_CHUNK_BYTES", chunk_bytes)
-        acc = WeightedSplitVocabulary("t", num_partitions=1, spill_dir=None, file_stem="s")
-        _, docs, hist = weighted_split.add_weighted(f, texts, w, acc)
+        monkeypatch.setattr(split_fn, "TEXT_CHUNK_BYTES", chunk_bytes)
+        acc = SplitVocabulary("t", num_partitions=1, spill_dir=None, file_stem="s",
+                              weighted=True)
+        docs, hist = split_fn.AnalyzeSplitFn._add_text(f, texts, acc, w)
         bands = [{int(k.rsplit(".w", 1)[1]): t} for (k, _), t in acc.result()]
         out = combine_bands(bands).sort_by("token")
         return out.to_pydict(), docs, hist
@@ -363,6 +364,42 @@ def test_text_chunks_do_not_change_weighted_counts(monkeypatch) -> None:
     assert got["a"] == 0.5 * 2 + 0.25 + 3.0 and got["a b"] == 0.5 + 0.25
     assert small[1] == 4
 
+
+def test_weights_are_an_optional_input_of_the_trunk_accumulators() -> None:
+    import pyarrow as pa
+
+    from beam_prep.analyzers.numeric import NumericAccumulator
+    from beam_prep.analyzers.vocab.split import SplitVocabulary
+
+    # All weights 1: the weighted accumulators agree with the plain ones.
+    values = pa.array(["a", "b", "a", None, "c", "a"])
+    plain = SplitVocabulary("f", num_partitions=1, spill_dir=None, file_stem="s")
+    plain.add_values(values)
+    weighted = SplitVocabulary("f", num_partitions=1, spill_dir=None, file_stem="s",
+                               weighted=True)
+    weighted.add_values(values, np.ones(len(values)))
+    (key, _), table = plain.result()[0]
+    counts = dict(zip(table.column("token").to_pylist(), table.column("count").to_pylist()))
+    from beam_prep.analyzers.vocab.weights import combine_bands, parse_band_key
+
+    bands = [{parse_band_key(k)[1]: t} for (k, _), t in weighted.result()]
+    assert key == "f" and all(parse_band_key(k)[0] == "f" for (k, _), _ in weighted.result())
+    got = combine_bands(bands)
+    assert dict(zip(got.column("token").to_pylist(), got.column("count").to_pylist())) == {
+        t: float(c) for t, c in counts.items()} == {"a": 3.0, "b": 1.0, "c": 1.0}
+
+    x = np.array([1.0, 2.0, 4.0, np.nan, np.inf])
+    a, b = NumericAccumulator(0.01), NumericAccumulator(0.01, weighted=True)
+    a.add(x, 2)
+    b.add(x, 2, np.ones(len(x)))
+    pa_, pb = a.result(), b.result()
+    assert (pa_.missing, pa_.nan, pa_.infinite) == (pb.missing, pb.nan, pb.infinite) == (2, 1, 1)
+    assert pa_.moments.mean == pb.moments.mean == 7 / 3
+    # Giving weights to a plain accumulator, or none to a weighted one, is a bug: refused.
+    with pytest.raises(ValueError, match="weighted=False"):
+        a.add(x, 0, np.ones(len(x)))
+    with pytest.raises(ValueError, match="weighted=True"):
+        weighted.add_values(values)
 
 def test_bad_weights_and_a_weighted_min_count_of_one_warn(runs) -> None:
     from beam_prep.analyzers.data_warnings import data_warnings
@@ -420,7 +457,7 @@ def test_float_runs_survive_spilling_and_merge_levels(tmp_path) -> None:
 
     from beam_prep.analyzers.vocab.merge import merge_runs, write_run
     from beam_prep.analyzers.vocab.topk import sort_vocabulary
-    from beam_prep.analyzers.weighted.counts import WEIGHTED_SCHEMA
+    from beam_prep.analyzers.vocab.weights import WEIGHTED_SCHEMA
 
     rng = np.random.default_rng(4)
     runs, everything = [], []

@@ -60,7 +60,7 @@ from beam_prep.analyzers.family import AnalysisFamily
 from beam_prep.analyzers.spill import SpillRef, materialize
 from beam_prep.analyzers.vocab.count import SCHEMA
 from beam_prep.analyzers.vocab.partition import token_hashes
-from beam_prep.analyzers.weighted.numeric import WeightedMoments
+from beam_prep.analyzers.weighted_moments import WeightedMoments
 from beam_prep.io import filesystem as fs
 from beam_prep.io.inputs.readers import Split
 

@@ -8,6 +8,12 @@ accumulation starts again from nothing. The runs and the final table travel as
 ``((feature, partition), table or SpillRef)`` elements to the keyed combine, which sums
 them exactly (counts and document counts are additive: a document is in one batch).
 
+Weights are an optional input of the same accumulator (``weighted=True``, the spec's
+``weights``): each batch's (token, weight) pairs become exact integer limb sums per weight
+band (:mod:`~beam_prep.analyzers.vocab.weights`), each band counted by its own bounded
+accumulator under the band key (``city.w0134``), so weighted counts travel through the same
+partitions, spill files and keyed combine as plain counts.
+
 File names derive from the split id, the run number and the partition, so a retried split
 rewrites the same files with the same bytes.
 
@@ -21,17 +27,24 @@ Example:
     >>> sorted((t, c) for _, tab in out
     ...        for t, c in zip(tab.column("token").to_pylist(), tab.column("count").to_pylist()))
     [('a', 3), ('b', 1)]
+    >>> import numpy as np
+    >>> w = SplitVocabulary("f", num_partitions=1, spill_dir=None, file_stem="s", weighted=True)
+    >>> w.add_values(pa.array(["a", "b"]), np.array([0.5, 2.0]))
+    >>> sorted(key for (key, _), _ in w.result())  # both weights are in band 134
+    ['f.w0134']
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from beam_prep.analyzers.spill import spill
 from beam_prep.analyzers.vocab.count import count_chunks, empty_table, merge_tables
 from beam_prep.analyzers.vocab.partition import split_by_partition
+from beam_prep.analyzers.vocab.weights import band_key, band_tables
 
 __all__ = ["FLUSH_VALUES", "MAX_TAIL_TABLES", "MEMORY_ROWS", "SplitVocabulary"]
 
@@ -61,12 +74,16 @@ class SplitVocabulary:
         file_stem: Deterministic file-name stem of the split (e.g. ``spill.stable_id``).
         spill_rows: Final tables of this many rows or more also go through files.
         memory_rows: Merged rows kept in memory before a run is spilled.
+        weighted: Every value comes with a weight (:meth:`add_values`); the results are
+            the weight bands' elements, bands ascending.
     """
 
     def __init__(self, name: str, *, num_partitions: int, spill_dir: str | None,
                  file_stem: str, spill_rows: int = 1 << 13,
-                 memory_rows: int = MEMORY_ROWS) -> None:
+                 memory_rows: int = MEMORY_ROWS, weighted: bool = False) -> None:
         self.name = name
+        self.weighted = weighted
+        self._bands: dict[int, SplitVocabulary] = {}
         self._partitions = num_partitions
         self._spill_dir = spill_dir
         self._stem = file_stem
@@ -90,8 +107,26 @@ class SplitVocabulary:
         """Counted rows held now: fewer than ``2 * memory_rows`` plus one added table."""
         return self._head.num_rows + self._tail_rows
 
-    def add_values(self, values: pa.Array) -> None:
-        """Adds flat raw values (nulls are skipped when counted)."""
+    def add_values(self, values: pa.Array, weights: np.ndarray | None = None) -> None:
+        """Adds flat raw values (nulls are skipped when counted).
+
+        Args:
+            values: Flat tokens.
+            weights: One valid weight per value (:func:`~beam_prep.analyzers.vocab.weights.
+                valid_weights`), given exactly when the accumulator is ``weighted``.
+        """
+        if (weights is not None) != self.weighted:
+            raise ValueError(f"{self.name}: weights must be given exactly when the "
+                             f"accumulator is weighted (weighted={self.weighted})")
+        if weights is not None:
+            for band, table in band_tables(values, weights).items():
+                if band not in self._bands:
+                    self._bands[band] = SplitVocabulary(
+                        band_key(self.name, band), num_partitions=self._partitions,
+                        spill_dir=self._spill_dir, file_stem=self._stem,
+                        spill_rows=self._spill_rows, memory_rows=self._memory_rows)
+                self._bands[band].add_table(table)
+            return
         self._raw.append(values)
         self._raw_values += len(values)
         if self._raw_values >= FLUSH_VALUES:
@@ -108,7 +143,11 @@ class SplitVocabulary:
             self._merge()
 
     def result(self) -> list[tuple[tuple[str, int], Any]]:
-        """``((name, partition), table or SpillRef)`` elements holding every count."""
+        """``((name, partition), table or SpillRef)`` elements holding every count (weighted:
+        ``((band key, partition), ...)``, bands ascending)."""
+        if self.weighted:
+            return [item for band in sorted(self._bands)
+                    for item in self._bands[band].result()]
         self._flush_raw()
         self._merge()
         head, self._head = self._head, empty_table()

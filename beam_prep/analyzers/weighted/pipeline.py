@@ -7,7 +7,7 @@ Graph (every step labelled)::
     EveryWeightedVocabulary (empty seeds) ───────────────┘   ─ WriteWeightedVocabularies
 
 The band tables of one token all land in one partition (the hash is the token's), so a
-partition's bands give its tokens' exact weighted counts (:mod:`weighted.counts`); each
+partition's bands give its tokens' exact weighted counts (:mod:`vocab.weights`); each
 partition is pruned (``min_count`` on the weighted count, local ``top_k``) and sorted, and
 the feature's sorted runs are merged into its files (:mod:`weighted.vocab`). Emits
 ``(feature, vocabulary meta)`` like the unweighted writer, with ``kept_count`` and the
@@ -25,8 +25,8 @@ from typing import Any
 import apache_beam as beam
 
 from beam_prep.analyzers.vocab import merge as vmerge
+from beam_prep.analyzers.vocab.weights import WEIGHTED_SCHEMA, combine_bands, parse_band_key
 from beam_prep.analyzers.weighted import vocab as wv
-from beam_prep.analyzers.weighted.counts import WEIGHTED_SCHEMA, combine_bands, parse_band_key
 from beam_prep.io import filesystem as fs
 from beam_prep.io.contract import artifacts as layout
 from beam_prep.spec import Spec

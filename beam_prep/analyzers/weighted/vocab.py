@@ -1,4 +1,4 @@
-"""Weighted vocabularies: per-split counting, pruning and the files (TFT ``weights=``).
+"""Weighted vocabularies: pruning and the files (TFT ``weights=``).
 
 A token's weighted count is the sum of the weights of its occurrences: in a list or text
 feature a token occurring twice in a row counts that row's weight twice (TFT's
@@ -8,18 +8,21 @@ unweighted counts. Order as TFT: weighted count descending, then token bytes des
 compared with the weighted count: ``min_count: 0`` keeps every token, even one whose
 weights are all 0).
 
-Counts are exact until each token's one final rounding (:mod:`weighted.counts`), and every
+Counts are exact until each token's one final rounding (:mod:`vocab.weights`), and every
 statistic written (kept and dropped totals) is an exact sum of the written counts
 (:func:`~beam_prep.analyzers.exact_sums.exact_sums`), so the files and the manifest are the
 same bytes whatever the batches, splits, partitions and merge order. The sidecar's counts
 are JSON numbers (shortest round-trip form: ``2.5``, ``3``, ``1e+20``).
 
+They are counted per split by the vocabulary accumulator with weights as its optional
+input (:class:`~beam_prep.analyzers.vocab.split.SplitVocabulary`, ``weighted=True``).
+
 Example:
-    >>> import numpy as np, pyarrow as pa
-    >>> acc = WeightedSplitVocabulary("city", num_partitions=1, spill_dir=None, file_stem="s")
-    >>> acc.add(pa.array(["a", "b"]), np.array([0.5, 2.0]))
-    >>> sorted(key for (key, _), _ in acc.result())
-    ['city.w0134']
+    >>> import pyarrow as pa
+    >>> t = pa.table({"token": ["a", "b"], "count": [0.5, 2.0], "df": [0, 0]})
+    >>> kept, drops = prune_weighted(t, min_count=1.0, top_k=None)
+    >>> kept.column("token").to_pylist(), drops["dropped_min_count"]["tokens"]
+    (['b'], 1)
 """
 
 from __future__ import annotations
@@ -27,46 +30,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from beam_prep.analyzers.exact_sums import SUM_SHIFT, exact_sum, ratio_to_float
 from beam_prep.analyzers.vocab.merge import merge_runs
-from beam_prep.analyzers.vocab.split import SplitVocabulary
 from beam_prep.analyzers.vocab.topk import select_top_k, sort_vocabulary
 from beam_prep.analyzers.vocab.write import counts_jsonl, unwritable_mask, vocabulary_text
-from beam_prep.analyzers.weighted.counts import band_key, band_tables
 from beam_prep.io import filesystem as fs
 
-__all__ = ["WeightedSplitVocabulary", "exact_total", "prune_weighted", "to_float",
-           "write_weighted_files"]
-
-
-class WeightedSplitVocabulary:
-    """Weighted counts of one feature over one split: one bounded accumulator per band.
-
-    Args:
-        name: Feature name.
-        **kwargs: As :class:`~beam_prep.analyzers.vocab.split.SplitVocabulary` (partitions,
-            spill folder, file stem, spill thresholds).
-    """
-
-    def __init__(self, name: str, **kwargs: Any) -> None:
-        self.name = name
-        self._kwargs = kwargs
-        self._bands: dict[int, SplitVocabulary] = {}
-
-    def add(self, tokens: pa.Array, weights: np.ndarray) -> None:
-        """Adds flat tokens (nulls skipped) with one valid weight each."""
-        for band, table in band_tables(tokens, weights).items():
-            if band not in self._bands:
-                self._bands[band] = SplitVocabulary(band_key(self.name, band), **self._kwargs)
-            self._bands[band].add_table(table)
-
-    def result(self) -> list[tuple[tuple[str, int], Any]]:
-        """``((band key, partition), table or SpillRef)`` elements, bands ascending."""
-        return [item for band in sorted(self._bands) for item in self._bands[band].result()]
+__all__ = ["exact_total", "prune_weighted", "to_float", "write_weighted_files"]
 
 
 def exact_total(table: pa.Table) -> int:
@@ -161,16 +134,3 @@ def finish_stats(drops: dict) -> dict:
     return {k: {"tokens": int(v["tokens"]), "count": to_float(v["count"])}
             for k, v in sorted(drops.items())}
 
-
-def token_weights(values: pa.Array, row_weights: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """Flat values of a (list) column and the weight of each value's row.
-
-    Example:
-        >>> v, w = token_weights(pa.array([["a", "b"], None, ["c"]]), np.array([1., 2., 3.]))
-        >>> v.to_pylist(), w.tolist()
-        (['a', 'b', 'c'], [1.0, 1.0, 3.0])
-    """
-    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
-        return pc.list_flatten(values), row_weights[parents]
-    return values, row_weights

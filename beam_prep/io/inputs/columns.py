@@ -217,6 +217,18 @@ def flatten_values(arr: pa.Array) -> pa.Array:
     return leaf_values_with_nulls(arr).drop_null()
 
 
+def leaf_weights(arr: pa.Array, row_weights: np.ndarray) -> np.ndarray:
+    """The weight of each leaf value's row, aligned with :func:`leaf_values_with_nulls`.
+
+    Example:
+        >>> leaf_weights(pa.array([["a", "b"], None, ["c"]]), np.array([1., 2., 3.])).tolist()
+        [1.0, 1.0, 3.0]
+    """
+    if pa.types.is_large_list(arr.type) or pa.types.is_list(arr.type):
+        return row_weights[pc.list_parent_indices(arr).to_numpy(zero_copy_only=False)]
+    return row_weights
+
+
 def leaf_values_with_nulls(arr: pa.Array) -> pa.Array:
     """Leaf values of a (possibly list) column; a flat column keeps its nulls.
 

@@ -1,7 +1,7 @@
-"""Weighted numeric statistics: exact weighted moments and a weighted quantile sketch.
+"""Exact weighted moments: the numeric statistics of a feature with ``weights``.
 
-With weights ``w`` (valid: finite, >= 0, see :mod:`weighted.counts`) over the finite values
-``x`` of a feature:
+With weights ``w`` (valid: finite, >= 0, see :mod:`~beam_prep.analyzers.vocab.weights`)
+over the finite values ``x`` of a feature:
 
 * ``mean = Σwx / Σw`` and the weighted *population* variance
   ``variance = Σw(x - mean)² / Σw = (Σw · Σwx² - (Σwx)²) / (Σw)²``
@@ -10,7 +10,8 @@ With weights ``w`` (valid: finite, >= 0, see :mod:`weighted.counts`) over the fi
 * ``count``, ``min`` and ``max`` are over the values with a valid weight (weights do not
   change them);
 * quantile boundaries come from tfx-bsl's ``QuantilesSketch`` given the weights (TFT's
-  ``tft.quantiles(weights=...)``); zero-weight values do not move them.
+  ``tft.quantiles(weights=...)``; :class:`~beam_prep.analyzers.numeric.NumericAccumulator`
+  with ``weighted=True``); zero-weight values do not move them.
 
 Sums are exact integers, as unweighted moments (:mod:`exact_sums`): each product ``w·x`` is
 split into two floats with no rounding (Dekker's two-product), ``w·x²`` into four, and
@@ -40,10 +41,8 @@ from beam_prep.analyzers.exact_sums import (
     exact_variance,
     ratio_to_float,
 )
-from beam_prep.analyzers.numeric import NumericPartial, new_sketch
-from beam_prep.analyzers.sketch_chunks import ChunkedSketch
 
-__all__ = ["WeightedMoments", "WeightedNumericAccumulator"]
+__all__ = ["WeightedMoments", "weighted_sums"]
 
 WX_SHIFT = 2 * SUM_SHIFT
 """``Σwx`` is held in units of ``2**-WX_SHIFT``."""
@@ -159,34 +158,3 @@ class WeightedMoments:
     def variance(self) -> float:
         """``(Σw·Σwx² - (Σwx)²) / (Σw)²`` correctly rounded (0 when ``Σw = 0``)."""
         return exact_variance(self.weight, self.total, self.total_sq)
-
-
-class WeightedNumericAccumulator:
-    """One weighted feature over the batches of one split (as ``NumericAccumulator``)."""
-
-    def __init__(self, epsilon: float | None) -> None:
-        self.moments = WeightedMoments()
-        self.missing = 0
-        self.nan = 0
-        self.infinite = 0
-        self.sketch = None if epsilon is None else ChunkedSketch(new_sketch(epsilon))
-
-    def add(self, values: np.ndarray, weights: np.ndarray, missing: int) -> None:
-        """Adds float64 values (NaN/inf allowed) with their valid weights."""
-        self.missing += missing
-        if values.size == 0:
-            return
-        nan = np.isnan(values)
-        finite = np.isfinite(values)
-        self.nan += int(nan.sum())
-        self.infinite += int((~finite & ~nan).sum())
-        self.moments = self.moments.merge(WeightedMoments.of(values[finite], weights[finite]))
-        if self.sketch is not None:
-            keep = ~nan & (weights > 0)
-            if keep.any():
-                self.sketch.add(values[keep], weights[keep])
-
-    def result(self) -> NumericPartial:
-        """The split's partial (sketch pickled)."""
-        return NumericPartial(self.moments, self.missing, self.nan, self.infinite,  # type: ignore[arg-type]
-                              None if self.sketch is None else self.sketch.finish())
