@@ -45,7 +45,7 @@ quickstart: install
 	@echo "Artifacts: $(OUT)/artifacts   Generated module: $(OUT)/preprocessing.py   Model: $(OUT)/model"
 
 # The wheel, installed with --target outside the source tree: the layer contracts and the
-# installed-package tests (tests/test_installed.py) run against what users get from pip.
+# installed-package tests (tests/cli/test_installed.py) run against what users get from pip.
 WHEEL_SITE := build/wheel-site
 
 wheel-site: install-test

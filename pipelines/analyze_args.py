@@ -16,7 +16,7 @@ from beam_prep.pipelines.job_report import add_report_flag
 from beam_prep.run_summary import add_summary_flag
 
 # The input formats of beam_prep.io.inputs.readers.FORMATS, written out here because importing the
-# readers loads Apache Beam (tests/test_cli_startup.py checks the two agree).
+# readers loads Apache Beam (tests/cli/test_cli_startup.py checks the two agree).
 FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "tfrecord")
 
 

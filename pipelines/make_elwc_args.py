@@ -17,7 +17,7 @@ from beam_prep.ranking.data.options import COMPRESSIONS, INPUT_FORMATS, LIST_POL
 from beam_prep.run_summary import add_summary_flag
 
 # beam_prep.ranking.data.transforms.DEFAULT_SPLIT_BYTES, written out here because importing the
-# transforms loads Apache Beam (tests/test_cli_startup.py checks the two agree).
+# transforms loads Apache Beam (tests/cli/test_cli_startup.py checks the two agree).
 DEFAULT_SPLIT_BYTES = 4 << 20
 
 

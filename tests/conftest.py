@@ -23,17 +23,22 @@ settings.register_profile("fuzz", derandomize=False, database=None, deadline=Non
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+#: Folders of many small files, run last (see :func:`pytest_collection_modifyitems`).
+LIGHT_FOLDERS = ("cli", "spec", "project")
+
+
 def pytest_collection_modifyitems(config, items):
-    """The folders' tests first, then the loose ``tests/test_*.py`` files (names sorted within
-    each group, as collected).
+    """The heavy folders' tests first, then :data:`LIGHT_FOLDERS` (names sorted within each
+    group, as collected).
 
     ``make test`` runs ``-n 2 --dist loadfile``: xdist hands whole files to the workers in this
-    order, so the suite ends on the many small top-level files instead of on the heavy
-    ``tests/transform`` ones, and the two workers finish together.
+    order, so the suite ends on the many small command, spec and project files instead of on
+    the heavy ``tests/transform`` ones, and the two workers finish together.
     """
     top = os.path.dirname(os.path.abspath(__file__))
 
-    def loose(item) -> bool:
-        return os.path.dirname(str(item.path)) == top
+    def light(item) -> bool:
+        rel = os.path.relpath(str(item.path), top)
+        return rel.split(os.sep, 1)[0] in LIGHT_FOLDERS
 
-    items.sort(key=loose)  # stable: the collected order within each group
+    items.sort(key=light)  # stable: the collected order within each group

@@ -2,7 +2,7 @@
 
 Vocabularies computed in Beam must hold exactly the tokens the layer produces at serving
 time, so every step below reproduces the layer's built-in modes byte for byte (Keras 3.15,
-TensorFlow 2.21; checked against the real layer in ``tests/test_text.py``):
+TensorFlow 2.21; checked against the real layer in ``tests/analyzers/test_text.py``):
 
 ====================================  =========================================================
 Keras step (TF op)                    what it does, and how it is done here

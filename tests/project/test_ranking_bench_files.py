@@ -12,7 +12,7 @@ import pytest
 from benchmarks import bench_ranking_quality as bench
 from benchmarks import gen_ranking, ltr_files
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _imported(path: str) -> set[str]:

@@ -27,7 +27,7 @@ from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import RankingHparams
 from beam_prep.spec import Spec, spec_json_schema
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 @dataclasses.dataclass(frozen=True)

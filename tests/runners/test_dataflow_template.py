@@ -22,7 +22,7 @@ import pytest
 from beam_prep.pipelines import flex_template
 from beam_prep.pipelines.job_parser import is_switch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KIT = REPO / "templates" / "dataflow"
 LETOR = REPO / "examples" / "data" / "letor" / "lightgbm" / "rank.test"
 

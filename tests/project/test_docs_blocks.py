@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LANGUAGES = {"python", "bash", "sh", "yaml", "json", "jsonl", "text"}
 _FENCE = re.compile(r"^(\s*)(`{3,})(.*)$")

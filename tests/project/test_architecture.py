@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Where each package's files live in the checkout (pipelines/ is installed as beam_prep.pipelines).
 ROOTS = {"beam_prep": REPO / "beam_prep", "beam_prep.pipelines": REPO / "pipelines"}
 
@@ -180,6 +180,7 @@ OLD_PATHS = [
     ("beam_prep.io.artifacts", "beam_prep.io.contract.artifacts"),
     ("beam_prep.io.output", "beam_prep.io.commit.output"),
     ("beam_prep.analyzers.per_key.hist", "beam_prep.analyzers.per_key_buckets.hist"),
+    ("beam_prep.analyzers.weighted.counts", "beam_prep.analyzers.vocab.weights"),
 ]
 
 
@@ -199,3 +200,16 @@ def test_old_import_paths_warn_and_alias():
     for old, new in OLD_PATHS:
         assert f"WARNED `{old}` moved to `{new}`" in out.stdout
         assert f"NAME {new} True" in out.stdout
+
+
+def test_tests_are_laid_out_in_folders():
+    """Every test file lives in a folder (by package or command), none loose in tests/, and
+    each folder is a package (unique module names under ``--dist loadfile``)."""
+    tests = REPO / "tests"
+    assert sorted(p.name for p in tests.glob("test_*.py")) == []
+    folders = {p.parent for p in tests.rglob("test_*.py")}
+    assert all((folder / "__init__.py").is_file() for folder in folders), sorted(
+        str(f.relative_to(tests)) for f in folders if not (f / "__init__.py").is_file())
+    from tests.conftest import LIGHT_FOLDERS
+
+    assert all((tests / name).is_dir() for name in LIGHT_FOLDERS)

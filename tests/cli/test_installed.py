@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data" / "sample.csv"
 SPEC = REPO / "examples" / "spec.yaml"
 

@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KIT = REPO / "templates" / "dataflow"
 
 
