@@ -49,6 +49,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -317,53 +319,10 @@ class BatchEncoder:
         return [(lp.cls, self._layer(lp, fp, tf_idf)) for lp in output.layers]
 
     def _layer(self, lp: LayerPlan, fp: FeaturePlan, tf_idf: Any) -> Any:
-        args = dict(lp.args)
-        cls = lp.cls
-        if cls in ("StringLookup", "IntegerLookup"):
-            if fp.target is not None and lp.name.endswith("_target_lookup"):
-                args["vocabulary"] = self._targets[fp.name][0]
-            return _Lookup(self.path, args, cls == "IntegerLookup", fp.name)
-        if cls == "Embedding":  # a target encoding's table (codegen.target_plan)
-            return lambda v, t=self._targets[fp.name][1]: t[np.asarray(v, np.int64)]
-        if cls == "TextVectorization":
-            assert not any(isinstance(v, TfIdfState) for v in args.values()) or tf_idf
-            return _Text(self.path, args, self._spec[fp.name], tf_idf)
-        if cls == "CategoryEncoding":
-            return lambda v: Encoded("float32", one_hot(v, args["num_tokens"]))
-        if cls == "Hashing":
-            return lambda v: _hash(v, args["num_bins"], args.get("salt"),
-                                   args.get("mask_value"))
-        if cls == "HashedCrossing":
-            return lambda v: cross_hash(v, args["num_bins"])
-        if cls == "Normalization":
-            return lambda v: _normalize(v, args["mean"], args["variance"])
-        if cls == "Activation":
-            return _sigmoid
-        if cls == "Discretization":
-            bounds = to_float32(args["bin_boundaries"])
-            return lambda v: np.searchsorted(bounds, v, side="right").astype(np.int64)
-        if cls == "SignedLog1p":
-            return scaling.signed_log1p
-        if cls == "RobustScaling":
-            return lambda v: scaling.robust(v, args["median"], args["iqr"])
-        if cls == "PiecewiseLinear":
-            return lambda v: Encoded("float32", scaling.piecewise_linear(v, args["edges"]))
-        if cls == "Reshape":
-            return lambda v: v
-        if cls == "ListEncoding":
-            return lambda v: _list_encoding(v, args)
-        if cls == "PerKeyScaling":
-            return _PerKey(per_key_state(self._art, fp.name, fp.keyed))
-        if cls == "PerKeyBucketize":  # transform.per_key_buckets
-            return PerKeyBuckets(per_key_state(self._art, fp.name, fp.keyed))
-        if cls == "PerKeyCount":
-            state = per_key_state(self._art, fp.name, fp.keyed)
-            index = KeyIndex(state["keys"])
-            counts = np.concatenate([[0], state["counts"]]).astype(np.int64)
-            return lambda v: counts[index(v[1]) + 1]
-        if cls == "MissingIndicator":
-            return missing_mask
-        raise NotImplementedError(f"No transform encoder for layer class {cls!r}")
+        build = ENCODERS.get(lp.cls)
+        if build is None:
+            raise NotImplementedError(f"No transform encoder for layer class {lp.cls!r}")
+        return build(self, lp, fp, dict(lp.args), tf_idf)
 
     def encode(self, batch: pa.RecordBatch) -> dict[str, Encoded]:
         """Every output of the plan for ``batch`` (columns of :attr:`columns`).
@@ -402,6 +361,88 @@ class BatchEncoder:
                     x = layer(x)
             out[output.key] = _as_encoded(x, output)
         return out
+
+
+#: A Keras layer class -> the builder of its numpy twin, called once per layer of the plan as
+#: ``build(encoder, layer, feature, args, tf_idf)``; the twin maps a batch's values as the
+#: layer does. Every class the code generator can emit has one (tests/transform).
+ENCODERS: dict[str, Callable[[BatchEncoder, LayerPlan, FeaturePlan, dict[str, Any], Any], Any]] = {}
+
+
+def _encodes(*classes: str) -> Callable[[Any], Any]:
+    def register(build: Any) -> Any:
+        for cls in classes:
+            ENCODERS[cls] = build
+        return build
+    return register
+
+
+@_encodes("StringLookup", "IntegerLookup")
+def _lookup_layer(enc: BatchEncoder, lp: LayerPlan, fp: FeaturePlan, args: dict[str, Any],
+                  tf_idf: Any) -> Any:
+    if fp.target is not None and lp.name.endswith("_target_lookup"):
+        args["vocabulary"] = enc._targets[fp.name][0]
+    return _Lookup(enc.path, args, lp.cls == "IntegerLookup", fp.name)
+
+
+@_encodes("Embedding")  # a target encoding's table (codegen.target_plan)
+def _target_table(enc: BatchEncoder, lp: LayerPlan, fp: FeaturePlan, args: dict[str, Any],
+                  tf_idf: Any) -> Any:
+    return lambda v, t=enc._targets[fp.name][1]: t[np.asarray(v, np.int64)]
+
+
+@_encodes("TextVectorization")
+def _text_layer(enc: BatchEncoder, lp: LayerPlan, fp: FeaturePlan, args: dict[str, Any],
+                tf_idf: Any) -> Any:
+    assert not any(isinstance(v, TfIdfState) for v in args.values()) or tf_idf
+    return _Text(enc.path, args, enc._spec[fp.name], tf_idf)
+
+
+def _stateless(cls: str, make: Callable[[dict[str, Any]], Any]) -> None:
+    """Registers a layer whose twin depends only on its arguments."""
+    ENCODERS[cls] = lambda enc, lp, fp, args, tf_idf: make(args)
+
+
+_stateless("CategoryEncoding", lambda a: lambda v: Encoded("float32", one_hot(v, a["num_tokens"])))
+_stateless("Hashing", lambda a: lambda v: _hash(v, a["num_bins"], a.get("salt"),
+                                                a.get("mask_value")))
+_stateless("HashedCrossing", lambda a: lambda v: cross_hash(v, a["num_bins"]))
+_stateless("Normalization", lambda a: lambda v: _normalize(v, a["mean"], a["variance"]))
+_stateless("Activation", lambda a: _sigmoid)
+_stateless("Discretization", lambda a: functools.partial(
+    _discretize, to_float32(a["bin_boundaries"])))
+_stateless("SignedLog1p", lambda a: scaling.signed_log1p)
+_stateless("RobustScaling", lambda a: lambda v: scaling.robust(v, a["median"], a["iqr"]))
+_stateless("PiecewiseLinear", lambda a: lambda v: Encoded(
+    "float32", scaling.piecewise_linear(v, a["edges"])))
+_stateless("Reshape", lambda a: lambda v: v)
+_stateless("ListEncoding", lambda a: lambda v: _list_encoding(v, a))
+_stateless("MissingIndicator", lambda a: missing_mask)
+
+
+def _discretize(bounds: np.ndarray, v: Any) -> np.ndarray:
+    return np.searchsorted(bounds, v, side="right").astype(np.int64)
+
+
+@_encodes("PerKeyScaling")
+def _per_key_scaling(enc: BatchEncoder, lp: LayerPlan, fp: FeaturePlan, args: dict[str, Any],
+                     tf_idf: Any) -> Any:
+    return _PerKey(per_key_state(enc._art, fp.name, fp.keyed))
+
+
+@_encodes("PerKeyBucketize")  # transform.per_key_buckets
+def _per_key_buckets(enc: BatchEncoder, lp: LayerPlan, fp: FeaturePlan, args: dict[str, Any],
+                     tf_idf: Any) -> Any:
+    return PerKeyBuckets(per_key_state(enc._art, fp.name, fp.keyed))
+
+
+@_encodes("PerKeyCount")
+def _per_key_count(enc: BatchEncoder, lp: LayerPlan, fp: FeaturePlan, args: dict[str, Any],
+                   tf_idf: Any) -> Any:
+    state = per_key_state(enc._art, fp.name, fp.keyed)
+    index = KeyIndex(state["keys"])
+    counts = np.concatenate([[0], state["counts"]]).astype(np.int64)
+    return lambda v: counts[index(v[1]) + 1]
 
 
 class _PerKey:
