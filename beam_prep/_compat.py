@@ -3,8 +3,8 @@
 Modules moved in 0.2 (ranking split into ``ranking.data`` and ``ranking.train``; the text
 tokeniser moved under ``analyzers``; the jobs are installed as ``beam_prep.pipelines``; ``io``
 split into ``io.inputs``, ``io.contract`` and ``io.commit``; per-key buckets and the target
-table's cache form moved beside their analysis families; weighted counts and moments moved
-to the trunk's accumulators, whose optional input weights became). Importing
+table's cache form moved beside their analysis families; the weighted counts and moments
+moved to the trunk, beside the accumulators that now take weights as an optional input). Importing
 an old path returns the module at its new home (the same object, so ``isinstance`` checks and
 monkeypatching keep working) and warns once per path.
 

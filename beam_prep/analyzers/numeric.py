@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from beam_prep.analyzers.exact_sums import exact_mean, exact_sums, exact_variance
 from beam_prep.analyzers.sketch_chunks import ChunkedSketch
+from beam_prep.analyzers.vocab.weights import check_weights
 from beam_prep.analyzers.weighted_moments import WeightedMoments
 
 MAX_NUM_VALUES = 1 << 32  # the sketch's error bound holds up to this many values (as TFT)
@@ -188,6 +189,8 @@ class NumericAccumulator:
         if (weights is not None) != self.weighted:
             raise ValueError(f"weights must be given exactly when the accumulator is "
                              f"weighted (weighted={self.weighted})")
+        if weights is not None:
+            check_weights("numeric", values.size, weights)
         self.missing += missing
         if values.size == 0:
             return

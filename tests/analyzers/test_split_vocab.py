@@ -127,7 +127,7 @@ def test_split_fn_text_tf_idf_counts_in_chunks_and_runs_match_an_oracle(
     assert len({x.path.rsplit("/", 1)[1] for _, x in vocab}) > 1  # several runs
 
 
-def test_text_chunks_cover_every_row_once_within_the_byte_limit():
+def test_text_ranges_cover_every_row_once_within_the_byte_limit():
     texts = pa.array(["ab", None, "", "cdef", "g", "hijklmno", "p"])
     ranges = split_fn.text_ranges(texts, 4)
     chunks = [texts.slice(start, end - start) for start, end in ranges]

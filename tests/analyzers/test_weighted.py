@@ -400,6 +400,16 @@ def test_weights_are_an_optional_input_of_the_trunk_accumulators() -> None:
         a.add(x, 0, np.ones(len(x)))
     with pytest.raises(ValueError, match="weighted=True"):
         weighted.add_values(values)
+    # A weighted accumulator takes (token, weight) pairs only, and only valid weights.
+    with pytest.raises(ValueError, match="add_values"):
+        weighted.add_table(table)
+    with pytest.raises(ValueError, match="1 of 6 weights are not valid"):
+        weighted.add_values(values, np.array([1.0, 1.0, -1.0, 1.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="one weight per value"):
+        weighted.add_values(values, np.ones(5))
+    with pytest.raises(ValueError, match="nan"):
+        b.add(x, 0, np.array([1.0, np.nan, 1.0, 1.0, 1.0]))
+
 
 def test_bad_weights_and_a_weighted_min_count_of_one_warn(runs) -> None:
     from beam_prep.analyzers.data_warnings import data_warnings

@@ -181,6 +181,7 @@ OLD_PATHS = [
     ("beam_prep.io.output", "beam_prep.io.commit.output"),
     ("beam_prep.analyzers.per_key.hist", "beam_prep.analyzers.per_key_buckets.hist"),
     ("beam_prep.analyzers.weighted.counts", "beam_prep.analyzers.vocab.weights"),
+    ("beam_prep.analyzers.weighted.numeric", "beam_prep.analyzers.weighted_moments"),
 ]
 
 

@@ -44,7 +44,7 @@ import pyarrow as pa
 from beam_prep.analyzers.spill import spill
 from beam_prep.analyzers.vocab.count import count_chunks, empty_table, merge_tables
 from beam_prep.analyzers.vocab.partition import split_by_partition
-from beam_prep.analyzers.vocab.weights import band_key, band_tables
+from beam_prep.analyzers.vocab.weights import band_key, band_tables, check_weights
 
 __all__ = ["FLUSH_VALUES", "MAX_TAIL_TABLES", "MEMORY_ROWS", "SplitVocabulary"]
 
@@ -99,13 +99,15 @@ class SplitVocabulary:
 
     @property
     def spilled_runs(self) -> int:
-        """Runs written so far (0 when everything fit in memory)."""
-        return self._run_count
+        """Runs written so far (0 when everything fit in memory; weighted: over all bands)."""
+        return self._run_count + sum(b.spilled_runs for b in self._bands.values())
 
     @property
     def rows_in_memory(self) -> int:
-        """Counted rows held now: fewer than ``2 * memory_rows`` plus one added table."""
-        return self._head.num_rows + self._tail_rows
+        """Counted rows held now: fewer than ``2 * memory_rows`` plus one added table (per
+        weight band when weighted: a band is an accumulator of its own)."""
+        return (self._head.num_rows + self._tail_rows
+                + sum(b.rows_in_memory for b in self._bands.values()))
 
     def add_values(self, values: pa.Array, weights: np.ndarray | None = None) -> None:
         """Adds flat raw values (nulls are skipped when counted).
@@ -119,6 +121,7 @@ class SplitVocabulary:
             raise ValueError(f"{self.name}: weights must be given exactly when the "
                              f"accumulator is weighted (weighted={self.weighted})")
         if weights is not None:
+            check_weights(self.name, len(values), weights)
             for band, table in band_tables(values, weights).items():
                 if band not in self._bands:
                     self._bands[band] = SplitVocabulary(
@@ -133,7 +136,10 @@ class SplitVocabulary:
             self._flush_raw()
 
     def add_table(self, table: pa.Table) -> None:
-        """Adds a counted vocabulary table (distinct tokens)."""
+        """Adds a counted vocabulary table (distinct tokens; not when ``weighted``)."""
+        if self.weighted:
+            raise ValueError(f"{self.name}: a weighted accumulator counts (token, weight) "
+                             f"pairs: use add_values(values, weights), not add_table")
         if table.num_rows == 0:
             return
         self._tail.append(table)

@@ -38,7 +38,7 @@ from beam_prep.analyzers.exact_sums import ratio_to_float
 from beam_prep.analyzers.vocab.count import SCHEMA, table_from_counts
 
 __all__ = ["BAND_BITS", "MAX_WEIGHT", "WEIGHTED_SCHEMA", "band_key", "band_tables",
-           "combine_bands", "parse_band_key", "valid_weights", "weight_limbs"]
+           "check_weights", "combine_bands", "parse_band_key", "valid_weights", "weight_limbs"]
 
 #: Exponents per band: ``M = m << (e % 8)`` stays below 2**60.
 BAND_BITS = 8
@@ -79,6 +79,30 @@ def valid_weights(weights: np.ndarray) -> np.ndarray:
     """Mask of usable weights: finite, >= 0 and <= :data:`MAX_WEIGHT` (NaN is invalid)."""
     with np.errstate(invalid="ignore"):
         return (weights >= 0) & (weights <= MAX_WEIGHT)
+
+
+def check_weights(name: str, size: int, weights: np.ndarray) -> None:
+    """Refuses weights that are not one valid weight per value (a caller's bug: the split
+    DoFn sets rows with an invalid weight aside before it adds a batch).
+
+    Raises:
+        ValueError: Wrong length, or a weight that is missing, NaN, negative, infinite or
+            above :data:`MAX_WEIGHT`.
+
+    Example:
+        >>> check_weights("f", 2, np.array([1.0, -1.0]))
+        Traceback (most recent call last):
+        ...
+        ValueError: f: 1 of 2 weights are not valid (finite, >= 0, <= 2**900), e.g. -1.0
+    """
+    weights = np.asarray(weights)
+    if weights.shape != (size,):
+        raise ValueError(f"{name}: {weights.shape} weights for {size} values: give one "
+                         "weight per value")
+    bad = ~valid_weights(weights)
+    if bad.any():
+        raise ValueError(f"{name}: {int(bad.sum())} of {size} weights are not valid "
+                         f"(finite, >= 0, <= 2**900), e.g. {float(weights[bad][0])!r}")
 
 
 def weight_limbs(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -133,4 +133,3 @@ def finish_stats(drops: dict) -> dict:
     """Drop statistics with each exact ``count`` total as its float64 (for the manifest)."""
     return {k: {"tokens": int(v["tokens"]), "count": to_float(v["count"])}
             for k, v in sorted(drops.items())}
-
