@@ -4,7 +4,7 @@ argparse keeps its actions in a private list. The jobs' parsers are :class:`JobP
 instances, which record every action that ``add_argument`` returns (on the parser and on its
 argument groups), in declaration order, and offer them as :attr:`JobParser.flags`. The Flex
 Template metadata (:mod:`beam_prep.pipelines.flex_template`) is generated from that list;
-``tests/runners/test_dataflow_template.py`` pins it against argparse's own.
+``tests/dataflow/test_dataflow_template.py`` pins it against argparse's own.
 
 Example:
     >>> p = JobParser(prog="job")

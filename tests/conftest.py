@@ -24,7 +24,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 #: Folders of many small files, run last (see :func:`pytest_collection_modifyitems`).
-LIGHT_FOLDERS = ("cli", "spec", "project")
+LIGHT_FOLDERS = ("cli", "dataflow", "spec", "project")
 
 
 def pytest_collection_modifyitems(config, items):

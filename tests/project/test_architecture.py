@@ -214,3 +214,6 @@ def test_tests_are_laid_out_in_folders():
     from tests.conftest import LIGHT_FOLDERS
 
     assert all((tests / name).is_dir() for name in LIGHT_FOLDERS)
+    # tests/runners' conftest skips every test there without Java and the engine jars, so
+    # only the engine tests belong there (anything else would be skipped in `make test`).
+    assert sorted(p.name for p in (tests / "runners").glob("test_*.py")) == ["test_engines.py"]

@@ -3,7 +3,7 @@ beam_prep.io.commit.output_finalize).
 
 Expected folder contents are written out by hand from what each test stages. The job-level
 twin (both jobs run the way the Flex Template launcher runs them, without the driver's commit)
-is tests/runners/test_flex_finalize.py.
+is tests/dataflow/test_flex_finalize.py.
 """
 
 from __future__ import annotations
