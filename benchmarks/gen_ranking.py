@@ -7,7 +7,9 @@ Gaussian values. A document's relevance is a nonlinear function of its features 
 products, a sine, a threshold and a term relative to the list's mean (what a listwise model
 can see and a pointwise one cannot) — plus a per-query offset and Gaussian noise; graded
 labels 0..4 cut the relevance at fixed global quantiles (50 %, 75 %, 90 %, 97 %).
-Deterministic for a seed.
+Deterministic for a seed. ``--family`` swaps the relevance function (:data:`FAMILIES`) to
+check that a result is not specific to this one: ``pointwise`` drops the listwise term,
+``mixed`` uses other features, other shapes and a within-list rank.
 
 Writes ``rank.train`` / ``rank.train.query`` / ``rank.test`` / ``rank.test.query`` (the files
 ``beam-prep make-elwc --input_format lightgbm`` and LightGBM read) into ``--out``.
@@ -37,36 +39,99 @@ except ImportError:  # run as a script: benchmarks/ is on sys.path
 CUTS = (0.50, 0.75, 0.90, 0.97)
 
 
-def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator | None
-               ) -> np.ndarray:
-    """The relevance before the label cut; ``rng=None``: without the two noise terms."""
+def _parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(log1p(counts), bounded, signed)``: the three kinds of feature."""
     n_heavy = x.shape[1] // 3
-    logc = np.log1p(x[:, :n_heavy])
-    bounded = x[:, n_heavy:2 * n_heavy]
-    signed = x[:, 2 * n_heavy:]
+    return np.log1p(x[:, :n_heavy]), x[:, n_heavy:2 * n_heavy], x[:, 2 * n_heavy:]
+
+
+def _list_mean(v: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each document's list mean of ``v`` (lists are consecutive runs of ``sizes``)."""
     q = np.repeat(np.arange(len(sizes)), sizes)
-    # relative term: a document's bounded score minus its list's mean
-    sums = np.bincount(q, weights=bounded[:, 0]) / sizes
-    rel = bounded[:, 0] - sums[q]
-    r = (1.2 * np.tanh(logc[:, 0] - 1.0) * bounded[:, 1]
-         + 0.8 * np.sin(2.0 * signed[:, 0]) * (signed[:, 1] > 0)
-         + 0.6 * logc[:, 1] * (bounded[:, 2] > 0.5)
-         - 0.4 * np.abs(signed[:, 2]) + 0.5 * bounded[:, 3] * bounded[:, 4]
-         + 2.0 * rel)
+    return (np.bincount(q, weights=v) / sizes)[q]
+
+
+def _list_percentile(v: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each document's rank of ``v`` within its list, scaled to [0, 1] (0 = lowest)."""
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.lexsort((v, q))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    rank = np.empty(len(v))
+    rank[order] = np.arange(len(v)) - np.repeat(starts, sizes)
+    return rank / np.maximum(sizes - 1, 1)[q]
+
+
+def _shared_terms(x: np.ndarray) -> np.ndarray:
+    """Products, a sine, a threshold and an absolute value, per document."""
+    logc, bounded, signed = _parts(x)
+    return (1.2 * np.tanh(logc[:, 0] - 1.0) * bounded[:, 1]
+            + 0.8 * np.sin(2.0 * signed[:, 0]) * (signed[:, 1] > 0)
+            + 0.6 * logc[:, 1] * (bounded[:, 2] > 0.5)
+            - 0.4 * np.abs(signed[:, 2]) + 0.5 * bounded[:, 3] * bounded[:, 4])
+
+
+def _clean_listwise(x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The shared terms plus a bounded score relative to its list's mean."""
+    b0 = _parts(x)[1][:, 0]
+    return _shared_terms(x) + 2.0 * (b0 - _list_mean(b0, sizes))
+
+
+def _clean_pointwise(x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The shared terms plus the same score centred on 0.5, not on its list: nothing listwise."""
+    return _shared_terms(x) + 2.0 * (_parts(x)[1][:, 0] - 0.5)
+
+
+def _clean_mixed(x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Other features and shapes than ``listwise``; the list term is a within-list rank.
+
+    A count's rank among its list's documents (as "most cited in this result set"), a
+    smooth interaction, a maximum, a log ratio and a step; 14 of the 24 features are
+    not used at all.
+    """
+    logc, bounded, signed = _parts(x)
+    return (1.5 * _list_percentile(logc[:, 4], sizes)
+            + 0.9 * logc[:, 2] / (1.0 + logc[:, 2]) * np.tanh(signed[:, 3])
+            + 1.0 * np.maximum(bounded[:, 5], bounded[:, 6]) ** 2
+            + 0.5 * (logc[:, 3] - logc[:, 5])
+            + 0.7 * np.sin(np.pi * bounded[:, 7]) * signed[:, 4]
+            - 0.6 * (signed[:, 5] > 1.0))
+
+
+#: Relevance families (``--family``): the noise-free relevance and the label noise's std.
+FAMILIES = {
+    "listwise": (_clean_listwise, 1.0),
+    "pointwise": (_clean_pointwise, 1.0),
+    "mixed": (_clean_mixed, 0.7),
+}
+
+
+def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator | None,
+               family: str = "listwise") -> np.ndarray:
+    """The relevance before the label cut; ``rng=None``: without the two noise terms."""
+    clean, noise = FAMILIES[family]
+    r = clean(x, sizes)
     if rng is None:
         return r
-    r += rng.normal(0.0, 0.5, len(sizes))[q]        # query difficulty
-    return r + rng.normal(0.0, 1.0, len(r))         # label noise
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    r = r + rng.normal(0.0, 0.5, len(sizes))[q]     # query difficulty
+    return r + rng.normal(0.0, noise, len(r))       # label noise
 
 
 def generate(queries: int, *, features: int = 24, seed: int = 0,
-             list_sizes: tuple[int, int] = (5, 30)
+             list_sizes: tuple[int, int] = (5, 30), family: str = "listwise"
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(features [N, D], labels [N] in 0..4, list sizes [queries])``.
 
     List sizes are uniform in ``list_sizes`` (both ends included); the default draws the
     same random stream as before the option existed, so the files are unchanged.
+    ``family`` names the relevance function (:data:`FAMILIES`); the features are drawn the
+    same way for every family.
     """
+    if family not in FAMILIES:
+        raise ValueError(f"family: {family!r} is not one of {sorted(FAMILIES)}")
+    if family == "mixed" and features < 24:
+        raise ValueError(f"features: {features} is too few for family 'mixed'; "
+                         "it reads 8 of each kind, pass at least 24")
     rng = np.random.default_rng(seed)
     sizes = rng.integers(list_sizes[0], list_sizes[1] + 1, queries)
     n, third = int(sizes.sum()), features // 3
@@ -74,18 +139,19 @@ def generate(queries: int, *, features: int = 24, seed: int = 0,
     bounded = rng.uniform(0.0, 1.0, (n, third))
     signed = rng.normal(0.0, 1.0, (n, features - 2 * third))
     x = np.concatenate([heavy, bounded, signed], axis=1)
-    r = _relevance(x, sizes, rng)
+    r = _relevance(x, sizes, rng, family)
     labels = np.searchsorted(np.quantile(r, CUTS), r, side="right")
     return x, labels, sizes
 
 
-def oracle_ndcg(x: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> float:
+def oracle_ndcg(x: np.ndarray, labels: np.ndarray, sizes: np.ndarray,
+                family: str = "listwise") -> float:
     """NDCG@10 of ranking by the noise-free relevance: about the best any model can score.
 
     (The noise is the same for every document of a list or independent of the features, so
     ranking by the noise-free relevance maximises the expected gain at every position.)
     """
-    clean = _relevance(x, sizes, None)
+    clean = _relevance(x, sizes, None, family)
     return numpy_ndcg(padded(labels, sizes, -1.0), padded(clean, sizes, 0.0))
 
 
@@ -98,6 +164,10 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--list_sizes", default="5,30",
                     help="MIN,MAX documents per query (uniform, both included), e.g. 20,200")
+    ap.add_argument("--family", default="listwise", choices=sorted(FAMILIES),
+                    help="relevance function: listwise (default; a term relative to the "
+                    "list's mean), pointwise (the same without it), mixed (other features "
+                    "and shapes, a within-list rank, 14 of 24 features unused)")
     ap.add_argument("--oracle", action="store_true",
                     help="print the NDCG@10 of the noise-free relevance on the test lists")
     args = ap.parse_args(argv)
@@ -108,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     os.makedirs(args.out, exist_ok=True)
     total = args.train_queries + args.test_queries
     x, y, sizes = generate(total, features=args.features, seed=args.seed,
-                           list_sizes=(lo, hi))
+                           list_sizes=(lo, hi), family=args.family)
     cut = int(sizes[:args.train_queries].sum())
     write_lightgbm(os.path.join(args.out, "rank.train"), x[:cut], y[:cut],
                    sizes[:args.train_queries])
@@ -116,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
                    sizes[args.train_queries:])
     if args.oracle:
         print(f"oracle NDCG@10 on the test lists: "
-              f"{oracle_ndcg(x[cut:], y[cut:], sizes[args.train_queries:]):.4f}")
+              f"{oracle_ndcg(x[cut:], y[cut:], sizes[args.train_queries:], args.family):.4f}")
 
 
 if __name__ == "__main__":

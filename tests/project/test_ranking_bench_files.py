@@ -65,6 +65,57 @@ def test_bad_list_sizes_is_one_line() -> None:
         gen_ranking.main(["--out", "/nonexistent", "--list_sizes", "30,20"])
 
 
+def _clean(family: str, x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    return gen_ranking._relevance(x, sizes, None, family)
+
+
+def test_families_listwise_terms_against_a_per_list_loop() -> None:
+    """Each family's list term, recomputed one list at a time in plain Python."""
+    x, _, sizes = gen_ranking.generate(60, seed=1)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    shared = gen_ranking._shared_terms(x)
+    b0, logc4 = x[:, 8], np.log1p(x[:, 4])
+    listwise, pointwise = _clean("listwise", x, sizes), _clean("pointwise", x, sizes)
+    pct = gen_ranking._list_percentile(logc4, sizes)
+    for a, b in zip(starts[:-1], starts[1:]):
+        mean = sum(b0[a:b]) / (b - a)
+        np.testing.assert_allclose(listwise[a:b], shared[a:b] + 2.0 * (b0[a:b] - mean))
+        np.testing.assert_allclose(pointwise[a:b], shared[a:b] + 2.0 * (b0[a:b] - 0.5))
+        for i in range(a, b):   # rank among the list (ties impossible: continuous draws)
+            below = sum(1 for j in range(a, b) if logc4[j] < logc4[i])
+            assert pct[i] == pytest.approx(below / max(b - a - 1, 1))
+
+
+def test_pointwise_and_mixed_scores_do_not_move_with_the_list_as_designed() -> None:
+    """Moving a document to another list: pointwise keeps its relevance, the others do not."""
+    x, _, sizes = gen_ranking.generate(40, seed=2)
+    first = int(sizes[0])
+    moved = np.concatenate([x[first:], x[:first]])     # list 0 now last, same members
+    resized = np.concatenate([sizes[1:], sizes[:1]])
+    split = np.array([first - 1, 1] + list(sizes[1:]))  # list 0 cut into two lists
+    for family, changes in (("pointwise", False), ("listwise", True), ("mixed", True)):
+        base = _clean(family, x, sizes)
+        np.testing.assert_allclose(
+            _clean(family, moved, resized), np.concatenate([base[first:], base[:first]]))
+        differs = not np.allclose(_clean(family, x, split)[:first], base[:first])
+        assert differs is changes, family
+
+
+def test_families_give_labels_at_the_global_cuts_and_unknown_is_refused(tmp_path) -> None:
+    for family in gen_ranking.FAMILIES:
+        x, y, sizes = gen_ranking.generate(800, seed=0, family=family)
+        share = np.bincount(y, minlength=5) / len(y)
+        np.testing.assert_allclose(share, [0.50, 0.25, 0.15, 0.07, 0.03], atol=0.005)
+        oracle = gen_ranking.oracle_ndcg(x, y, sizes, family)
+        assert 0.5 < oracle < 1.0, family
+    with pytest.raises(ValueError, match="family: 'nope' is not one of"):
+        gen_ranking.generate(10, family="nope")
+    with pytest.raises(ValueError, match="features: 12 is too few for family 'mixed'"):
+        gen_ranking.generate(10, features=12, family="mixed")
+    with pytest.raises(SystemExit):
+        gen_ranking.main(["--out", str(tmp_path), "--family", "nope"])
+
+
 def test_write_read_round_trip(tmp_path) -> None:  # noqa: ANN001
     rng = np.random.default_rng(0)
     x = rng.lognormal(0, 2, (7, 3)).astype("float32")
