@@ -240,13 +240,11 @@ def test_export_scores_raw_features_like_the_model_scores_encoded(data, tmp_path
     # lists of 8 (dnn: each document scored alone) vs the export on the raw list.
     long_enc = input_pb2.ExampleListWithContext.FromString(
         _long_list(_records(data["enc"]), 200))
-    want_long = []
-    for i in range(0, 200, 8):
-        part = input_pb2.ExampleListWithContext(context=long_enc.context,
-                                                examples=long_enc.examples[i:i + 8])
-        f, _ = launcher.datasets.parse_fn(tf.constant([part.SerializeToString()]))
-        want_long.append(result.model(launcher.preprocessor(f), training=False).numpy()[0])
-    want_long = np.concatenate(want_long)
+    parts = [input_pb2.ExampleListWithContext(
+        context=long_enc.context, examples=long_enc.examples[i:i + 8]).SerializeToString()
+        for i in range(0, 200, 8)]
+    f, _ = launcher.datasets.parse_fn(tf.constant(parts))      # 25 lists of 8, one batch
+    want_long = result.model(launcher.preprocessor(f), training=False).numpy().reshape(-1)
     del result, launcher
     shutil.rmtree(art)  # serving must not need the artifact directory
     raw_files = sorted(tf.io.gfile.glob(os.path.join(data["raw"], "validation-*.tfrecord")))
