@@ -45,15 +45,20 @@ def _parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.log1p(x[:, :n_heavy]), x[:, n_heavy:2 * n_heavy], x[:, 2 * n_heavy:]
 
 
+def _list_ids(sizes: np.ndarray) -> np.ndarray:
+    """Each document's list index (lists are consecutive runs of ``sizes`` documents)."""
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
 def _list_mean(v: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Each document's list mean of ``v`` (lists are consecutive runs of ``sizes``)."""
-    q = np.repeat(np.arange(len(sizes)), sizes)
+    """Each document's list mean of ``v``."""
+    q = _list_ids(sizes)
     return (np.bincount(q, weights=v) / sizes)[q]
 
 
 def _list_percentile(v: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Each document's rank of ``v`` within its list, scaled to [0, 1] (0 = lowest)."""
-    q = np.repeat(np.arange(len(sizes)), sizes)
+    q = _list_ids(sizes)
     order = np.lexsort((v, q))
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     rank = np.empty(len(v))
@@ -112,7 +117,7 @@ def _relevance(x: np.ndarray, sizes: np.ndarray, rng: np.random.Generator | None
     r = clean(x, sizes)
     if rng is None:
         return r
-    q = np.repeat(np.arange(len(sizes)), sizes)
+    q = _list_ids(sizes)
     r = r + rng.normal(0.0, 0.5, len(sizes))[q]     # query difficulty
     return r + rng.normal(0.0, noise, len(r))       # label noise
 
