@@ -149,6 +149,45 @@ def launcher_seed(seed: int) -> int:
     return seed * SEED_STRIDE
 
 
+def bench_hparams(model_dir: str, spec: str, train: str, valid: str | None,
+                  training_seed: int, overrides: list[str], config: str = CONFIG) -> object:
+    """The launcher config of one benchmark training: ``config`` + the run's files + overrides.
+
+    No artifacts, no export; ``valid`` (lists carved from the training lists) or none.
+    """
+    from beam_prep.ranking.train.hparams import RankingHparams
+
+    return RankingHparams.load(config, overrides=[
+        f"data.feature_spec={spec}", f"data.train_pattern={train}",
+        f"data.valid_pattern={valid or 'null'}", "data.valid_batch_size=null",
+        "data.artifacts=null", f"training.model_dir={model_dir}", "training.export_dir=null",
+        f"training.seed={training_seed}", *overrides, "data.drop_remainder=false"])
+
+
+def score_lists(model, launcher, test: str, n_test: int,
+                n_docs: int | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``model``'s scores of the ``test`` lists, scored whole (as served).
+
+    Returns ``[lists, width]`` labels (-1 = padding) and scores, and the launcher's keras-rs
+    NDCG@10 of them. ``n_test`` (lists) and ``n_docs`` (real entries, when given) are
+    checked against what was scored.
+    """
+    from beam_prep.ranking.train.metrics import ndcg
+
+    metric = ndcg(10)
+    labels, scores = [], []
+    for features, y in launcher.datasets.build(test, 10, training=False):
+        s = model(features, training=False)
+        metric.update_state(y, s)
+        labels.append(y.numpy())
+        scores.append(s.numpy())
+    labels_np, scores_np = padded_rows(labels, -1), padded_rows(scores, 0.0)
+    assert labels_np.shape[0] == n_test, (labels_np.shape, n_test)
+    scored = int((labels_np >= 0).sum())
+    assert n_docs is None or scored == n_docs, (scored, n_docs)
+    return labels_np, scores_np, float(metric.result())
+
+
 def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: int,
              overrides: list[str], valid: str | None = None, config: str = CONFIG,
              n_docs: int | None = None) -> dict:
@@ -159,34 +198,18 @@ def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: 
     are scored whole, as served (every document, however long the list): ``n_docs``, when
     given, is checked against the number of real entries scored.
     """
-    from beam_prep.ranking.train.hparams import RankingHparams
     from beam_prep.ranking.train.launcher import RankingLauncher
-    from beam_prep.ranking.train.metrics import ndcg
 
     model_dir = f"{workdir}/model_{seed}"
     shutil.rmtree(model_dir, ignore_errors=True)
-    hp = RankingHparams.load(config, overrides=[
-        f"data.feature_spec={spec}", f"data.train_pattern={train}",
-        f"data.valid_pattern={valid or 'null'}", "data.valid_batch_size=null",
-        "data.artifacts=null", f"training.model_dir={model_dir}", "training.export_dir=null",
-        f"training.seed={launcher_seed(seed)}", *overrides, "data.drop_remainder=false"])
+    hp = bench_hparams(model_dir, spec, train, valid, launcher_seed(seed), overrides, config)
     launcher = RankingLauncher(hp, layers={}, vocab_rows={})
     cpu = time.process_time()
     result = launcher.run()
     cpu = time.process_time() - cpu
-    metric = ndcg(10)
-    labels, scores = [], []
-    for features, y in launcher.datasets.build(test, 10, training=False):
-        s = result.model(features, training=False)
-        metric.update_state(y, s)
-        labels.append(y.numpy())
-        scores.append(s.numpy())
-    labels_np, scores_np = padded_rows(labels, -1), padded_rows(scores, 0.0)
-    assert labels_np.shape[0] == n_test, (labels_np.shape, n_test)
-    scored = int((labels_np >= 0).sum())
-    assert n_docs is None or scored == n_docs, (scored, n_docs)
+    labels_np, scores_np, keras_rs = score_lists(result.model, launcher, test, n_test, n_docs)
     ours = numpy_ndcg(labels_np, scores_np)
-    return {"ndcg_10": ours, "keras_rs": float(metric.result()), "steps": result.steps,
+    return {"ndcg_10": ours, "keras_rs": keras_rs, "steps": result.steps,
             "train_cpu_s": round(cpu, 1), "tied_scores": _tied(labels_np, scores_np)}
 
 

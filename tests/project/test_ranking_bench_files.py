@@ -168,3 +168,24 @@ def test_lightgbm_seed_dependence_and_cpu_lines() -> None:
     assert bench.cpu_lines([10.0, 14.0], [2.0]) == [
         "cpu_s per training, ours: 12.0 ± 2.8 (min 10.0, max 14.0, 2 trainings)",
         "cpu_s per training, lightgbm: 2.0 ± 0.0 (min 2.0, max 2.0, 1 training)"]
+
+
+def test_ensemble_curve_finds_a_run_and_averages_the_first_k(tmp_path) -> None:  # noqa: ANN001
+    """ensemble_curve reads a bench run's ELWC globs; the curve's k-th point is the mean of
+    the first k members' scores (the served score of ``model.ensemble: k``)."""
+    from benchmarks import ensemble_curve
+
+    with pytest.raises(FileNotFoundError, match="run_<fold>"):
+        ensemble_curve.run_files(str(tmp_path))
+    for split in ("train", "test"):
+        d = tmp_path / f"elwc_{split}" / "dataset"
+        d.mkdir(parents=True)
+        (d / "feature_spec.json").write_text("{}")
+    files = ensemble_curve.run_files(str(tmp_path))
+    assert "valid" not in files
+    assert files["spec"] == str(tmp_path / "elwc_train" / "dataset" / "feature_spec.json")
+    assert files["test"] == str(tmp_path / "elwc_test" / "dataset" / "*.tfrecord*")
+    scores = [np.array([[1.0, 4.0]]), np.array([[3.0, 0.0]]), np.array([[5.0, 2.0]])]
+    np.testing.assert_allclose(ensemble_curve.mean_of_first(scores, 1), [[1.0, 4.0]])
+    np.testing.assert_allclose(ensemble_curve.mean_of_first(scores, 2), [[2.0, 2.0]])
+    np.testing.assert_allclose(ensemble_curve.mean_of_first(scores, 3), [[3.0, 2.0]])
