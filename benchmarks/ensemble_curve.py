@@ -74,8 +74,6 @@ def run_files(run_dir: str) -> dict[str, str]:
 
 
 def main() -> None:  # noqa: D103
-    from beam_prep.ranking.train.launcher import RankingLauncher
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", required=True, help="a bench workdir's run_<fold> directory")
     ap.add_argument("--seed", type=int, default=0, help="the bench seed (model_<seed>)")
@@ -85,6 +83,8 @@ def main() -> None:  # noqa: D103
     ap.add_argument("--config", default=CONFIG)
     ap.add_argument("overrides", nargs="*", help="the benchmark run's section.key=value")
     args = ap.parse_args()
+    from beam_prep.ranking.train.launcher import RankingLauncher
+
     files = run_files(args.run)
     sizes = np.loadtxt(os.path.join(args.run, "rank.test.query"), dtype="int64", ndmin=1)
     seed = launcher_seed(args.seed) if args.training_seed is None else args.training_seed
