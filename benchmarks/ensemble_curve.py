@@ -103,12 +103,13 @@ def main() -> None:  # noqa: D103
     for i, member in enumerate(members):
         labels, s, _ = score_lists(member, launcher, files["test"], len(sizes), int(sizes.sum()))
         scores.append(s)
-        state = json.load(open(os.path.join(hp.training.model_dir, f"member_{i}",
-                                            "run_state.json")))
+        with open(os.path.join(hp.training.model_dir, f"member_{i}", "run_state.json")) as f:
+            best = json.load(f).get("best") or {}  # none without validation lists
         print(json.dumps({"member": i, "training_seed": seed + i,
                           "ndcg_10": round(numpy_ndcg(labels, s), 4),
-                          "val_ndcg_10": round(state["best"]["value"], 4),
-                          "best_epoch": state["best"]["epoch"]}), flush=True)
+                          "val_ndcg_10": (None if best.get("value") is None
+                                          else round(best["value"], 4)),
+                          "best_epoch": best.get("epoch")}), flush=True)
     _, served, _ = score_lists(result.model, launcher, files["test"], len(sizes))
     assert np.allclose(served, mean_of_first(scores, len(scores)), atol=1e-5)
     curve = [round(numpy_ndcg(labels, mean_of_first(scores, k)), 4)
