@@ -126,11 +126,29 @@ def convert(src: str, workdir: str, num_features: int) -> tuple[str, str, str, s
         make_elwc.main(["--input", f"{workdir}/rank.{split}", "--input_format", "lightgbm",
                         "--output", f"{workdir}/elwc_{split}",
                         "--num_features", str(num_features)])
-    dirs = {s: os.path.dirname(glob.glob(f"{workdir}/elwc_{s}/**/feature_spec.json",
-                                         recursive=True)[0]) for s in splits}
-    return (os.path.join(dirs["train"], "feature_spec.json"),
-            os.path.join(dirs["train"], "*.tfrecord*"), os.path.join(dirs["test"], "*.tfrecord*"),
-            os.path.join(dirs["valid"], "*.tfrecord*") if "valid" in dirs else None)
+    files = run_files(workdir)
+    return files["spec"], files["train"], files["test"], files.get("valid")
+
+
+def run_files(run_dir: str) -> dict[str, str]:
+    """The ELWC files of a run directory (:func:`convert`'s ``workdir``): ``spec`` and the
+    ``train``, ``test`` and (when carved) ``valid`` globs.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` holds no converted training or test lists.
+    """
+    out = {}
+    for split in ("train", "valid", "test"):
+        found = glob.glob(f"{run_dir}/elwc_{split}/**/feature_spec.json", recursive=True)
+        if not found:
+            if split == "valid":
+                continue
+            raise FileNotFoundError(f"{run_dir}/elwc_{split}: no feature_spec.json; pass the "
+                                    "run_<fold> directory of a bench_ranking_quality.py workdir")
+        out[split] = os.path.join(os.path.dirname(found[0]), "*.tfrecord*")
+        if split == "train":
+            out["spec"] = found[0]
+    return out
 
 
 #: Bench seeds map to launcher seeds this far apart: an ensemble's member ``i`` trains with
@@ -164,28 +182,30 @@ def bench_hparams(model_dir: str, spec: str, train: str, valid: str | None,
         f"training.seed={training_seed}", *overrides, "data.drop_remainder=false"])
 
 
-def score_lists(model, launcher, test: str, n_test: int,
-                n_docs: int | None = None) -> tuple[np.ndarray, np.ndarray, float]:
-    """``model``'s scores of the ``test`` lists, scored whole (as served).
+def score_lists(models, launcher, test: str, n_test: int,
+                n_docs: int | None = None) -> tuple[np.ndarray, list[np.ndarray], list[float]]:
+    """Every model's scores of the ``test`` lists, scored whole (as served), in one pass.
 
-    Returns ``[lists, width]`` labels (-1 = padding) and scores, and the launcher's keras-rs
-    NDCG@10 of them. ``n_test`` (lists) and ``n_docs`` (real entries, when given) are
-    checked against what was scored.
+    Returns ``[lists, width]`` labels (-1 = padding), each model's scores of the same shape
+    and each model's keras-rs NDCG@10 (the launcher's metric). ``n_test`` (lists) and
+    ``n_docs`` (real entries, when given) are checked against what was scored.
     """
     from beam_prep.ranking.train.metrics import ndcg
 
-    metric = ndcg(10)
-    labels, scores = [], []
+    metrics = [ndcg(10) for _ in models]
+    labels, scores = [], [[] for _ in models]
     for features, y in launcher.datasets.build(test, 10, training=False):
-        s = model(features, training=False)
-        metric.update_state(y, s)
         labels.append(y.numpy())
-        scores.append(s.numpy())
-    labels_np, scores_np = padded_rows(labels, -1), padded_rows(scores, 0.0)
+        for model, metric, out in zip(models, metrics, scores):
+            s = model(features, training=False)
+            metric.update_state(y, s)
+            out.append(s.numpy())
+    labels_np = padded_rows(labels, -1)
     assert labels_np.shape[0] == n_test, (labels_np.shape, n_test)
     scored = int((labels_np >= 0).sum())
     assert n_docs is None or scored == n_docs, (scored, n_docs)
-    return labels_np, scores_np, float(metric.result())
+    return (labels_np, [padded_rows(s, 0.0) for s in scores],
+            [float(m.result()) for m in metrics])
 
 
 def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: int,
@@ -207,7 +227,8 @@ def run_ours(seed: int, workdir: str, spec: str, train: str, test: str, n_test: 
     cpu = time.process_time()
     result = launcher.run()
     cpu = time.process_time() - cpu
-    labels_np, scores_np, keras_rs = score_lists(result.model, launcher, test, n_test, n_docs)
+    labels_np, (scores_np,), (keras_rs,) = score_lists([result.model], launcher, test, n_test,
+                                                       n_docs)
     ours = numpy_ndcg(labels_np, scores_np)
     return {"ndcg_10": ours, "keras_rs": keras_rs, "steps": result.steps,
             "train_cpu_s": round(cpu, 1), "tied_scores": _tied(labels_np, scores_np)}

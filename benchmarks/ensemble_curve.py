@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import time
@@ -37,40 +36,19 @@ try:
         CONFIG,
         bench_hparams,
         launcher_seed,
+        run_files,
         score_lists,
     )
     from benchmarks.ltr_files import numpy_ndcg
 except ImportError:  # run as a script: benchmarks/ is on sys.path
-    from bench_ranking_quality import CONFIG, bench_hparams, launcher_seed, score_lists
+    from bench_ranking_quality import CONFIG, bench_hparams, launcher_seed, run_files, score_lists
     from ltr_files import numpy_ndcg
-
-MEMBER_TAG = "__member_"
 
 
 def mean_of_first(scores: list[np.ndarray], k: int) -> np.ndarray:
     """The mean of the first ``k`` members' ``[lists, width]`` scores (the served score of
     ``model.ensemble: k``)."""
     return np.mean(np.stack(scores[:k]), axis=0)
-
-
-def run_files(run_dir: str) -> dict[str, str]:
-    """The ELWC files a benchmark run wrote: ``spec``, ``train``, ``valid`` and ``test`` globs.
-
-    Raises:
-        FileNotFoundError: ``run_dir`` is not a ``bench_ranking_quality.py`` run directory.
-    """
-    out = {}
-    for split in ("train", "valid", "test"):
-        found = glob.glob(f"{run_dir}/elwc_{split}/**/feature_spec.json", recursive=True)
-        if not found:
-            if split == "valid":
-                continue
-            raise FileNotFoundError(f"{run_dir}/elwc_{split}: no feature_spec.json; pass the "
-                                    "run_<fold> directory of a bench_ranking_quality.py workdir")
-        out[split] = os.path.join(os.path.dirname(found[0]), "*.tfrecord*")
-        if split == "train":
-            out["spec"] = found[0]
-    return out
 
 
 def main() -> None:  # noqa: D103
@@ -84,6 +62,7 @@ def main() -> None:  # noqa: D103
     ap.add_argument("overrides", nargs="*", help="the benchmark run's section.key=value")
     args = ap.parse_args()
     from beam_prep.ranking.train.launcher import RankingLauncher
+    from beam_prep.ranking.train.scorers.ensemble import member_models
 
     files = run_files(args.run)
     sizes = np.loadtxt(os.path.join(args.run, "rank.test.query"), dtype="int64", ndmin=1)
@@ -95,14 +74,11 @@ def main() -> None:  # noqa: D103
     cpu = time.process_time()
     result = launcher.run()
     cpu = time.process_time() - cpu
-    members = sorted((m for m in result.model.layers if MEMBER_TAG in m.name),
-                     key=lambda m: int(m.name.rsplit(MEMBER_TAG, 1)[1]))
+    members = member_models(result.model)
     assert len(members) == args.members, [m.name for m in members]
-    labels = None
-    scores = []
-    for i, member in enumerate(members):
-        labels, s, _ = score_lists(member, launcher, files["test"], len(sizes), int(sizes.sum()))
-        scores.append(s)
+    labels, (*scores, served), _ = score_lists([*members, result.model], launcher,
+                                               files["test"], len(sizes), int(sizes.sum()))
+    for i, s in enumerate(scores):
         with open(os.path.join(hp.training.model_dir, f"member_{i}", "run_state.json")) as f:
             best = json.load(f).get("best") or {}  # none without validation lists
         print(json.dumps({"member": i, "training_seed": seed + i,
@@ -110,7 +86,6 @@ def main() -> None:  # noqa: D103
                           "val_ndcg_10": (None if best.get("value") is None
                                           else round(best["value"], 4)),
                           "best_epoch": best.get("epoch")}), flush=True)
-    _, served, _ = score_lists(result.model, launcher, files["test"], len(sizes))
     assert np.allclose(served, mean_of_first(scores, len(scores)), atol=1e-5)
     curve = [round(numpy_ndcg(labels, mean_of_first(scores, k)), 4)
              for k in range(1, len(scores) + 1)]

@@ -171,17 +171,17 @@ def test_lightgbm_seed_dependence_and_cpu_lines() -> None:
 
 
 def test_ensemble_curve_finds_a_run_and_averages_the_first_k(tmp_path) -> None:  # noqa: ANN001
-    """ensemble_curve reads a bench run's ELWC globs; the curve's k-th point is the mean of
+    """A bench run's ELWC globs (convert's layout); ensemble_curve's k-th point is the mean of
     the first k members' scores (the served score of ``model.ensemble: k``)."""
     from benchmarks import ensemble_curve
 
     with pytest.raises(FileNotFoundError, match="run_<fold>"):
-        ensemble_curve.run_files(str(tmp_path))
+        bench.run_files(str(tmp_path))
     for split in ("train", "test"):
         d = tmp_path / f"elwc_{split}" / "dataset"
         d.mkdir(parents=True)
         (d / "feature_spec.json").write_text("{}")
-    files = ensemble_curve.run_files(str(tmp_path))
+    files = bench.run_files(str(tmp_path))
     assert "valid" not in files
     assert files["spec"] == str(tmp_path / "elwc_train" / "dataset" / "feature_spec.json")
     assert files["test"] == str(tmp_path / "elwc_test" / "dataset" / "*.tfrecord*")

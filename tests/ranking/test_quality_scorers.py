@@ -16,7 +16,7 @@ from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import ModelHparams, RankingHparams
 from beam_prep.ranking.train.launcher import RankingLauncher
 from beam_prep.ranking.train.scorers.dasalc import DasalcScorer
-from beam_prep.ranking.train.scorers.ensemble import average_model
+from beam_prep.ranking.train.scorers.ensemble import average_model, member_models
 from tests.ranking.train_fixtures import (
     SAMPLE,
     SPEC,
@@ -144,6 +144,9 @@ def test_average_model_is_the_mean_of_members():
     x = {"x": RNG.normal(size=(4, L, 3)).astype("float32")}
     want = np.mean([np.asarray(m(x)) for m in members], axis=0)
     np.testing.assert_allclose(np.asarray(avg(x)), want, rtol=1e-5, atol=1e-5)
+    got = member_models(avg)  # the members themselves, in member order
+    assert len(got) == 3 and all(g is m for g, m in zip(got, members))
+    assert member_models(members[0]) == []
     with pytest.raises(SpecError, match="ensemble"):
         average_model([], spec)
 

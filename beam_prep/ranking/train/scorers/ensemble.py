@@ -24,6 +24,9 @@ from keras import ops
 from beam_prep.codegen.keras_model import keras_model
 from beam_prep.errors import SpecError
 
+#: A member's model name ends in this tag and its index (unique in the averaged graph).
+MEMBER_TAG = "__member_"
+
 
 def average_model(members: Sequence[keras.Model], element_spec: Mapping[str, Any], *,
                   list_features: Sequence[str] = (),
@@ -45,11 +48,22 @@ def average_model(members: Sequence[keras.Model], element_spec: Mapping[str, Any
     if not members:
         raise SpecError("`model.ensemble` must be a positive integer. Received: 0 members")
     for i, m in enumerate(members):  # unique names: one functional graph holds them all
-        m.name = f"{m.name.split('__member_')[0]}__member_{i}"
+        m.name = f"{m.name.split(MEMBER_TAG)[0]}{MEMBER_TAG}{i}"
     inputs = create_inputs(element_spec, list_features=list_features)
     scores = [m(inputs) for m in members]
     out = scores[0] if len(scores) == 1 else ops.mean(ops.stack(scores, axis=0), axis=0)
     return keras_model(inputs, out, name)
+
+
+def member_models(model: keras.Model) -> list[keras.Model]:
+    """The members of an :func:`average_model`, in member order (``[]`` for one model).
+
+    Example:
+        >>> [m.name for m in member_models(average_model([m0, m1], spec))]  # doctest: +SKIP
+        ['ranker__member_0', 'ranker__member_1']
+    """
+    members = [m for m in model.layers if MEMBER_TAG in m.name]
+    return sorted(members, key=lambda m: int(m.name.rsplit(MEMBER_TAG, 1)[1]))
 
 
 def member_hparams(hp: Any, index: int) -> Any:
