@@ -93,3 +93,34 @@ def test_loop_settings_name_the_bad_field(change):
     with pytest.raises(SpecError, match=rf"`{name}` must be an integer >= \d\. Received: "
                                         rf"{name}={value!r}"):
         LoopSettings(**{**good, **change})
+
+
+class _NestedBlocks(keras.Model):
+    """Layers kept in a nested list, as the ranking scorer keeps its hidden blocks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = [[keras.layers.Dense(1, use_bias=False),
+                        keras.layers.BatchNormalization(momentum=0.5)]]
+
+    def call(self, features, training=None):
+        h = keras.ops.reshape(features["x"], (-1, 1))
+        for dense, norm in self.blocks:
+            h = norm(dense(h), training=training)
+        return keras.ops.reshape(h, (-1, L))
+
+
+def test_the_checkpoint_restores_state_of_layers_in_nested_lists(tmp_path):
+    """BatchNormalization's moving statistics (non-trainable) survive a restart."""
+    ckpt = str(tmp_path / "ckpt")
+    model = _NestedBlocks()
+    model({"x": X[:B]})
+    _loop(model, ckpt, epochs=1, steps_per_epoch=3).run(_train_ds())
+    moving = [v.numpy() for v in model.non_trainable_variables]
+    assert not np.allclose(moving[0], 0.0)  # training moved the moving mean
+    restored = _NestedBlocks()
+    restored({"x": X[:B]})
+    _, steps = _loop(restored, ckpt, epochs=1, steps_per_epoch=3).run(_train_ds())
+    assert steps == 3  # restored at the end of epoch 0: nothing left to train
+    for want, got in zip(model.weights, restored.weights):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

@@ -9,7 +9,8 @@ about the YAML config or the launcher.
 What it does, in order:
 
 * builds the optimizer under ``strategy.scope()`` and restores the latest
-  ``tf.train.CheckpointManager`` checkpoint (model + optimizer, hence the step) from
+  ``tf.train.CheckpointManager`` checkpoint (every model variable + the optimizer, hence
+  the step) from
   ``checkpoint_dir``: a restarted run resumes at the epoch the step count falls in;
 * per execution: ``steps_per_execution`` steps (fewer at an epoch end), the mean loss logged
   to TensorBoard under ``loss`` at the step reached; a checkpoint every
@@ -141,7 +142,13 @@ class CustomLoop:
         with strategy.scope():
             self.optimizer = make_optimizer()
             self.optimizer.build(model.trainable_variables)
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=self.optimizer)
+        # `variables`: every model variable by position. TensorFlow's object graph does not
+        # reach layers a Keras model keeps in nested Python lists (the scorer's hidden
+        # blocks): their non-trainable state (BatchNormalization's moving statistics) would
+        # be missing from the checkpoint, their trainable weights reached only through the
+        # optimizer.
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=self.optimizer,
+                                              variables=list(model.weights))
         self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
                                                   max_to_keep=3)
         if self.manager.latest_checkpoint:
