@@ -44,7 +44,8 @@ def test_training_config_duplicate_key_names_key_and_lines():
 @pytest.mark.parametrize("extra, overrides, message", [
     ("  epoch: 3\n", (),
      "`training`: `epoch` must be one of the known keys ['model_dir', 'loss', "
-     "'softmax_targets', 'optimizer', 'learning_rate', 'lr_schedule', 'warmup_steps', "
+     "'softmax_targets', 'optimizer', 'learning_rate', 'lr_schedule', 'ema_momentum', "
+     "'warmup_steps', "
      "'warmup_epochs', 'min_learning_rate', 'plateau_factor', 'plateau_patience', 'epochs', "
      "'steps_per_epoch', "
      "'validation_steps', 'steps_per_execution', 'metrics_k', 'checkpoint_every_steps', "

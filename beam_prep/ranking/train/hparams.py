@@ -264,6 +264,9 @@ class TrainHparams:
             ``steps_per_epoch``) or ``plateau`` (multiplied by ``plateau_factor`` after
             ``plateau_patience`` epochs without a better ``early_stopping_metric``, never
             below ``min_learning_rate``); see :mod:`.lr_schedule`.
+        ema_momentum: Weight averaging (null = off): the optimizer keeps ``average = m *
+            average + (1 - m) * weight`` after every step, and validation, the best
+            checkpoint and the export use the averages (:mod:`.ema`); e.g. 0.999.
         warmup_steps: Steps of linear warm-up from ``learning_rate / warmup_steps`` up to
             ``learning_rate`` (0 = none), with any ``lr_schedule``.
         warmup_epochs: The warm-up in epochs instead (``round(warmup_epochs x
@@ -311,6 +314,7 @@ class TrainHparams:
     optimizer: OptimizerName = "adam"
     learning_rate: float = 0.001
     lr_schedule: LrSchedule = "constant"
+    ema_momentum: float | None = None
     warmup_steps: int = 0
     warmup_epochs: float = 0.0
     min_learning_rate: float = 0.0
@@ -348,6 +352,9 @@ class TrainHparams:
                             f"Received: softmax_targets={self.softmax_targets!r} with "
                             f"loss={self.loss!r}; remove it or use loss: softmax.")
         _float("training", "learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
+        if self.ema_momentum is not None:
+            _float("training", "ema_momentum", self.ema_momentum, low=0.0, high=1.0,
+                   low_inclusive=False)
         _int("training", "epochs", self.epochs)
         if self.steps_per_epoch not in ("auto", None):
             if isinstance(self.steps_per_epoch, bool) or not isinstance(

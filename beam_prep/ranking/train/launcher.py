@@ -43,7 +43,7 @@ import tensorflow as tf
 
 from beam_prep.errors import BeamPrepError, InputError, SpecError
 from beam_prep.ranking.feature_spec import ElwcFeatureSpec
-from beam_prep.ranking.train import guard, run_state
+from beam_prep.ranking.train import ema, guard, run_state
 from beam_prep.ranking.train.encoded_input import build_layers, input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.feed import STEPS_PER_EXECUTION_AUTO, resolve_steps_per_execution
@@ -577,7 +577,8 @@ class RankingLauncher:
             loss = get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None)
         loop = CustomLoop(
             model, strategy=self.strategy,
-            make_optimizer=lambda: make_optimizer(tr.optimizer, tr.learning_rate, self.schedule),
+            make_optimizer=lambda: make_optimizer(tr.optimizer, tr.learning_rate, self.schedule,
+                                                  ema_momentum=tr.ema_momentum),
             loss=loss, make_metrics=lambda: ranking_metrics(tr.metrics_k), settings=settings,
             checkpoint_dir=self._dir("ckpt"),
             log_dir=self._dir("logs") if tensorboard_available() else None,
@@ -612,15 +613,23 @@ class RankingLauncher:
         tr = self.hp.training
         self.first_step = tracker.state.epochs_done * self.steps_per_epoch()
         save_freq: Any = tr.checkpoint_every_steps or "epoch"
-        callbacks: list[Any] = [] if valid_ds is None else [validation_callback(
-            Validation(get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None),
-                       lambda: ranking_metrics(tr.metrics_k), steps=tr.validation_steps),
-            valid_ds)]  # first: the callbacks below read its val_* values
+        # Weight averages in the model (training.ema_momentum) for the validation, the
+        # finite guard and the best-epoch tracker, the trained weights back before the
+        # checkpoints.
+        enter_averages, leave_averages = ema.keras_callbacks()
+        callbacks: list[Any] = [enter_averages]
+        if valid_ds is not None:  # next: the callbacks below read its val_* values
+            callbacks.append(validation_callback(
+                Validation(get_loss(tr.loss, softmax_targets=tr.softmax_targets,
+                                    reduction=None),
+                           lambda: ranking_metrics(tr.metrics_k), steps=tr.validation_steps),
+                valid_ds))
         # The finite guard next (it raises before a checkpoint of a failing step is
         # written), the best-epoch tracker before the checkpoints, Ctrl-C's check last.
         callbacks += [
             guard.keras_callback(),
             run_state.keras_callback(tracker),
+            leave_averages,
             keras.callbacks.BackupAndRestore(self._dir("backup"), save_freq=save_freq,
                                              delete_checkpoint=False),
             keras.callbacks.ModelCheckpoint(
@@ -641,6 +650,7 @@ class RankingLauncher:
         history = model.fit(self.fit_input(train_ds, model), epochs=tr.epochs,
                             steps_per_epoch=self.steps_per_epoch(),
                             callbacks=callbacks, verbose=self.verbose, shuffle=False)
+        ema.use_averages(model.optimizer)  # the last epoch as the tracker saw it
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps
 

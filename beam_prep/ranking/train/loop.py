@@ -51,6 +51,7 @@ import keras
 import tensorflow as tf
 
 from beam_prep.errors import SpecError
+from beam_prep.ranking.train.ema import averaged_weights, use_averages
 from beam_prep.ranking.train.guard import check_logs
 from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.run_state import EpochTracker, RunState
@@ -232,8 +233,11 @@ class CustomLoop:
         for epoch in range(self.step // s.steps_per_epoch, s.epochs):
             self._check_interrupt(epoch)
             history.setdefault("loss", []).append(self.train_epoch(iterator, epoch))
+            # Validation and the best-epoch tracker see the weight averages
+            # (training.ema_momentum; else a no-op), the checkpoint the trained weights.
             if valid_ds is not None:
-                values = self.evaluate(valid_ds)
+                with averaged_weights(self.optimizer):
+                    values = self.evaluate(valid_ds)
                 check_logs(values, epoch=epoch)
                 for name, value in values.items():
                     history.setdefault(name, []).append(value)
@@ -242,10 +246,12 @@ class CustomLoop:
             logs = {k: v[-1] for k, v in history.items()}
             if self.on_epoch_end is not None:
                 self.on_epoch_end(epoch, logs)
-            stop = self.tracker.epoch_end(epoch, logs)
+            with averaged_weights(self.optimizer):
+                stop = self.tracker.epoch_end(epoch, logs)
             self._check_interrupt(epoch + 1)  # this epoch is saved: a rerun starts the next
             if stop:
                 break
+        use_averages(self.optimizer)  # the last epoch as the tracker saw it
         if (self._own_tracker and self._best_weights is not None
                 and not self.tracker.best_is_in_memory()):
             self.model.set_weights(self._best_weights)

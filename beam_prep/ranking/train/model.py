@@ -274,8 +274,8 @@ def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str
 
     Args:
         model: The ranking model.
-        training: ``TrainHparams`` (``optimizer``, ``learning_rate``, ``loss``,
-            ``softmax_targets``, ``metrics_k``, ``fixed_steps_per_execution``).
+        training: ``TrainHparams`` (``optimizer``, ``learning_rate``, ``ema_momentum``,
+            ``loss``, ``softmax_targets``, ``metrics_k``, ``fixed_steps_per_execution``).
         jit_compile: Passed to ``compile``.
         steps_per_execution: Overrides ``training.steps_per_execution``.
         schedule: The learning-rate schedule (:func:`.lr_schedule.make_schedule`; None = the
@@ -287,7 +287,8 @@ def compile_ranker(model: keras.Model, training: Any, *, jit_compile: bool | str
 
     tr = training
     model.compile(
-        optimizer=make_optimizer(tr.optimizer, tr.learning_rate, schedule),
+        optimizer=make_optimizer(tr.optimizer, tr.learning_rate, schedule,
+                                 ema_momentum=tr.ema_momentum),
         loss=get_loss(tr.loss, softmax_targets=tr.softmax_targets),
         metrics=ranking_metrics(tr.metrics_k),
         steps_per_execution=steps_per_execution or tr.fixed_steps_per_execution,

@@ -21,14 +21,16 @@ from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import OPTIMIZERS
 
 
-def make_optimizer(name: str, learning_rate: float,
-                   schedule: Any = None) -> keras.optimizers.Optimizer:
+def make_optimizer(name: str, learning_rate: float, schedule: Any = None, *,
+                   ema_momentum: float | None = None) -> keras.optimizers.Optimizer:
     """Keras optimizer from ``training.optimizer`` and ``training.learning_rate``.
 
     Create it inside ``strategy.scope()`` when training under a distribution strategy (its
     ``iterations`` variable is made here). ``schedule``: a
     :class:`.lr_schedule.RankingSchedule` used instead of the constant ``learning_rate``
     (attached here: the plateau's scale becomes a variable of this optimizer).
+    ``ema_momentum``: keep moving averages of the weights (``training.ema_momentum``,
+    :mod:`.ema`; None = off).
 
     Raises:
         SpecError: ``name`` is not one of ``hparams.OPTIMIZERS``.
@@ -38,7 +40,10 @@ def make_optimizer(name: str, learning_rate: float,
     if name not in OPTIMIZERS or name not in classes:
         raise SpecError(f"`training.optimizer` must be one of {', '.join(map(repr, OPTIMIZERS))}."
                         f" Received: optimizer={name!r}")
-    optimizer = classes[name](learning_rate=learning_rate if schedule is None else schedule)
+    ema: dict[str, Any] = {} if ema_momentum is None else {
+        "use_ema": True, "ema_momentum": ema_momentum}
+    optimizer = classes[name](learning_rate=learning_rate if schedule is None else schedule,
+                              **ema)
     if schedule is not None:
         schedule.attach(optimizer)
     return optimizer
