@@ -10,6 +10,12 @@ a resumed run continues from the same weights and the same averages (both are in
 checkpoint, the averages as optimizer variables). One definition for the three loops: Keras
 ``fit`` on TensorFlow and JAX (:func:`keras_callbacks`) and the custom loop.
 
+Only trainable variables are averaged (Keras' rule): BatchNormalization's moving statistics
+(``batch_norm``, ``dasalc``) stay those of the last step. Training-set metrics (``loss``)
+come from the trained weights, ``val_*`` from the averages. The averages double the
+optimizer's copy of the weights and are updated densely at every step, embedding tables
+included; each epoch end copies the trainable weights to the host and back.
+
 Example:
     >>> import keras, numpy as np
     >>> w = keras.Variable(np.zeros(1, "float32"))
@@ -83,9 +89,6 @@ def keras_callbacks() -> tuple[Any, Any]:
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             while open_blocks:
                 open_blocks.pop().__exit__(None, None, None)
-
-        def on_train_end(self, logs: Any = None) -> None:
-            self.on_epoch_end(-1)  # a callback in between stopped the epoch early
 
     return _Enter(), _Leave()
 

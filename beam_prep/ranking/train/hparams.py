@@ -266,7 +266,7 @@ class TrainHparams:
             below ``min_learning_rate``); see :mod:`.lr_schedule`.
         ema_momentum: Weight averaging (null = off): the optimizer keeps ``average = m *
             average + (1 - m) * weight`` after every step, and validation, the best
-            checkpoint and the export use the averages (:mod:`.ema`); e.g. 0.999.
+            checkpoint and the export use the averages (:mod:`.ema`); e.g. 0.99.
         warmup_steps: Steps of linear warm-up from ``learning_rate / warmup_steps`` up to
             ``learning_rate`` (0 = none), with any ``lr_schedule``.
         warmup_epochs: The warm-up in epochs instead (``round(warmup_epochs x
