@@ -9,6 +9,7 @@ trajectory.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 
@@ -19,6 +20,7 @@ import tensorflow as tf
 from beam_prep.errors import SpecError
 from beam_prep.ranking.train.hparams import RankingHparams
 from beam_prep.ranking.train.launcher import RankingLauncher
+from beam_prep.ranking.train.scorers.ensemble import member_models
 from tests.ranking.test_launcher import _hparams, _numpy_ndcg, _write_data
 
 MOMENTUM = 0.6
@@ -45,6 +47,14 @@ def _trajectory(loop: str, model_dir: str, model) -> list[list[np.ndarray]]:
     return out
 
 
+def _numpy_average(steps: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Keras' rule: the first step's average is the weights, then m * avg + (1 - m) * w."""
+    expected = steps[0]
+    for weights in steps[1:]:
+        expected = [MOMENTUM * e + (1 - MOMENTUM) * w for e, w in zip(expected, weights)]
+    return expected
+
+
 @pytest.mark.parametrize("loop", ["fit", "custom"])
 def test_validation_and_the_model_use_the_moving_average(tmp_path, loop):
     paths = _write_data(str(tmp_path / "data"))
@@ -69,13 +79,26 @@ def test_validation_and_the_model_use_the_moving_average(tmp_path, loop):
     # Averaging does not change the trajectory: the last checkpoint is the plain run's end.
     for a, b in zip(steps[-1], plain.model.trainable_variables):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    # Keras' rule: the first step's average is the weights, then m * avg + (1 - m) * w.
-    expected = steps[0]
-    for weights in steps[1:]:
-        expected = [MOMENTUM * e + (1 - MOMENTUM) * w for e, w in zip(expected, weights)]
+    expected = _numpy_average(steps)
     for got_w, want in zip(final, expected):
         np.testing.assert_allclose(got_w, want, rtol=1e-5, atol=1e-6)
     assert any(not np.allclose(f, s) for f, s in zip(final, steps[-1]))  # not the last step
+
+
+@pytest.mark.slow  # default suite time; members train as single models (tests above)
+def test_each_ensemble_member_serves_its_own_average(tmp_path):
+    paths = _write_data(str(tmp_path / "data"))
+    hp = _hparams(paths, str(tmp_path / "ens"), optimizer="sgd", learning_rate=0.3,
+                  epochs=EPOCHS, steps_per_epoch=1, steps_per_execution=1,
+                  early_stopping_metric=None, ema_momentum=MOMENTUM)
+    hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, ensemble=2))
+    members = member_models(RankingLauncher(hp).run().model)
+    assert len(members) == 2
+    for i, member in enumerate(members):
+        final = [v.numpy() for v in member.trainable_variables]
+        steps = _trajectory("fit", str(tmp_path / "ens" / f"member_{i}"), member)  # loads them
+        for got_w, want in zip(final, _numpy_average(steps)):
+            np.testing.assert_allclose(got_w, want, rtol=1e-5, atol=1e-6)
 
 
 # custom: slow (default suite time); its checkpoint holds the optimizer's variables, the
