@@ -650,7 +650,8 @@ class RankingLauncher:
         history = model.fit(self.fit_input(train_ds, model), epochs=tr.epochs,
                             steps_per_epoch=self.steps_per_epoch(),
                             callbacks=callbacks, verbose=self.verbose, shuffle=False)
-        ema.use_averages(model.optimizer)  # the last epoch as the tracker saw it
+        # With training.ema_momentum, fit itself leaves the averages in the model at its
+        # end (Keras' finalize_variable_values): the last epoch as the tracker saw it.
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps
 
