@@ -117,6 +117,30 @@ def test_a_resumed_run_continues_the_averages(tmp_path, loop):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_a_resume_cannot_switch_averaging_on_or_off(tmp_path):
+    """Either way the optimizer's checkpoint (the averages are its variables) would not
+    restore; --retrain starts over, and a finished run is not refused (nothing trains)."""
+    paths = _write_data(str(tmp_path / "data"))
+    settings = dict(steps_per_epoch=1, steps_per_execution=1, early_stopping_metric=None)
+    model_dir = str(tmp_path / "run")
+    RankingLauncher(_hparams(paths, model_dir, epochs=1, **settings)).run()
+    with pytest.raises(SpecError, match=r"`training.ema_momentum` is set \(ema_momentum=0.6\)"
+                       r", but the run in .* trained 1 epochs without weight averaging"):
+        RankingLauncher(_hparams(paths, model_dir, epochs=2, ema_momentum=MOMENTUM,
+                                 **settings)).run()
+    retrained = RankingLauncher(_hparams(paths, model_dir, epochs=1, ema_momentum=MOMENTUM,
+                                         retrain=True, **settings)).run()
+    assert retrained.state.averaged and retrained.steps == 1
+    with pytest.raises(SpecError, match=r"is null \(ema_momentum=None\), but the run in .* "
+                                        r"trained 1 epochs with weight averaging"):
+        RankingLauncher(_hparams(paths, model_dir, epochs=2, **settings)).run()
+    finished = RankingLauncher(_hparams(paths, model_dir, epochs=1, **settings)).run()
+    assert finished.finished_before
+    resumed = RankingLauncher(_hparams(paths, model_dir, epochs=2, ema_momentum=0.9,
+                                       **settings)).run()
+    assert resumed.steps == 2 and resumed.state.averaged  # another momentum resumes
+
+
 @pytest.mark.parametrize("value", [0, 1, 1.5, "high", True])
 def test_ema_momentum_is_validated(value):
     text = ("data: {feature_spec: f, train_pattern: t, list_size: 2, train_batch_size: 1}\n"

@@ -435,7 +435,12 @@ class RankingLauncher:
                            apply=self.schedule.set_scale)
 
     def _begin(self) -> run_state.RunState:
-        """``training.retrain`` clears ``model_dir``; returns its recorded (or a new) state."""
+        """``training.retrain`` clears ``model_dir``; returns its recorded (or a new) state.
+
+        Raises:
+            SpecError: A resume would switch weight averaging (``training.ema_momentum``)
+                on or off: the optimizer's checkpointed state would not restore.
+        """
         tr = self.hp.training
         model_dir = self._dir("")
         if tr.export_dir and self.chief:
@@ -446,11 +451,25 @@ class RankingLauncher:
         # Every worker reads the chief's record: they all take the same decisions.
         state = run_state.load_state(tr.model_dir)
         monitor = tr.early_stopping_metric if self.hp.data.valid_pattern else None
+        averaged = tr.ema_momentum is not None
         if state is None:
-            return run_state.RunState(epochs=tr.epochs, monitor=monitor)
+            return run_state.RunState(epochs=tr.epochs, monitor=monitor, averaged=averaged)
+        resumes = state.epochs_done > 0 and not state.is_finished(tr.epochs)
+        if resumes and averaged != state.averaged:
+            # The averages are optimizer variables: with a different count Keras skips
+            # restoring the optimizer (its step, Adam's moments) with only a warning, and
+            # averages started past step 0 would pull the weights towards zero.
+            was, now = ("without", "set") if averaged else ("with", "null")
+            raise SpecError(
+                f"`training.ema_momentum` is {now} (ema_momentum={tr.ema_momentum}), but the "
+                f"run in {tr.model_dir} trained {state.epochs_done} epochs {was} weight "
+                "averaging, and a resume cannot switch it: the optimizer's checkpointed state "
+                f"would not restore. Resume {was} it, or start over "
+                "(beam-prep train --retrain; training.retrain: true).")
         state.epochs, state.monitor = tr.epochs, monitor
-        if not state.is_finished(tr.epochs):
+        if not state.is_finished(tr.epochs):  # it trains on: as configured now
             state.finished = state.stopped_early = False
+            state.averaged = averaged
         return state
 
     def _best_path(self) -> str:

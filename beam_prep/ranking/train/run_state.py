@@ -20,6 +20,8 @@ key                 meaning
 ``plateau_wait``    ``lr_schedule: plateau``: epochs without improvement since the last
                     reduction (or the best epoch)
 ``export``          ``{"path": P, "epoch": E, "metrics": {...}}``: what the export holds
+``averaged``        true when the run trains with ``training.ema_momentum``: its checkpoints
+                    hold weight averages a resume can continue
 ==================  ==========================================================================
 
 :class:`EpochTracker` applies the one rule both training loops (Keras ``fit`` on TensorFlow
@@ -85,6 +87,7 @@ class RunState:
         export: What the export holds (``path``, ``epoch``, ``metrics``), or None.
         lr_scale: Plateau multiplier of the learning rate (:mod:`.lr_schedule`).
         plateau_wait: Plateau counter: epochs without improvement since the last reduction.
+        averaged: The run trains with weight averaging (``training.ema_momentum``).
     """
 
     epochs: int
@@ -98,6 +101,7 @@ class RunState:
     export: dict[str, Any] | None = None
     lr_scale: float = 1.0
     plateau_wait: int = 0
+    averaged: bool = False
 
     def to_json(self) -> str:
         """The file's text (sorted keys, indented)."""
