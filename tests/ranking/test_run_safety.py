@@ -7,6 +7,7 @@ The end-to-end data is one float feature ``x`` per document (tests/ranking/test_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -20,10 +21,11 @@ import pytest
 from google.protobuf import text_format
 from tensorflow_serving.apis import input_pb2
 
-from beam_prep.errors import InputError
+from beam_prep.errors import InputError, SpecError
 from beam_prep.ranking.train import guard
 from beam_prep.ranking.train.hparams import RankingHparams
 from beam_prep.ranking.train.interrupt import Interrupted, InterruptHandler, in_finalizer
+from beam_prep.ranking.train.launcher import RankingLauncher
 from beam_prep.ranking.train.run_state import (
     EpochTracker,
     RunState,
@@ -140,6 +142,54 @@ def test_a_failed_export_leaves_the_previous_one_untouched(tmp_path):
     os.rename(path, path + ".previous")
     guard.recover_export(path)
     assert open(os.path.join(path, "saved_model.pb")).read() == "v2"
+
+
+# ---- resumes keep the settings that shape the checkpoints --------------------------------
+
+@pytest.mark.parametrize("loop", ["fit", "custom"])
+def test_a_resume_cannot_change_what_shapes_the_checkpoints(tmp_path, loop):
+    """A changed optimizer or layer size is refused before training, naming the setting
+    (Keras would fail on the checkpoint, or reset the optimizer with only a warning); a
+    change that leaves the checkpoint's shape alone resumes with the optimizer's step; a
+    checkpoint that still does not fit (here: a record without its settings, as from a
+    data change) is one error naming the variable."""
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    model_dir = str(tmp_path / "run")
+
+    def run(epochs, model=None, **training):
+        hp = _hparams(paths, model_dir, epochs=epochs, loop=loop, steps_per_epoch=1,
+                      steps_per_execution=1, early_stopping_metric=None, **training)
+        if model:
+            hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, **model))
+        return RankingLauncher(hp).run()
+
+    first = run(1)
+    assert first.state.settings == {**first.state.settings, "model.hidden_sizes": [4],
+                                    "training.optimizer": "adam",
+                                    "training.ema_momentum": "off"}
+    assert load_state(model_dir).settings == first.state.settings
+    with pytest.raises(SpecError, match=r"trained 1 epoch with other settings, and a resume "
+                       r"cannot change them: training.optimizer: \"adam\" when trained, "
+                       r"\"sgd\" now\. Its checkpoints would not restore\."):
+        run(2, optimizer="sgd")
+    with pytest.raises(SpecError, match=r"model.hidden_sizes: \[4\] when trained, \[8\] now; "
+                                        r"model.batch_norm: false when trained, true now\."):
+        run(2, model={"hidden_sizes": (8,), "batch_norm": True})
+    assert load_state(model_dir).epochs_done == 1  # nothing was trained or recorded
+    resumed = run(2, model={"dropout": 0.5}, learning_rate=0.01)  # the same variables
+    assert resumed.steps == 2 and resumed.state.epochs_done == 2
+    state = load_state(model_dir)
+    state.settings = None  # the check has nothing to compare: the restore itself fails
+    save_state(model_dir, state)
+    with pytest.raises(InputError, match=r"The checkpoints in .*run do not fit the model now "
+                                         r"configured \(.*\)\. Resume with the config") as e:
+        run(3, model={"hidden_sizes": (8,)})
+    assert "scorer_dense_0" in str(e.value) and "(1, 4)" in str(e.value)  # saved kernel
+    retrained = run(1, model={"hidden_sizes": (8,)}, retrain=True)
+    assert retrained.steps == 1
+    assert retrained.state.settings["model.hidden_sizes"] == [8]
 
 
 # ---- Ctrl-C -----------------------------------------------------------------------------

@@ -127,21 +127,23 @@ def test_a_resume_cannot_switch_averaging_on_or_off(tmp_path):
     settings = dict(steps_per_epoch=1, steps_per_execution=1, early_stopping_metric=None)
     model_dir = str(tmp_path / "run")
     RankingLauncher(_hparams(paths, model_dir, epochs=1, **settings)).run()
-    with pytest.raises(SpecError, match=r"`training.ema_momentum` is set \(ema_momentum=0.6\)"
-                       r", but the run in .* trained 1 epochs without weight averaging"):
+    with pytest.raises(SpecError, match=r"The run in .* trained 1 epoch with other settings, "
+                       r"and a resume cannot change them: training.ema_momentum: \"off\" when "
+                       r"trained, \"on\" now\."):
         RankingLauncher(_hparams(paths, model_dir, epochs=2, ema_momentum=MOMENTUM,
                                  **settings)).run()
     retrained = RankingLauncher(_hparams(paths, model_dir, epochs=1, ema_momentum=MOMENTUM,
                                          retrain=True, **settings)).run()
-    assert retrained.state.averaged and retrained.steps == 1
-    with pytest.raises(SpecError, match=r"is null \(ema_momentum=None\), but the run in .* "
-                                        r"trained 1 epochs with weight averaging"):
+    assert retrained.state.settings["training.ema_momentum"] == "on" and retrained.steps == 1
+    with pytest.raises(SpecError, match=r"training.ema_momentum: \"on\" when trained, "
+                                        r"\"off\" now"):
         RankingLauncher(_hparams(paths, model_dir, epochs=2, **settings)).run()
     finished = RankingLauncher(_hparams(paths, model_dir, epochs=1, **settings)).run()
     assert finished.finished_before
     resumed = RankingLauncher(_hparams(paths, model_dir, epochs=2, ema_momentum=0.9,
                                        **settings)).run()
-    assert resumed.steps == 2 and resumed.state.averaged  # another momentum resumes
+    assert resumed.steps == 2  # another momentum resumes
+    assert resumed.state.settings["training.ema_momentum"] == "on"
 
 
 @pytest.mark.parametrize("value", [0, 1, 1.5, "high", True])

@@ -451,6 +451,15 @@ def check_backend_strategy(backend: str, strategy: str) -> None:
 SECTIONS: tuple[str, ...] = ("data", "model", "training", "distribution")
 
 
+#: Settings that shape the checkpointed variables (with ``training.ema_momentum`` on or
+#: off): :meth:`RankingHparams.checkpoint_settings`.
+CHECKPOINT_SETTINGS = (
+    "model.scorer", "model.hidden_sizes", "model.input_transform", "model.piecewise_bins",
+    "model.feature_embedding_dim", "model.attention_layers", "model.attention_heads",
+    "model.attention_dim", "model.batch_norm", "model.embedding_dim",
+    "model.distributed_embedding_min_rows", "training.optimizer")
+
+
 @dataclasses.dataclass(frozen=True)
 class RankingHparams:
     """The whole training config.
@@ -513,6 +522,30 @@ class RankingHparams:
         from beam_prep.io.filesystem import read_text
 
         return cls.from_yaml_text(read_text(path), overrides, source=path)
+
+    def checkpoint_settings(self) -> dict[str, Any]:
+        """The settings that shape a run's checkpoints, which a resume must keep.
+
+        The model's layers and sizes and the optimizer (:data:`CHECKPOINT_SETTINGS`), and
+        whether weight averaging is on (its averages are optimizer variables). With one of
+        them changed, Keras fails on the checkpoint or, for the optimizer, skips restoring
+        it (its step, Adam's moments) with only a warning. ``run_state.json`` records them
+        (JSON values: lists for tuples).
+
+        Example:
+            >>> hp = RankingHparams.from_dict({"data": {"feature_spec": "f",
+            ...     "train_pattern": "t", "list_size": 2, "train_batch_size": 1},
+            ...     "training": {"model_dir": "m"}})
+            >>> hp.checkpoint_settings()["model.hidden_sizes"]
+            [64, 32]
+        """
+        out: dict[str, Any] = {}
+        for key in CHECKPOINT_SETTINGS:
+            section, field = key.split(".")
+            value = getattr(getattr(self, section), field)
+            out[key] = list(value) if isinstance(value, tuple) else value
+        out["training.ema_momentum"] = "off" if self.training.ema_momentum is None else "on"
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (lists for tuples), suitable for YAML/JSON."""

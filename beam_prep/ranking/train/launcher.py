@@ -438,8 +438,8 @@ class RankingLauncher:
         """``training.retrain`` clears ``model_dir``; returns its recorded (or a new) state.
 
         Raises:
-            SpecError: A resume would switch weight averaging (``training.ema_momentum``)
-                on or off: the optimizer's checkpointed state would not restore.
+            SpecError: A resume would change a setting that shapes the checkpoints
+                (``RankingHparams.checkpoint_settings``): they would not restore.
         """
         tr = self.hp.training
         model_dir = self._dir("")
@@ -451,25 +451,24 @@ class RankingLauncher:
         # Every worker reads the chief's record: they all take the same decisions.
         state = run_state.load_state(tr.model_dir)
         monitor = tr.early_stopping_metric if self.hp.data.valid_pattern else None
-        averaged = tr.ema_momentum is not None
+        settings = self.hp.checkpoint_settings()
         if state is None:
-            return run_state.RunState(epochs=tr.epochs, monitor=monitor, averaged=averaged)
+            return run_state.RunState(epochs=tr.epochs, monitor=monitor, settings=settings)
         resumes = state.epochs_done > 0 and not state.is_finished(tr.epochs)
-        if resumes and averaged != state.averaged:
-            # The averages are optimizer variables: with a different count Keras skips
-            # restoring the optimizer (its step, Adam's moments) with only a warning, and
-            # averages started past step 0 would pull the weights towards zero.
-            was, now = ("without", "set") if averaged else ("with", "null")
+        changed = state.changed_settings(settings) if resumes else []
+        if changed:
+            # Keras would fail on the checkpoint, or skip restoring the optimizer (its step,
+            # Adam's moments, the weight averages) with only a warning.
             raise SpecError(
-                f"`training.ema_momentum` is {now} (ema_momentum={tr.ema_momentum}), but the "
-                f"run in {tr.model_dir} trained {state.epochs_done} epochs {was} weight "
-                "averaging, and a resume cannot switch it: the optimizer's checkpointed state "
-                f"would not restore. Resume {was} it, or start over "
-                "(beam-prep train --retrain; training.retrain: true).")
+                f"The run in {tr.model_dir} trained {state.epochs_done} "
+                f"epoch{'s' if state.epochs_done != 1 else ''} with other "
+                f"settings, and a resume cannot change them: {'; '.join(changed)}. Its "
+                "checkpoints would not restore. Resume with the settings it was trained "
+                "with, or start over (beam-prep train --retrain; training.retrain: true).")
         state.epochs, state.monitor = tr.epochs, monitor
         if not state.is_finished(tr.epochs):  # it trains on: as configured now
             state.finished = state.stopped_early = False
-            state.averaged = averaged
+            state.settings = settings
         return state
 
     def _best_path(self) -> str:
@@ -649,8 +648,8 @@ class RankingLauncher:
             guard.keras_callback(),
             run_state.keras_callback(tracker),
             leave_averages,
-            keras.callbacks.BackupAndRestore(self._dir("backup"), save_freq=save_freq,
-                                             delete_checkpoint=False),
+            _BackupAndRestore(self._dir("backup"), save_freq=save_freq,
+                              delete_checkpoint=False),
             keras.callbacks.ModelCheckpoint(
                 os.path.join(self._dir("ckpt"), "ckpt-{epoch:04d}.weights.h5"),
                 save_weights_only=True, save_freq=save_freq),
@@ -673,6 +672,17 @@ class RankingLauncher:
         # end (Keras' finalize_variable_values): the last epoch as the tracker saw it.
         steps = int(model.optimizer.iterations.numpy())
         return {k: [float(v) for v in vs] for k, vs in history.history.items()}, steps
+
+
+class _BackupAndRestore(keras.callbacks.BackupAndRestore):
+    """Keras' preemption state; a backup that no longer fits the model is an InputError
+    naming ``model_dir`` and the fix (Keras raises a ValueError listing the layers)."""
+
+    def on_train_begin(self, logs: Any = None) -> None:  # noqa: D102
+        try:
+            super().on_train_begin(logs)
+        except ValueError as e:
+            raise run_state.restore_error(os.path.dirname(self.backup_dir), e) from e
 
 
 def build_launcher(hparams: RankingHparams, **kwargs: Any) -> RankingLauncher:

@@ -44,6 +44,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,7 +55,7 @@ from beam_prep.errors import SpecError
 from beam_prep.ranking.train.ema import averaged_weights, use_averages
 from beam_prep.ranking.train.guard import check_logs
 from beam_prep.ranking.train.interrupt import InterruptHandler
-from beam_prep.ranking.train.run_state import EpochTracker, RunState
+from beam_prep.ranking.train.run_state import EpochTracker, RunState, restore_error
 from beam_prep.ranking.train.validation import Validation, model_scorer
 
 History = dict[str, list[float]]
@@ -153,7 +154,10 @@ class CustomLoop:
         self.manager = tf.train.CheckpointManager(self.checkpoint, checkpoint_dir,
                                                   max_to_keep=3)
         if self.manager.latest_checkpoint:
-            self.checkpoint.restore(self.manager.latest_checkpoint)
+            try:
+                self.checkpoint.restore(self.manager.latest_checkpoint)
+            except ValueError as e:
+                raise restore_error(os.path.dirname(checkpoint_dir), e) from e
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
         self.train_steps = self._make_train_steps()
         self.score = model_scorer(model)

@@ -20,8 +20,9 @@ key                 meaning
 ``plateau_wait``    ``lr_schedule: plateau``: epochs without improvement since the last
                     reduction (or the best epoch)
 ``export``          ``{"path": P, "epoch": E, "metrics": {...}}``: what the export holds
-``averaged``        true when the run trains with ``training.ema_momentum``: its checkpoints
-                    hold weight averages a resume can continue
+``settings``        the settings that shape the checkpoints (the model's layers and sizes,
+                    the optimizer, weight averaging on or off), which a resume must keep
+                    (``RankingHparams.checkpoint_settings``)
 ==================  ==========================================================================
 
 :class:`EpochTracker` applies the one rule both training loops (Keras ``fit`` on TensorFlow
@@ -47,6 +48,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -87,7 +89,7 @@ class RunState:
         export: What the export holds (``path``, ``epoch``, ``metrics``), or None.
         lr_scale: Plateau multiplier of the learning rate (:mod:`.lr_schedule`).
         plateau_wait: Plateau counter: epochs without improvement since the last reduction.
-        averaged: The run trains with weight averaging (``training.ema_momentum``).
+        settings: The settings that shape the checkpoints (None: not recorded).
     """
 
     epochs: int
@@ -101,7 +103,7 @@ class RunState:
     export: dict[str, Any] | None = None
     lr_scale: float = 1.0
     plateau_wait: int = 0
-    averaged: bool = False
+    settings: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """The file's text (sorted keys, indented)."""
@@ -133,9 +135,42 @@ class RunState:
                 and self.best.get("value") is not None
                 and self.best["epoch"] == self.last["epoch"] >= self.epochs)
 
+    def changed_settings(self, now: Mapping[str, Any]) -> list[str]:
+        """``"key: A when trained, B now"`` for each recorded setting ``now`` differs in.
+
+        Example:
+            >>> RunState(epochs=1, settings={"training.optimizer": "adam"}).changed_settings(
+            ...     {"training.optimizer": "sgd"})
+            ['training.optimizer: "adam" when trained, "sgd" now']
+        """
+        recorded = self.settings or {}
+        return [f"{key}: {json.dumps(recorded[key])} when trained, {json.dumps(value)} now"
+                for key, value in now.items() if key in recorded and recorded[key] != value]
+
     def best_or_last(self) -> dict[str, Any] | None:
         """The epoch whose weights the trained model holds: ``best``, else ``last``."""
         return self.best if self.best is not None else self.last
+
+
+def restore_error(model_dir: str, error: Exception) -> InputError:
+    """The error for checkpoints in ``model_dir`` that do not fit the model now built.
+
+    A changed setting is refused before (``RunState.changed_settings``); this is the rest,
+    e.g. a vocabulary that grew, so an embedding table changed size.
+    """
+    text = str(error).strip()
+    # Keras lists the layers and, per variable, the shape now and the shape it received.
+    keras_shapes = re.search(r"variable\.shape=(\([^)]*\)), Received: value\.shape=(\([^)]*\))"
+                             r".*?path=([^,\s]+)", text, re.S)
+    if keras_shapes:
+        now, saved, path = keras_shapes.groups()
+        what = f"{path}: shape {saved} in the checkpoint, {now} now"
+    else:
+        what = text.splitlines()[0] if text else type(error).__name__
+    return InputError(
+        f"The checkpoints in {model_dir} do not fit the model now configured ({what}). "
+        "Resume with the config and data artifacts it was trained with, or start over "
+        "(beam-prep train --retrain; training.retrain: true).")
 
 
 def state_path(model_dir: str) -> str:
