@@ -10,6 +10,8 @@ modes:
              early-stopping data of test_launcher, then the sample with its vocabulary copied
              into tmp (export + the JAX model's scores); then a resume run; then
              test_launcher's exact-validation case (val_loss / NDCG vs numpy)
+  ema        weight averaging in fit: the model against a numpy average of the checkpointed
+             trajectory, a resume against one run, a refused optimizer switch
   multi      one process of a 2-process data_parallel run (KERAS_DISTRIBUTION_* in the env)
   module     the generated preprocessing module of tests' artifacts, in tf.data, on this backend
   device_loop  DeviceLoop (several train steps per jitted program) vs one step per call;
@@ -164,6 +166,46 @@ def launcher(tmp: str) -> dict:
     out["resumed"] = {"history": res2.history, "steps": res2.steps}
     shutil.rmtree(paths["dir"])  # the artifacts (vocabulary) are gone: the export must not care
     out["validation"] = validation(os.path.join(tmp, "validation"))
+    return out
+
+
+def ema(tmp: str) -> dict:
+    """test_weight_averaging's fit cases on this backend: a plain and an averaged run (the
+    trajectory read back from the checkpoints), 3 epochs against 2 and a resumed third, and a
+    resume that switches the optimizer (refused)."""
+    import numpy as np
+
+    from beam_prep.errors import SpecError
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
+    from tests.ranking import test_launcher as tl
+    from tests.ranking import test_weight_averaging as twa
+
+    paths = tl._write_data(os.path.join(tmp, "data"))
+    settings = dict(optimizer="sgd", learning_rate=0.3, steps_per_epoch=1,
+                    steps_per_execution=1, early_stopping_metric=None)
+
+    def run(name, **training):
+        hp = tl._hparams(paths, os.path.join(tmp, name), **{**settings, **training})
+        hp = type(hp).from_dict(hp.to_dict(), overrides=["distribution.backend=jax"])
+        return build_launcher(hp).run()
+
+    def weights(model):
+        return [np.asarray(v).tolist() for v in model.trainable_variables]
+
+    out: dict = {"plain": weights(run("plain", epochs=twa.EPOCHS).model)}
+    averaged = run("ema", epochs=twa.EPOCHS, ema_momentum=twa.MOMENTUM)
+    out["averaged"] = weights(averaged.model)
+    out["trajectory"] = [[w.tolist() for w in step] for step in twa._trajectory(
+        "fit", os.path.join(tmp, "ema"), averaged.model)]
+    out["whole"] = weights(run("a", epochs=3, ema_momentum=twa.MOMENTUM).model)
+    run("b", epochs=2, ema_momentum=twa.MOMENTUM)
+    resumed = run("b", epochs=3, ema_momentum=twa.MOMENTUM)
+    out["resumed"], out["resumed_steps"] = weights(resumed.model), resumed.steps
+    try:
+        run("b", epochs=4, optimizer="adam", ema_momentum=twa.MOMENTUM)
+        out["refused"] = None
+    except SpecError as e:
+        out["refused"] = str(e)
     return out
 
 
@@ -442,7 +484,8 @@ def stream_loop(tmp: str) -> dict:
 
 
 MODES = {"step": step, "launcher": launcher, "multi": multi, "device_feed": device_feed,
-         "device_cache": device_cache, "device_loop": device_loop, "stream_loop": stream_loop}
+         "device_cache": device_cache, "device_loop": device_loop, "stream_loop": stream_loop,
+         "ema": ema}
 
 
 def main(mode: str, tmp: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import importlib.util
 import os
 
 import numpy as np
@@ -152,3 +153,22 @@ def test_ema_momentum_is_validated(value):
             "training: {model_dir: m}")
     with pytest.raises(SpecError, match=r"ema_momentum"):
         RankingHparams.from_yaml_text(text, overrides=[f"training.ema_momentum={value}"])
+
+
+@pytest.mark.slow  # ~30 s: a JAX subprocess (tests/ranking/jax_worker.py's "ema" mode)
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
+def test_jax_fit_averages_resumes_and_refuses_a_switch_as_on_tensorflow(tmp_path):
+    from tests.ranking.test_jax_backend import _worker
+
+    got = _worker("ema", tmp_path)
+    steps = [[np.asarray(w) for w in step] for step in got["trajectory"]]
+    assert len(steps) == EPOCHS
+    for a, b in zip(steps[-1], got["plain"]):  # the trajectory is the plain run's
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    for a, b in zip(got["averaged"], _numpy_average(steps)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert any(not np.allclose(a, b) for a, b in zip(got["averaged"], got["plain"]))
+    assert got["resumed_steps"] == 3
+    for a, b in zip(got["whole"], got["resumed"]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert 'training.optimizer: "sgd" when trained, "adam" now' in got["refused"]
