@@ -192,6 +192,25 @@ def test_a_resume_cannot_change_what_shapes_the_checkpoints(tmp_path, loop):
     assert retrained.state.settings["model.hidden_sizes"] == [8]
 
 
+def test_checkpoint_settings_compare_what_the_model_builds():
+    text = ("data: {feature_spec: f, train_pattern: t, list_size: 2, train_batch_size: 1}\n"
+            "training: {model_dir: m}")
+
+    def settings(*overrides):
+        return RankingHparams.from_yaml_text(text, overrides=list(overrides)) \
+            .checkpoint_settings()
+
+    state = RunState(epochs=1, settings=settings())
+    assert state.changed_settings(settings("model.input_transform=log1p")) == []  # auto's
+    assert state.changed_settings(settings("training.learning_rate=0.1",
+                                           "model.dropout=0.5")) == []
+    assert state.changed_settings(settings("model.input_transform=piecewise_linear",
+                                           "training.ema_momentum=0.9")) == [
+        'model.input_transform: "log1p" when trained, "piecewise_linear" now',
+        'training.ema_momentum: "off" when trained, "on" now']
+    assert RunState(epochs=1).changed_settings(settings()) == []  # nothing recorded
+
+
 # ---- Ctrl-C -----------------------------------------------------------------------------
 
 def test_ctrl_c_outside_the_loops_raises_and_inside_waits_for_a_safe_point():

@@ -544,6 +544,7 @@ class RankingHparams:
             section, field = key.split(".")
             value = getattr(getattr(self, section), field)
             out[key] = list(value) if isinstance(value, tuple) else value
+        out["model.input_transform"] = self.model.resolved_input_transform  # auto: log1p
         out["training.ema_momentum"] = "off" if self.training.ema_momentum is None else "on"
         return out
 
