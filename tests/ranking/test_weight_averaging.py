@@ -119,8 +119,9 @@ def test_a_resumed_run_continues_the_averages(tmp_path, loop):
 
 
 # The finished run below loads best.weights.h5 (saved with the averaging optimizer's
-# variables) into a model whose optimizer has none: Keras warns and loads the model weights.
-@pytest.mark.filterwarnings("ignore:Skipping variable loading for optimizer:UserWarning")
+# variables) into a model whose optimizer has none: only the model's weights are loaded,
+# without Keras' warning about the optimizer's.
+@pytest.mark.filterwarnings("error:Skipping variable loading for optimizer:UserWarning")
 def test_a_resume_cannot_switch_averaging_on_or_off(tmp_path):
     """Either way the optimizer's checkpoint (the averages are its variables) would not
     restore; --retrain starts over, and a finished run is not refused (nothing trains)."""

@@ -415,7 +415,7 @@ class RankingLauncher:
             except guard.Diverged as e:
                 raise self._diverged(e) from e
         if not tracker.best_is_in_memory() and tf.io.gfile.exists(self._best_path()):
-            model.load_weights(self._best_path())
+            run_state.load_best_weights(model, self._best_path())
         seconds = time.perf_counter() - start
         exported = False
         if not self._export_is_current(state):

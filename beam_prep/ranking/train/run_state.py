@@ -49,6 +49,7 @@ import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -223,6 +224,20 @@ def save_weights_atomic(model: Any, path: str) -> None:
     tmp = f"{path[:-len('.weights.h5')]}.tmp-{os.getpid()}.weights.h5"
     model.save_weights(tmp)
     _gfile().rename(tmp, path, overwrite=True)
+
+
+def load_best_weights(model: Any, path: str) -> None:
+    """Loads the model's weights from ``path`` (:func:`save_weights_atomic`'s file).
+
+    The file also holds the optimizer's variables of its run, which the model's own
+    optimizer may not match (a finished averaged run rerun without averaging): Keras then
+    skips them with a warning. Only the model's weights matter here; the optimizer's state
+    lives in the checkpoints.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer",
+                                category=UserWarning)
+        model.load_weights(path)
 
 
 def _floats(logs: Mapping[str, Any]) -> dict[str, float]:
