@@ -149,6 +149,11 @@ def test_mirrored_two_logical_cpus_matches_single_device(tmp_path):
     assert res["mirrored"]["steps"] == res["default"]["steps"] == 1
     for a, b in zip(res["mirrored"]["weights"], res["default"]["weights"]):
         np.testing.assert_allclose(np.array(a), np.array(b), atol=1e-6)
+    # Weight averaging (test_weight_averaging checks the single device against numpy).
+    assert res["mirrored_ema"]["steps"] == res["default_ema"]["steps"] == 3
+    assert res["mirrored_ema"]["averaging"] == res["default_ema"]["averaging"] == "on"
+    for a, b in zip(res["mirrored_ema"]["weights"], res["default_ema"]["weights"]):
+        np.testing.assert_allclose(np.array(a), np.array(b), atol=1e-6)
 
 
 def _free_port() -> int:
