@@ -112,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         counts: dict[str, Any] = {"steps": int(result.steps),
                                   "epochs": len(result.history.get("loss", []))}
         counts.update(_epoch_counts(result, hparams, seen))
-        outputs = {"model_dir": str(hparams.training.model_dir)}
+        outputs = {} if result.finished_before else {
+            "model_dir": str(hparams.training.model_dir)}
         if result.export_path and result.exported:
             outputs["export"] = str(result.export_path)
         state = result.state

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,7 +30,10 @@ from beam_prep.ranking.train.launcher import RankingLauncher
 from beam_prep.ranking.train.run_state import (
     EpochTracker,
     RunState,
+    check_model_dir,
+    clear_training_state,
     load_state,
+    member_dirs,
     save_state,
 )
 
@@ -85,6 +89,82 @@ def test_the_record_is_readable_json_and_round_trips(tmp_path):
     (tmp_path / "run_state.json").write_text("{not json")
     with pytest.raises(InputError, match="--retrain"):
         load_state(str(tmp_path))
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"settings": "model.hidden_sizes"}, "settings must be a mapping or null"),
+    ({"epochs_done": "2"}, "epochs_done must be an integer, not '2'"),
+    ({"epochs_done": -1}, "epochs_done must be >= 0"),
+    ({"finished": 1}, "finished must be true or false"),
+    ({"best": 5}, "best must be null or a mapping"),
+    ({"best": {"epoch": 2, "metrics": {}}}, "best has no `value`"),
+    ({"best": {"epoch": "2", "value": 0.5, "metrics": {}}}, "best.epoch must be an integer"),
+    ({"best": {"epoch": 2, "value": "x", "metrics": {}}}, "best.value must be a number"),
+    ({"last": {"epoch": 2, "metrics": {"loss": "x"}}}, "last.metrics.loss must be a number"),
+    ({"lr_scale": "x"}, "lr_scale must be a number, not 'x'"),
+    ({"bad_epochs": True}, "bad_epochs must be an integer"),
+])
+def test_a_hand_edited_record_with_a_wrong_type_is_one_error(tmp_path, edit, message):
+    save_state(str(tmp_path), RunState(epochs=3, monitor="val_ndcg_10", epochs_done=2,
+                                       best={"epoch": 1, "value": 0.5, "metrics": {}}))
+    raw = json.loads((tmp_path / "run_state.json").read_text())
+    (tmp_path / "run_state.json").write_text(json.dumps({**raw, **edit}))
+    with pytest.raises(InputError, match=r"run_state.json is not a beam-prep run record \("
+                       + re.escape(message) + r".*Delete it, or rerun with --retrain"):
+        load_state(str(tmp_path))
+
+
+def test_fewer_epochs_than_done_is_finished():
+    interrupted = RunState(epochs=5, epochs_done=3)  # not finished: stopped by Ctrl-C
+    assert interrupted.is_finished(2) and interrupted.is_finished(3)
+    assert not interrupted.is_finished(4)
+    early = RunState(epochs=5, epochs_done=2, finished=True, stopped_early=True)
+    assert early.is_finished(10)
+
+
+@pytest.mark.parametrize("model_dir, export_dir", [
+    ("out/x", "out/x"), ("out/x/", "out/x"), ("out/x/m", "out/x"), ("out/x", "out/x/ckpt"),
+    ("out/x", "out/x/backup/e"), ("out/x", "out/x/member_1"), ("gs://b/x", "gs://b/x/"),
+    ("gs://b/x/m", "gs://b"),
+])
+def test_an_export_dir_holding_the_model_dir_or_its_state_is_refused(model_dir, export_dir):
+    text = "data: {feature_spec: f, train_pattern: t, list_size: 2, train_batch_size: 1}\n"
+    with pytest.raises(SpecError, match=r"`export_dir` must be a folder that neither holds nor "
+                                        r"is model_dir .*Received: export_dir="):
+        RankingHparams.from_yaml_text(text + f"training: {{model_dir: {model_dir}, "
+                                             f"export_dir: {export_dir}}}")
+    for fine in ("out/x/export", "out/x/ckpt2", "elsewhere/export"):
+        RankingHparams.from_yaml_text(text + f"training: {{model_dir: out/x, export_dir: {fine}}}")
+
+
+def test_the_export_target_and_the_model_dir_are_checked_before_training(tmp_path):
+    target = tmp_path / "export"
+    guard.check_export_target(str(target))  # absent: fine
+    target.mkdir()
+    guard.check_export_target(str(target))  # empty: fine
+    (target / "notes.txt").write_text("precious")
+    with pytest.raises(InputError, match=r"export_dir` .*export holds files that are not a "
+                                         r"SavedModel \(notes.txt\), and each export replaces"):
+        guard.check_export_target(str(target))
+    (target / "saved_model.pb").write_text("")
+    guard.check_export_target(str(target))  # an earlier export: replaced
+    with pytest.raises(InputError, match=r"export_dir` .*notes.txt is a file"):
+        guard.check_export_target(str(target / "notes.txt"))
+    with pytest.raises(InputError, match=r"`training.model_dir` .*notes.txt is a file"):
+        check_model_dir(str(target / "notes.txt"))
+    with pytest.raises(InputError, match=r"`training.model_dir` .*notes.txt/run cannot be "
+                                         r"written to \(.*\)\. Make it writable"):
+        check_model_dir(str(target / "notes.txt" / "run"))
+    check_model_dir(str(tmp_path / "new" / "run"))
+    assert os.listdir(tmp_path / "new" / "run") == []  # created, nothing left behind
+
+
+def test_retrain_clears_the_members_of_any_ensemble_size(tmp_path):
+    for name in ("member_0", "member_1", "member_2", "member_x", "export", "ckpt"):
+        (tmp_path / name).mkdir()
+    assert member_dirs(str(tmp_path)) == ("member_0", "member_1", "member_2")
+    clear_training_state(str(tmp_path), member_dirs(str(tmp_path)))
+    assert sorted(os.listdir(tmp_path)) == ["export", "member_x"]
 
 
 def test_export_dir_defaults_to_the_model_dirs_export():
@@ -147,39 +227,58 @@ def test_a_failed_export_leaves_the_previous_one_untouched(tmp_path):
 # ---- resumes keep the settings that shape the checkpoints --------------------------------
 
 @pytest.mark.parametrize("loop", ["fit", "custom"])
-def test_a_resume_cannot_change_what_shapes_the_checkpoints(tmp_path, loop):
-    """A changed optimizer or layer size is refused before training, naming the setting
-    (Keras would fail on the checkpoint, or reset the optimizer with only a warning); a
-    change that leaves the checkpoint's shape alone resumes with the optimizer's step; a
-    checkpoint that still does not fit (here: a record without its settings, as from a
-    data change) is one error naming the variable."""
+def test_a_rerun_cannot_change_what_shapes_the_checkpoints(tmp_path, loop):
+    """A changed optimizer, layer size, loop or monitored metric is refused before training,
+    naming the setting (Keras would fail on the checkpoint, or reset the optimizer with only
+    a warning; the other loop would start over; the best epoch's value would be another
+    metric's), on a finished run too; a change that leaves the checkpoints alone resumes with
+    the optimizer's step; a checkpoint that still does not fit (here: a record without its
+    settings, as from a data change) is one error naming the variable."""
     from tests.ranking.test_launcher import _hparams, _write_data
 
     paths = _write_data(str(tmp_path / "data"))
     model_dir = str(tmp_path / "run")
+    other_loop = "custom" if loop == "fit" else "fit"
 
     def run(epochs, model=None, **training):
-        hp = _hparams(paths, model_dir, epochs=epochs, loop=loop, steps_per_epoch=1,
-                      steps_per_execution=1, early_stopping_metric=None, **training)
+        training = {"loop": loop, "steps_per_epoch": 1, "steps_per_execution": 1,
+                    "early_stopping_metric": "val_ndcg_2", **training}
+        hp = _hparams(paths, model_dir, epochs=epochs, **training)
         if model:
             hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, **model))
         return RankingLauncher(hp).run()
 
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "a.txt").write_text("precious")
+    with pytest.raises(InputError, match=r"notes holds files that are not a SavedModel"):
+        run(1, export_dir=str(foreign))
+    assert not os.path.exists(model_dir)  # refused before anything was written
     first = run(1)
     assert first.state.settings == {**first.state.settings, "model.hidden_sizes": [4],
-                                    "training.optimizer": "adam",
+                                    "training.optimizer": "adam", "training.loop": loop,
                                     "training.ema_momentum": "off"}
     assert load_state(model_dir).settings == first.state.settings
-    with pytest.raises(SpecError, match=r"trained 1 epoch with other settings, and a resume "
+    with pytest.raises(SpecError, match=r"trained 1 epoch with other settings, and a rerun "
                        r"cannot change them: training.optimizer: \"adam\" when trained, "
-                       r"\"sgd\" now\. Its checkpoints would not restore\."):
+                       r"\"sgd\" now\. Its checkpoints and best epoch would not carry over\."):
         run(2, optimizer="sgd")
     with pytest.raises(SpecError, match=r"model.hidden_sizes: \[4\] when trained, \[8\] now; "
                                         r"model.batch_norm: false when trained, true now\."):
         run(2, model={"hidden_sizes": (8,), "batch_norm": True})
+    with pytest.raises(SpecError, match=rf"training.loop: \"{loop}\" when trained, "
+                                        rf"\"{other_loop}\" now"):
+        run(2, loop=other_loop)
+    with pytest.raises(SpecError, match=r"training.early_stopping_metric: \"val_ndcg_2\" when "
+                                        r"trained, \"val_loss\" now"):
+        run(2, early_stopping_metric="val_loss")
     assert load_state(model_dir).epochs_done == 1  # nothing was trained or recorded
     resumed = run(2, model={"dropout": 0.5}, learning_rate=0.01)  # the same variables
     assert resumed.steps == 2 and resumed.state.epochs_done == 2
+    assert run(1).finished_before  # fewer epochs than done: finished, nothing trains
+    with pytest.raises(SpecError, match=r"trained 2 epochs with other settings.*"
+                                        r"model.hidden_sizes"):
+        run(2, model={"hidden_sizes": (8,)})  # finished: its best weights would not load
     state = load_state(model_dir)
     state.settings = None  # the check has nothing to compare: the restore itself fails
     save_state(model_dir, state)
@@ -190,6 +289,29 @@ def test_a_resume_cannot_change_what_shapes_the_checkpoints(tmp_path, loop):
     retrained = run(1, model={"hidden_sizes": (8,)}, retrain=True)
     assert retrained.steps == 1
     assert retrained.state.settings["model.hidden_sizes"] == [8]
+
+
+def test_an_ensemble_checks_every_members_record_and_retrain_removes_them(tmp_path):
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    model_dir = str(tmp_path / "run")
+
+    def run(ensemble, hidden, **training):
+        hp = _hparams(paths, model_dir, epochs=1, steps_per_epoch=1, steps_per_execution=1,
+                      **training)
+        return RankingLauncher(dataclasses.replace(hp, model=dataclasses.replace(
+            hp.model, ensemble=ensemble, hidden_sizes=hidden))).run()
+
+    run(2, (4,))
+    assert member_dirs(model_dir) == ("member_0", "member_1")
+    with pytest.raises(SpecError, match=r"The run in .*member_0 trained 1 epoch with other "
+                                        r"settings.*model.hidden_sizes: \[4\] when trained"):
+        run(2, (8,))  # finished members: their best weights would not load
+    run(1, (8,), retrain=True)
+    assert member_dirs(model_dir) == ()
+    again = run(2, (8,))  # new members, trained (not the stale ones' "finished")
+    assert not again.finished_before and again.steps == 2  # one step each
 
 
 def test_checkpoint_settings_compare_what_the_model_builds():
@@ -326,6 +448,7 @@ def test_reruns_keep_the_best_export(tmp_path, capsys):
     code, out = _cli(capsys, "--config", config, watch)
     assert code == 0, out.err
     assert "  finished: " in out.out and "--retrain" in out.out
+    assert "wrote model_dir" not in out.out  # nothing was written
     assert not [x for x in out.err.splitlines() if x.startswith("epoch ")]
     assert pb.stat().st_mtime_ns == stamp
     # Pretend epoch 1 scored a perfect 1.0: the resumed epoch 2 cannot beat it.

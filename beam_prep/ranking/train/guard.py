@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from beam_prep.errors import BeamPrepError
+from beam_prep.errors import BeamPrepError, InputError
 
 #: Magnitudes above this (the square root of float32's largest value, 1.8e19) overflow
 #: float32 once squared (batch statistics, Adam's second moment) or summed in a layer.
@@ -206,6 +206,30 @@ def recover_export(path: str) -> None:
             gfile.rmtree(previous)
         else:
             gfile.rename(previous, path)
+
+
+def check_export_target(path: str) -> None:
+    """Refuses an export folder that holds something other than an earlier export.
+
+    Each export replaces the whole folder at ``path``, so files of another kind there would
+    be deleted. Checked before training, not after it.
+
+    Raises:
+        InputError: ``path`` is a file, or a non-empty folder without ``saved_model.pb``.
+    """
+    gfile = _gfile()
+    if not gfile.exists(path):
+        return
+    if not gfile.isdir(path):
+        raise InputError(f"`training.export_dir` {path} is a file; the export is a folder. "
+                         "Choose another export_dir, or move the file.")
+    names = sorted(gfile.listdir(path))
+    if names and "saved_model.pb" not in names:
+        shown = ", ".join(n.rstrip("/") for n in names[:3]) + (", ..." if len(names) > 3 else "")
+        raise InputError(
+            f"`training.export_dir` {path} holds files that are not a SavedModel ({shown}), "
+            "and each export replaces the whole folder. Choose a new or empty export_dir, "
+            "or move those files.")
 
 
 def write_staged(path: str, write: Callable[[str], Any]) -> str:

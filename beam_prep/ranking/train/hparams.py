@@ -34,11 +34,15 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
+import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from beam_prep.config import check_fields, check_keys, field_error, from_mapping, load_yaml
 from beam_prep.errors import SpecError
+from beam_prep.ranking.train.run_state import TRAINING_STATE
 
 Strategy = Literal["default", "mirrored", "multi_worker", "tpu", "data_parallel", "model_parallel"]
 Backend = Literal["auto", "tensorflow", "jax"]
@@ -67,6 +71,14 @@ SOFTMAX_TARGETS: tuple[str, ...] = get_args(SoftmaxTargets)
 SCORERS: tuple[str, ...] = get_args(ScorerName)
 INPUT_TRANSFORMS: tuple[str, ...] = get_args(InputTransform)
 LR_SCHEDULES: tuple[str, ...] = get_args(LrSchedule)
+
+
+def _comparable(path: str) -> str:
+    """``path`` normalised for comparing folders: absolute when local, no trailing ``/``."""
+    scheme, sep, rest = path.partition("://")
+    if sep:
+        return f"{scheme}://{posixpath.normpath(rest)}"
+    return os.path.abspath(path)
 
 
 def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
@@ -350,7 +362,8 @@ class TrainHparams:
         if self.softmax_targets != "labels" and self.loss != "softmax":
             raise SpecError(f"`training.softmax_targets` only applies to `loss: softmax`. "
                             f"Received: softmax_targets={self.softmax_targets!r} with "
-                            f"loss={self.loss!r}; remove it or use loss: softmax.")
+                            f"loss={self.loss!r}; set training.softmax_targets=labels (the "
+                            "default) or use loss: softmax.")
         _float("training", "learning_rate", self.learning_rate, low=0.0, low_inclusive=False)
         if self.ema_momentum is not None:
             _float("training", "ema_momentum", self.ema_momentum, low=0.0, high=1.0,
@@ -375,7 +388,22 @@ class TrainHparams:
         _str("training", "early_stopping_metric", self.early_stopping_metric, optional=True)
         _int("training", "early_stopping_patience", self.early_stopping_patience)
         _str("training", "export_dir", self.export_dir, optional=True)
+        self._validate_export_dir()
         _int("training", "seed", self.seed, minimum=0)
+
+    def _validate_export_dir(self) -> None:
+        """The export is swapped in whole: it must not hold ``model_dir`` or its state."""
+        if not self.export_dir:
+            return
+        export, model = _comparable(self.export_dir), _comparable(self.model_dir)
+        inside = export.startswith(model + "/")
+        first = export[len(model) + 1:].split("/")[0] if inside else ""
+        if export == model or model.startswith(export + "/") or first in TRAINING_STATE \
+                or re.fullmatch(r"member_\d+", first):
+            raise _fail("training", "export_dir", self.export_dir,
+                        f"a folder that neither holds nor is model_dir ({self.model_dir}) or "
+                        "its training state (each export replaces the whole folder); e.g. "
+                        f"{self.model_dir.rstrip('/')}/export, the default")
 
     def _validate_schedule(self) -> None:
         _int("training", "warmup_steps", self.warmup_steps, minimum=0)
@@ -545,6 +573,12 @@ class RankingHparams:
             value = getattr(getattr(self, section), field)
             out[key] = list(value) if isinstance(value, tuple) else value
         out["model.input_transform"] = self.model.resolved_input_transform  # auto: log1p
+        # Settings of a layer the model does not build shape nothing.
+        if out["model.input_transform"] != "piecewise_linear":
+            del out["model.piecewise_bins"]
+        if self.model.scorer != "dasalc":
+            for name in ("attention_layers", "attention_heads", "attention_dim"):
+                del out[f"model.{name}"]
         out["training.ema_momentum"] = "off" if self.training.ema_momentum is None else "on"
         return out
 

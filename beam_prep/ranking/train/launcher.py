@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import os
 import tempfile
@@ -378,6 +379,8 @@ class RankingLauncher:
         if finished and tr.export_dir and self._export_is_current(state):
             return TrainResult(None, {}, 0, 0.0, self._export_path(), state,
                                finished_before=True)
+        if self.chief:  # it writes: one line now rather than a traceback later
+            run_state.check_model_dir(tr.model_dir)
         self.datasets.check_inputs()
         if ensemble:  # N members, one averaged model (scorers.ensemble)
             result = run_ensemble(self, RankingLauncher, TrainResult)
@@ -415,7 +418,7 @@ class RankingLauncher:
             except guard.Diverged as e:
                 raise self._diverged(e) from e
         if not tracker.best_is_in_memory() and tf.io.gfile.exists(self._best_path()):
-            run_state.load_best_weights(model, self._best_path())
+            model.load_weights(self._best_path())
         seconds = time.perf_counter() - start
         exported = False
         if not self._export_is_current(state):
@@ -438,38 +441,66 @@ class RankingLauncher:
         """``training.retrain`` clears ``model_dir``; returns its recorded (or a new) state.
 
         Raises:
-            SpecError: A resume would change a setting that shapes the checkpoints
-                (``RankingHparams.checkpoint_settings``): they would not restore.
+            SpecError: The run (or an ensemble member) trained epochs with other settings
+                than now: those that shape the checkpoints
+                (``RankingHparams.checkpoint_settings``), the loop, or the metric that
+                chose its best epoch.
+            InputError: ``model_dir`` or ``export_dir`` cannot hold what the run writes.
         """
         tr = self.hp.training
         model_dir = self._dir("")
-        if tr.export_dir and self.chief:
+        if self.chief and tr.export_dir:
             guard.recover_export(tr.export_dir)
-        if tr.retrain and self.chief:
-            members = tuple(f"member_{i}" for i in range(self.hp.model.ensemble))
-            run_state.clear_training_state(model_dir, members if len(members) > 1 else ())
+            guard.check_export_target(tr.export_dir)
+        if tr.retrain and self.chief:  # members of any earlier ensemble size too
+            run_state.check_model_dir(model_dir)
+            run_state.clear_training_state(model_dir, run_state.member_dirs(model_dir))
         # Every worker reads the chief's record: they all take the same decisions.
         state = run_state.load_state(tr.model_dir)
         monitor = tr.early_stopping_metric if self.hp.data.valid_pattern else None
-        settings = self.hp.checkpoint_settings()
+        settings = {**self.hp.checkpoint_settings(), "training.loop": self.loop}
+        self._refuse_changes(state, tr.model_dir, settings, monitor)
+        if self.hp.model.ensemble > 1:
+            from beam_prep.ranking.train.scorers.ensemble import member_hparams
+
+            for i in range(self.hp.model.ensemble):
+                member_dir = member_hparams(self.hp, i).training.model_dir
+                self._refuse_changes(run_state.load_state(member_dir), member_dir, settings,
+                                     monitor)
         if state is None:
             return run_state.RunState(epochs=tr.epochs, monitor=monitor, settings=settings)
-        resumes = state.epochs_done > 0 and not state.is_finished(tr.epochs)
-        changed = state.changed_settings(settings) if resumes else []
-        if changed:
-            # Keras would fail on the checkpoint, or skip restoring the optimizer (its step,
-            # Adam's moments, the weight averages) with only a warning.
-            raise SpecError(
-                f"The run in {tr.model_dir} trained {state.epochs_done} "
-                f"epoch{'s' if state.epochs_done != 1 else ''} with other "
-                f"settings, and a resume cannot change them: {'; '.join(changed)}. Its "
-                "checkpoints would not restore. Resume with the settings it was trained "
-                "with, or start over (beam-prep train --retrain; training.retrain: true).")
         state.epochs, state.monitor = tr.epochs, monitor
         if not state.is_finished(tr.epochs):  # it trains on: as configured now
             state.finished = state.stopped_early = False
             state.settings = settings
         return state
+
+    @staticmethod
+    def _refuse_changes(state: run_state.RunState | None, model_dir: str,
+                        settings: Mapping[str, Any], monitor: str | None) -> None:
+        """SpecError when ``state`` trained epochs with other ``settings`` or ``monitor``.
+
+        Keras would fail on the checkpoints, or skip restoring the optimizer (its step,
+        Adam's moments, the weight averages) with only a warning; another loop does not read
+        the other's checkpoints; a best epoch chosen by another metric cannot be compared
+        with this one's values. A finished run is checked too: its best weights are loaded
+        (and exported) into the model now configured.
+        """
+        if state is None or state.epochs_done == 0:
+            return
+        changed = state.changed_settings(settings)
+        if state.best is not None and state.monitor != monitor:
+            changed.append(f"training.early_stopping_metric: {json.dumps(state.monitor)} when "
+                           f"trained, {json.dumps(monitor)} now (null: no early stopping "
+                           "metric or no data.valid_pattern)")
+        if changed:
+            done = state.epochs_done
+            raise SpecError(
+                f"The run in {model_dir} trained {done} epoch{'s' if done != 1 else ''} with "
+                f"other settings, and a rerun cannot change them: {'; '.join(changed)}. Its "
+                "checkpoints and best epoch would not carry over. Rerun with the settings it "
+                "was trained with, or start over (beam-prep train --retrain; "
+                "training.retrain: true).")
 
     def _best_path(self) -> str:
         return os.path.join(self._dir(""), run_state.BEST_WEIGHTS)

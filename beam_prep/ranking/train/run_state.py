@@ -21,8 +21,8 @@ key                 meaning
                     reduction (or the best epoch)
 ``export``          ``{"path": P, "epoch": E, "metrics": {...}}``: what the export holds
 ``settings``        the settings that shape the checkpoints (the model's layers and sizes,
-                    the optimizer, weight averaging on or off), which a resume must keep
-                    (``RankingHparams.checkpoint_settings``)
+                    the optimizer, weight averaging on or off: ``RankingHparams.
+                    checkpoint_settings``) and the loop, which a rerun must keep
 ==================  ==========================================================================
 
 :class:`EpochTracker` applies the one rule both training loops (Keras ``fit`` on TensorFlow
@@ -49,7 +49,6 @@ import json
 import math
 import os
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -119,14 +118,16 @@ class RunState:
             if raw.get("format") != FORMAT or raw.get("version") != VERSION:
                 raise ValueError("not a run state")
             names = {f.name for f in dataclasses.fields(cls)}
-            return cls(**{k: v for k, v in raw.items() if k in names})
+            values = {k: v for k, v in raw.items() if k in names}
+            _check_record(values)
+            return cls(**values)
         except (ValueError, TypeError, AttributeError) as e:
             raise InputError(f"{where} is not a beam-prep run record ({e}). Delete it, or "
                              "rerun with --retrain to start the run over.") from e
 
     def is_finished(self, epochs: int) -> bool:
         """True when a run asking for ``epochs`` epochs has nothing left to train."""
-        return self.finished and (self.stopped_early or self.epochs_done >= epochs)
+        return (self.finished and self.stopped_early) or self.epochs_done >= epochs
 
     def ended_while_improving(self) -> bool:
         """True when the run used its whole epoch budget and its last epoch was the best of
@@ -151,6 +152,56 @@ class RunState:
     def best_or_last(self) -> dict[str, Any] | None:
         """The epoch whose weights the trained model holds: ``best``, else ``last``."""
         return self.best if self.best is not None else self.last
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    """isinstance, where a bool is not a number."""
+    return isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+
+
+def _check_epoch(name: str, entry: Any, *, value: bool) -> None:
+    """``best`` / ``last`` / ``export``: ``{"epoch": int, "metrics": {name: number}}``."""
+    if entry is None:
+        return
+    if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), dict):
+        raise ValueError(f"{name} must be null or a mapping with `epoch` and `metrics`")
+    epoch = entry.get("epoch")
+    if not (_is(epoch, (int,)) or (name == "export" and epoch is None)):
+        raise ValueError(f"{name}.epoch must be an integer, not {epoch!r}")
+    if value and not (entry.get("value") is None or _is(entry.get("value"), (int, float))):
+        raise ValueError(f"best.value must be a number or null, not {entry.get('value')!r}")
+    if value and "value" not in entry:
+        raise ValueError("best has no `value`")
+    for k, v in entry["metrics"].items():
+        if not _is(v, (int, float)):
+            raise ValueError(f"{name}.metrics.{k} must be a number, not {v!r}")
+
+
+#: Each key of the record and the JSON types it takes (None: null).
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "epochs": (int,), "epochs_done": (int,), "bad_epochs": (int,), "plateau_wait": (int,),
+    "monitor": (str, type(None)), "finished": (bool,), "stopped_early": (bool,),
+    "lr_scale": (int, float), "settings": (dict, type(None)),
+}
+
+
+def _check_record(values: Mapping[str, Any]) -> None:
+    """ValueError naming the first key of a parsed record whose value has the wrong type."""
+    for key, kinds in _RECORD_TYPES.items():
+        if key in values and not _is(values[key], kinds):
+            names = ("a number",) if kinds == (int, float) else map(_type_name, kinds)
+            raise ValueError(f"{key} must be {' or '.join(names)}, not {values[key]!r}")
+    for key in ("epochs_done", "bad_epochs", "plateau_wait"):
+        if values.get(key, 0) < 0:
+            raise ValueError(f"{key} must be >= 0, not {values[key]!r}")
+    _check_epoch("best", values.get("best"), value=True)
+    _check_epoch("last", values.get("last"), value=False)
+    _check_epoch("export", values.get("export"), value=False)
+
+
+def _type_name(kind: type) -> str:
+    return {int: "an integer", str: "a string", bool: "true or false",
+            dict: "a mapping", type(None): "null"}[kind]
 
 
 def restore_error(model_dir: str, error: Exception) -> InputError:
@@ -200,6 +251,38 @@ def save_state(model_dir: str, state: RunState) -> None:
     gfile.rename(tmp, path, overwrite=True)
 
 
+def check_model_dir(model_dir: str) -> None:
+    """Creates ``model_dir``; InputError when it is a file or cannot be written to.
+
+    Checked before anything is trained or written, so a bad path fails in one line, not
+    after the first epoch.
+    """
+    gfile = _gfile()
+    where = f"`training.model_dir` {model_dir}"
+    if gfile.exists(model_dir) and not gfile.isdir(model_dir):
+        raise InputError(f"{where} is a file; it must be a folder (checkpoints, run_state.json). "
+                         "Choose another model_dir, or move the file.")
+    probe = os.path.join(model_dir, f".write-test-{os.getpid()}")
+    try:
+        gfile.makedirs(model_dir)
+        with gfile.GFile(probe, "w") as f:
+            f.write("")
+        gfile.remove(probe)
+    except Exception as e:  # noqa: BLE001 - every filesystem's error: one line
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{where} cannot be written to ({detail}). Make it writable, or "
+                         "choose another model_dir.") from e
+
+
+def member_dirs(model_dir: str) -> tuple[str, ...]:
+    """The ``member_<i>`` folders of ensemble members in ``model_dir`` (any ensemble size)."""
+    gfile = _gfile()
+    if not gfile.isdir(model_dir):
+        return ()
+    names = (n.rstrip("/") for n in gfile.listdir(model_dir))
+    return tuple(sorted(n for n in names if re.fullmatch(r"member_\d+", n)))
+
+
 def clear_training_state(model_dir: str, extra: tuple[str, ...] = ()) -> list[str]:
     """Deletes what :data:`TRAINING_STATE` (and ``extra``) name in ``model_dir``; returns them.
 
@@ -224,20 +307,6 @@ def save_weights_atomic(model: Any, path: str) -> None:
     tmp = f"{path[:-len('.weights.h5')]}.tmp-{os.getpid()}.weights.h5"
     model.save_weights(tmp)
     _gfile().rename(tmp, path, overwrite=True)
-
-
-def load_best_weights(model: Any, path: str) -> None:
-    """Loads the model's weights from ``path`` (:func:`save_weights_atomic`'s file).
-
-    The file also holds the optimizer's variables of its run, which the model's own
-    optimizer may not match (a finished averaged run rerun without averaging): Keras then
-    skips them with a warning. Only the model's weights matter here; the optimizer's state
-    lives in the checkpoints.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer",
-                                category=UserWarning)
-        model.load_weights(path)
 
 
 def _floats(logs: Mapping[str, Any]) -> dict[str, float]:
