@@ -35,6 +35,8 @@ from beam_prep.run_summary import SummaryRecorder, add_summary_flag
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="beam-prep train", description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, help="YAML training config (see docs/training.md)")
+    # Parsed intermixed (main, run): overrides may stand before, between or after the flags,
+    # and a stray word is named as a bad override.
     p.add_argument("overrides", nargs="*", help="section.key=value overrides")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--verbose", action="store_true",
@@ -52,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str] | None = None) -> Any:
     """Parses ``argv``, trains, exports; returns the launcher's ``TrainResult``."""
-    return _train(_parser().parse_args(list(sys.argv[1:] if argv is None else argv)))[0]
+    args = _parser().parse_intermixed_args(list(sys.argv[1:] if argv is None else argv))
+    return _train(args)[0]
 
 
 def _train(args: argparse.Namespace,
@@ -88,7 +91,7 @@ def _train(args: argparse.Namespace,
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point: trains with epoch lines, prints the run summary; returns the exit code
     (0, 1 on an error, 130 when interrupted by Ctrl-C)."""
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = _parser().parse_intermixed_args(list(sys.argv[1:] if argv is None else argv))
     from beam_prep.interrupts import EXIT_INTERRUPTED
     from beam_prep.quiet_tf import native_stderr_filtered
     from beam_prep.ranking.train.interrupt import InterruptHandler

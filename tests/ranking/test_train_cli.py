@@ -100,6 +100,17 @@ def test_missing_config_file_is_one_line(tmp_path, capsys):
     _assert_one_line_error(code, line, "--config", repr(missing))
 
 
+def test_overrides_may_stand_anywhere_and_a_stray_word_is_named(tmp_path, capsys):
+    config = _config(tmp_path, train=str(tmp_path / "none-*.tfrecord"))
+    code = main(["train", "1", "--config", config, "training.epochs=2"])
+    line = capsys.readouterr().err.strip()
+    _assert_one_line_error(code, line, "Overrides look like `section.key=value`",
+                           "Received: '1'")
+    code = main(["train", "training.seed=1", "--config", config, "training.epochs=x"])
+    line = capsys.readouterr().err.strip()  # both reached the config: the bad one is named
+    _assert_one_line_error(code, line, "epochs", "'x'")
+
+
 def test_missing_feature_spec_is_one_line(tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
