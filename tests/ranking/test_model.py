@@ -39,6 +39,19 @@ def test_hparams_errors_name_field_and_value(tmp_path, override, match):
         RankingHparams.from_yaml_text(text, overrides=[override])
 
 
+def test_softmax_targets_with_another_loss_names_the_value_to_set(tmp_path):
+    text = config_yaml({"spec": "s.json", "train": "t"}, str(tmp_path))
+    with pytest.raises(SpecError, match=r"only applies to `loss: softmax`. Received: "
+                       r"softmax_targets='gains' with loss='approx_ndcg'; set "
+                       r"training.softmax_targets=labels \(the default\)"):
+        RankingHparams.from_yaml_text(text, overrides=["training.softmax_targets=gains",
+                                                       "training.loss=approx_ndcg"])
+    hp = RankingHparams.from_yaml_text(text, overrides=[
+        "training.softmax_targets=gains", "training.loss=approx_ndcg",
+        "training.softmax_targets=labels"])  # what the message says: accepted
+    assert hp.training.loss == "approx_ndcg"
+
+
 def test_hparams_round_trip_and_override(tmp_path):
     text = config_yaml({"spec": "s.json", "train": "t"}, str(tmp_path))
     hp = RankingHparams.from_yaml_text(text, overrides=["model.hidden_sizes=[7, 3]"])
