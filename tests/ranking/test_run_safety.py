@@ -30,6 +30,7 @@ from beam_prep.ranking.train.launcher import RankingLauncher
 from beam_prep.ranking.train.run_state import (
     EpochTracker,
     RunState,
+    check_export_placement,
     check_model_dir,
     clear_training_state,
     load_state,
@@ -128,13 +129,11 @@ def test_fewer_epochs_than_done_is_finished():
     ("gs://b/x/m", "gs://b"),
 ])
 def test_an_export_dir_holding_the_model_dir_or_its_state_is_refused(model_dir, export_dir):
-    text = "data: {feature_spec: f, train_pattern: t, list_size: 2, train_batch_size: 1}\n"
-    with pytest.raises(SpecError, match=r"`export_dir` must be a folder that neither holds nor "
-                                        r"is model_dir .*Received: export_dir="):
-        RankingHparams.from_yaml_text(text + f"training: {{model_dir: {model_dir}, "
-                                             f"export_dir: {export_dir}}}")
+    with pytest.raises(SpecError, match=r"`training.export_dir` .* holds or is model_dir .* "
+                                        r"each export replaces its whole folder"):
+        check_export_placement(model_dir, export_dir)
     for fine in ("out/x/export", "out/x/ckpt2", "elsewhere/export"):
-        RankingHparams.from_yaml_text(text + f"training: {{model_dir: out/x, export_dir: {fine}}}")
+        check_export_placement("out/x", fine)
 
 
 def test_the_export_target_and_the_model_dir_are_checked_before_training(tmp_path):
@@ -254,6 +253,8 @@ def test_a_rerun_cannot_change_what_shapes_the_checkpoints(tmp_path, loop):
     with pytest.raises(InputError, match=r"notes holds files that are not a SavedModel"):
         run(1, export_dir=str(foreign))
     assert not os.path.exists(model_dir)  # refused before anything was written
+    with pytest.raises(SpecError, match=r"holds or is model_dir"):
+        run(1, export_dir=model_dir)  # the launcher checks the placement
     first = run(1)
     assert first.state.settings == {**first.state.settings, "model.hidden_sizes": [4],
                                     "training.optimizer": "adam", "training.loop": loop,

@@ -34,15 +34,11 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import os
-import posixpath
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from beam_prep.config import check_fields, check_keys, field_error, from_mapping, load_yaml
 from beam_prep.errors import SpecError
-from beam_prep.ranking.train.run_state import TRAINING_STATE
 
 Strategy = Literal["default", "mirrored", "multi_worker", "tpu", "data_parallel", "model_parallel"]
 Backend = Literal["auto", "tensorflow", "jax"]
@@ -71,14 +67,6 @@ SOFTMAX_TARGETS: tuple[str, ...] = get_args(SoftmaxTargets)
 SCORERS: tuple[str, ...] = get_args(ScorerName)
 INPUT_TRANSFORMS: tuple[str, ...] = get_args(InputTransform)
 LR_SCHEDULES: tuple[str, ...] = get_args(LrSchedule)
-
-
-def _comparable(path: str) -> str:
-    """``path`` normalised for comparing folders: absolute when local, no trailing ``/``."""
-    scheme, sep, rest = path.partition("://")
-    if sep:
-        return f"{scheme}://{posixpath.normpath(rest)}"
-    return os.path.abspath(path)
 
 
 def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
@@ -388,22 +376,7 @@ class TrainHparams:
         _str("training", "early_stopping_metric", self.early_stopping_metric, optional=True)
         _int("training", "early_stopping_patience", self.early_stopping_patience)
         _str("training", "export_dir", self.export_dir, optional=True)
-        self._validate_export_dir()
         _int("training", "seed", self.seed, minimum=0)
-
-    def _validate_export_dir(self) -> None:
-        """The export is swapped in whole: it must not hold ``model_dir`` or its state."""
-        if not self.export_dir:
-            return
-        export, model = _comparable(self.export_dir), _comparable(self.model_dir)
-        inside = export.startswith(model + "/")
-        first = export[len(model) + 1:].split("/")[0] if inside else ""
-        if export == model or model.startswith(export + "/") or first in TRAINING_STATE \
-                or re.fullmatch(r"member_\d+", first):
-            raise _fail("training", "export_dir", self.export_dir,
-                        f"a folder that neither holds nor is model_dir ({self.model_dir}) or "
-                        "its training state (each export replaces the whole folder); e.g. "
-                        f"{self.model_dir.rstrip('/')}/export, the default")
 
     def _validate_schedule(self) -> None:
         _int("training", "warmup_steps", self.warmup_steps, minimum=0)

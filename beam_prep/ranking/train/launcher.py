@@ -444,11 +444,13 @@ class RankingLauncher:
             SpecError: The run (or an ensemble member) trained epochs with other settings
                 than now: those that shape the checkpoints
                 (``RankingHparams.checkpoint_settings``), the loop, or the metric that
-                chose its best epoch.
+                chose its best epoch; or ``export_dir`` holds ``model_dir``.
             InputError: ``model_dir`` or ``export_dir`` cannot hold what the run writes.
         """
         tr = self.hp.training
         model_dir = self._dir("")
+        if tr.export_dir:
+            run_state.check_export_placement(tr.model_dir, tr.export_dir)
         if self.chief and tr.export_dir:
             guard.recover_export(tr.export_dir)
             guard.check_export_target(tr.export_dir)

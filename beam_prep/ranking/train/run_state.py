@@ -48,11 +48,12 @@ import dataclasses
 import json
 import math
 import os
+import posixpath
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from beam_prep.errors import InputError
+from beam_prep.errors import InputError, SpecError
 
 STATE_FILE = "run_state.json"
 BEST_WEIGHTS = "best.weights.h5"
@@ -249,6 +250,37 @@ def save_state(model_dir: str, state: RunState) -> None:
     with gfile.GFile(tmp, "w") as f:
         f.write(state.to_json())
     gfile.rename(tmp, path, overwrite=True)
+
+
+def _comparable(path: str) -> str:
+    """``path`` normalised for comparing folders: absolute when local, no trailing ``/``."""
+    scheme, sep, rest = path.partition("://")
+    if sep:
+        return f"{scheme}://{posixpath.normpath(rest)}"
+    return os.path.abspath(path)
+
+
+def check_export_placement(model_dir: str, export_dir: str) -> None:
+    """SpecError when ``export_dir`` is or holds ``model_dir``, or lies in its training state.
+
+    Each export replaces its whole folder, so it would delete the checkpoints and the record.
+
+    Example:
+        >>> check_export_placement("out/run", "out/run/export")   # the default: fine
+        >>> check_export_placement("out/run", "out")
+        Traceback (most recent call last):
+        ...
+        beam_prep.errors.SpecError: `training.export_dir` out holds or is model_dir out/run ...
+    """
+    export, model = _comparable(export_dir), _comparable(model_dir)
+    inside = export.startswith(model + "/")
+    first = export[len(model) + 1:].split("/")[0] if inside else ""
+    if export == model or model.startswith(export + "/") or first in TRAINING_STATE \
+            or re.fullmatch(r"member_\d+", first):
+        raise SpecError(
+            f"`training.export_dir` {export_dir} holds or is model_dir {model_dir} or its "
+            "training state, and each export replaces its whole folder. Choose a folder "
+            f"apart from them, e.g. {model_dir.rstrip('/')}/export (the default).")
 
 
 def check_model_dir(model_dir: str) -> None:
