@@ -112,8 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"beam-prep train: {message}", file=sys.stderr)
             rec.fail(message, error_type="Interrupted")
             return EXIT_INTERRUPTED
-        counts: dict[str, Any] = {"steps": int(result.steps),
-                                  "epochs": len(result.history.get("loss", []))}
+        # epochs: trained in this run (an ensemble's: all members' together)
+        counts: dict[str, Any] = {"steps": int(result.steps), "epochs": len(seen)}
         counts.update(_epoch_counts(result, hparams, seen))
         outputs = {} if result.finished_before else {
             "model_dir": str(hparams.training.model_dir)}

@@ -8,6 +8,7 @@ The end-to-end data is one float feature ``x`` per document (tests/ranking/test_
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from tensorflow_serving.apis import input_pb2
 
 from beam_prep.errors import InputError, SpecError
 from beam_prep.ranking.train import guard
+from beam_prep.ranking.train.epoch_log import EpochPrinter
 from beam_prep.ranking.train.hparams import RankingHparams
 from beam_prep.ranking.train.interrupt import Interrupted, InterruptHandler, in_finalizer
 from beam_prep.ranking.train.launcher import RankingLauncher
@@ -298,14 +300,20 @@ def test_an_ensemble_checks_every_members_record_and_retrain_removes_them(tmp_pa
     paths = _write_data(str(tmp_path / "data"))
     model_dir = str(tmp_path / "run")
 
-    def run(ensemble, hidden, **training):
+    def run(ensemble, hidden, printer=None, **training):
         hp = _hparams(paths, model_dir, epochs=1, steps_per_epoch=1, steps_per_execution=1,
                       **training)
         return RankingLauncher(dataclasses.replace(hp, model=dataclasses.replace(
-            hp.model, ensemble=ensemble, hidden_sizes=hidden))).run()
+            hp.model, ensemble=ensemble, hidden_sizes=hidden)), epoch_printer=printer).run()
 
-    run(2, (4,))
+    lines = io.StringIO()
+    printer = EpochPrinter(epochs=1, stream=lines)
+    run(2, (4,), printer)
     assert member_dirs(model_dir) == ("member_0", "member_1")
+    # Each member's epoch line names it; the printer saw both members' epochs.
+    assert [x.split(": epoch")[0] for x in lines.getvalue().splitlines()] == [
+        "member 1/2", "member 2/2"]
+    assert printer.seen == [0, 0] and printer.label == ""
     with pytest.raises(SpecError, match=r"The run in .*member_0 trained 1 epoch with other "
                                         r"settings.*model.hidden_sizes: \[4\] when trained"):
         run(2, (8,))  # finished members: their best weights would not load

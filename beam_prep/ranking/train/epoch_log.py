@@ -67,6 +67,8 @@ class EpochPrinter:
         #: 0-based indexes of the epochs trained in this run (both loops pass the absolute
         #: index: a run resumed from ``model_dir`` starts after the restored epochs).
         self.seen: list[int] = []
+        #: Put before each line, e.g. ``member 2/3`` while an ensemble member trains.
+        self.label = ""
 
     def begin(self) -> None:
         """Starts timing an epoch (the previous epoch's end does it too)."""
@@ -80,7 +82,8 @@ class EpochPrinter:
         if self._silent:
             return
         stream = self._stream or sys.stderr
-        stream.write(format_epoch(epoch, self.epochs, logs, seconds) + "\n")
+        line = format_epoch(epoch, self.epochs, logs, seconds)
+        stream.write(f"{self.label}: {line}\n" if self.label else line + "\n")
         stream.flush()
 
 

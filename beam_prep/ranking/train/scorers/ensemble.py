@@ -101,8 +101,14 @@ def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
         set), :func:`merged_history`, steps and seconds summed over the members.
     """
     hp = launcher.hp
-    results = [launcher_cls(member_hparams(hp, i), **launcher._shared).run()
-               for i in range(hp.model.ensemble)]
+    printer = launcher.epoch_printer
+    results = []
+    for i in range(hp.model.ensemble):
+        if printer is not None:  # its epoch lines name the member
+            printer.label = f"member {i + 1}/{hp.model.ensemble}"
+        results.append(launcher_cls(member_hparams(hp, i), **launcher._shared).run())
+    if printer is not None:
+        printer.label = ""
     element_spec = launcher.datasets.train_dataset().element_spec
     model = average_model([r.model for r in results], element_spec[0],
                           list_features=launcher.preprocessor.list_features)
