@@ -451,9 +451,9 @@ class RankingLauncher:
         model_dir = self._dir("")
         if tr.export_dir:
             run_state.check_export_placement(tr.model_dir, tr.export_dir)
-        if self.chief and tr.export_dir:
-            guard.recover_export(tr.export_dir)
-            guard.check_export_target(tr.export_dir)
+            if self.chief:
+                guard.recover_export(tr.export_dir)
+                guard.check_export_target(tr.export_dir)
         if tr.retrain and self.chief:  # members of any earlier ensemble size too
             run_state.check_model_dir(model_dir)
             run_state.clear_training_state(model_dir, run_state.member_dirs(model_dir))
@@ -501,8 +501,7 @@ class RankingLauncher:
                 f"The run in {model_dir} trained {done} epoch{'s' if done != 1 else ''} with "
                 f"other settings, and a rerun cannot change them: {'; '.join(changed)}. Its "
                 "checkpoints and best epoch would not carry over. Rerun with the settings it "
-                "was trained with, or start over (beam-prep train --retrain; "
-                "training.retrain: true).")
+                f"was trained with, or {run_state.START_OVER}.")
 
     def _best_path(self) -> str:
         return os.path.join(self._dir(""), run_state.BEST_WEIGHTS)

@@ -61,6 +61,8 @@ FORMAT = "beam_prep.run_state"
 VERSION = 1
 #: What ``training.retrain`` deletes from ``model_dir`` (the export is swapped at the end).
 TRAINING_STATE = ("ckpt", "backup", "logs", STATE_FILE, BEST_WEIGHTS)
+#: The fix every refused rerun names.
+START_OVER = "start over (beam-prep train --retrain; training.retrain: true)"
 
 
 def _gfile() -> Any:
@@ -222,8 +224,7 @@ def restore_error(model_dir: str, error: Exception) -> InputError:
         what = text.splitlines()[0] if text else type(error).__name__
     return InputError(
         f"The checkpoints in {model_dir} do not fit the model now configured ({what}). "
-        "Resume with the config and data artifacts it was trained with, or start over "
-        "(beam-prep train --retrain; training.retrain: true).")
+        f"Resume with the config and data artifacts it was trained with, or {START_OVER}.")
 
 
 def state_path(model_dir: str) -> str:
@@ -276,7 +277,7 @@ def check_export_placement(model_dir: str, export_dir: str) -> None:
     inside = export.startswith(model + "/")
     first = export[len(model) + 1:].split("/")[0] if inside else ""
     if export == model or model.startswith(export + "/") or first in TRAINING_STATE \
-            or re.fullmatch(r"member_\d+", first):
+            or _is_member_dir(first):
         raise SpecError(
             f"`training.export_dir` {export_dir} holds or is model_dir {model_dir} or its "
             "training state, and each export replaces its whole folder. Choose a folder "
@@ -306,13 +307,18 @@ def check_model_dir(model_dir: str) -> None:
                          "choose another model_dir.") from e
 
 
+def _is_member_dir(name: str) -> bool:
+    """``member_<i>``: an ensemble member's folder (``scorers.ensemble.member_hparams``)."""
+    return re.fullmatch(r"member_\d+", name) is not None
+
+
 def member_dirs(model_dir: str) -> tuple[str, ...]:
     """The ``member_<i>`` folders of ensemble members in ``model_dir`` (any ensemble size)."""
     gfile = _gfile()
     if not gfile.isdir(model_dir):
         return ()
     names = (n.rstrip("/") for n in gfile.listdir(model_dir))
-    return tuple(sorted(n for n in names if re.fullmatch(r"member_\d+", n)))
+    return tuple(sorted(n for n in names if _is_member_dir(n)))
 
 
 def clear_training_state(model_dir: str, extra: tuple[str, ...] = ()) -> list[str]:
