@@ -84,9 +84,11 @@ def _start(stub, worker_id: str) -> None:
 
 def test_a_stop_worker_stops_only_the_callers_worker_of_that_id(pool):
     (runner_a, runner_b), pids = pool
+    # one at a time: two workers started together may write their pids in either order
     _start(runner_a, "1-1")
+    (worker_a,) = _wait_for_lines(pids, 1)
     _start(runner_b, "1-1")  # another executor: the same worker id
-    worker_a, worker_b = _wait_for_lines(pids, 2)
+    worker_b = _wait_for_lines(pids, 2)[1]
     runner_a.StopWorker(beam_fn_api_pb2.StopWorkerRequest(worker_id="1-1"))
     assert _dies(worker_a)
     assert _alive(worker_b)  # Beam's pool kills this one (filed by worker id alone)
