@@ -106,9 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rec.fail(str(e), error_type=type(e).__name__)
             return 1
         except KeyboardInterrupt:
-            where = ("while starting" if interrupts.epoch is None
-                     else f"at epoch {interrupts.epoch + 1}")
-            message = f"interrupted {where}; rerun to resume"
+            message = interrupts.message()
             print(f"beam-prep train: {message}", file=sys.stderr)
             rec.fail(message, error_type="Interrupted")
             return EXIT_INTERRUPTED

@@ -276,17 +276,21 @@ def test_a_rerun_cannot_change_what_shapes_the_checkpoints(tmp_path, loop):
                                         r"trained, \"val_loss\" now"):
         run(2, early_stopping_metric="val_loss")
     assert load_state(model_dir).epochs_done == 1  # nothing was trained or recorded
-    resumed = run(2, model={"dropout": 0.5}, learning_rate=0.01)  # the same variables
+    # the same variables (no id features: the embedding settings shape nothing)
+    resumed = run(2, model={"dropout": 0.5, "embedding_dim": 8}, learning_rate=0.01)
+    assert "model.embedding_dim" not in resumed.state.settings
     assert resumed.steps == 2 and resumed.state.epochs_done == 2
     assert run(1).finished_before  # fewer epochs than done: finished, nothing trains
     with pytest.raises(SpecError, match=r"trained 2 epochs with other settings.*"
                                         r"model.hidden_sizes"):
         run(2, model={"hidden_sizes": (8,)})  # finished: its best weights would not load
     state = load_state(model_dir)
-    state.settings = None  # the check has nothing to compare: the restore itself fails
+    state.settings = None  # the check has nothing to compare (says so): the restore fails
     save_state(model_dir, state)
-    with pytest.raises(InputError, match=r"The checkpoints in .*run do not fit the model now "
-                                         r"configured \(.*\)\. Resume with the config") as e:
+    with pytest.warns(UserWarning, match=r"run_state.json records no settings .* a changed "
+                      r"model or optimizer cannot be detected"), \
+            pytest.raises(InputError, match=r"The checkpoints in .*run do not fit the model "
+                          r"now configured \(.*\)\. Resume with the config") as e:
         run(3, model={"hidden_sizes": (8,)})
     assert "scorer_dense_0" in str(e.value) and "(1, 4)" in str(e.value)  # saved kernel
     retrained = run(1, model={"hidden_sizes": (8,)}, retrain=True)
@@ -340,6 +344,12 @@ def test_checkpoint_settings_compare_what_the_model_builds():
         'model.input_transform: "log1p" when trained, "piecewise_linear" now',
         'training.ema_momentum: "off" when trained, "on" now']
     assert RunState(epochs=1).changed_settings(settings()) == []  # nothing recorded
+    # the embedding settings count only when the model embeds id features
+    embedded = RunState(epochs=1, settings=settings())
+    other = RankingHparams.from_yaml_text(text, overrides=["model.embedding_dim=4"])
+    assert embedded.changed_settings(other.checkpoint_settings()) == [
+        "model.embedding_dim: 16 when trained, 4 now"]
+    assert embedded.changed_settings(other.checkpoint_settings(id_features=False)) == []
 
 
 # ---- Ctrl-C -----------------------------------------------------------------------------
@@ -356,6 +366,34 @@ def test_ctrl_c_outside_the_loops_raises_and_inside_waits_for_a_safe_point():
                 assert handler.requested
                 handler.check()                     # the safe point raises
     assert signal.getsignal(signal.SIGINT) is before  # the previous handler is back
+
+
+def test_ctrl_c_while_exporting_says_so_and_a_rerun_writes_the_export(tmp_path, monkeypatch):
+    """Training is over and saved when the export starts: the line must not name an epoch
+    that never began, and the rerun only exports."""
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    export = str(tmp_path / "export")
+    hp = _hparams(paths, str(tmp_path / "run"), epochs=1, steps_per_epoch=1,
+                  export_dir=export)
+    handler = InterruptHandler()
+    real_check = guard.check_scores
+
+    def ctrl_c_during_the_export(*args, **kwargs):
+        handler.request()  # what Ctrl-C does inside the safe points
+        return real_check(*args, **kwargs)
+
+    monkeypatch.setattr(guard, "check_scores", ctrl_c_during_the_export)
+    with handler, pytest.raises(Interrupted):
+        RankingLauncher(hp, interrupts=handler).run()
+    assert handler.message() == ("interrupted while exporting; the trained epochs are saved: "
+                                 "rerun to write the export")
+    assert load_state(hp.training.model_dir).finished and not os.path.exists(export)
+    monkeypatch.setattr(guard, "check_scores", real_check)
+    again = RankingLauncher(hp).run()
+    assert again.finished_before and again.exported
+    assert os.path.exists(os.path.join(export, "saved_model.pb"))
 
 
 def test_a_gc_callback_frame_is_recognised():

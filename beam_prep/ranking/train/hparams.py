@@ -524,7 +524,7 @@ class RankingHparams:
 
         return cls.from_yaml_text(read_text(path), overrides, source=path)
 
-    def checkpoint_settings(self) -> dict[str, Any]:
+    def checkpoint_settings(self, *, id_features: bool = True) -> dict[str, Any]:
         """The settings that shape a run's checkpoints, which a resume must keep.
 
         The model's layers and sizes and the optimizer (:data:`CHECKPOINT_SETTINGS`), and
@@ -532,6 +532,10 @@ class RankingHparams:
         them changed, Keras fails on the checkpoint or, for the optimizer, skips restoring
         it (its step, Adam's moments) with only a warning. ``run_state.json`` records them
         (JSON values: lists for tuples).
+
+        Args:
+            id_features: Whether the model embeds id features (``Preprocessor.id_rows``);
+                without them the embedding settings shape nothing and are left out.
 
         Example:
             >>> hp = RankingHparams.from_dict({"data": {"feature_spec": "f",
@@ -551,6 +555,9 @@ class RankingHparams:
             del out["model.piecewise_bins"]
         if self.model.scorer != "dasalc":
             for name in ("attention_layers", "attention_heads", "attention_dim"):
+                del out[f"model.{name}"]
+        if not id_features:
+            for name in ("embedding_dim", "distributed_embedding_min_rows"):
                 del out[f"model.{name}"]
         out["training.ema_momentum"] = "off" if self.training.ema_momentum is None else "on"
         return out

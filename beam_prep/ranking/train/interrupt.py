@@ -19,8 +19,9 @@ the middle of writing a checkpoint.
   first, raises at once.
 
 :class:`Interrupted` subclasses ``KeyboardInterrupt`` (nothing that catches ``Exception``
-swallows it); ``beam-prep train`` turns it into one line, ``interrupted at epoch N; rerun to
-resume``, and exit code 130 (:data:`beam_prep.interrupts.EXIT_INTERRUPTED`).
+swallows it); ``beam-prep train`` turns it into one line (:meth:`InterruptHandler.message`:
+``interrupted at epoch N; rerun to resume``) and exit code 130
+(:data:`beam_prep.interrupts.EXIT_INTERRUPTED`).
 
 Example:
     >>> handler = InterruptHandler()
@@ -70,12 +71,15 @@ class InterruptHandler:
     """SIGINT handler of a training run (see the module docstring); a context manager.
 
     Installed only in the main thread (elsewhere Python refuses signal handlers; it then
-    does nothing). :attr:`epoch` (0-based, set by the training loops) is the epoch reported.
+    does nothing). :attr:`epoch` (0-based, set by the training loops) is the epoch reported;
+    :attr:`exporting` (set by the launcher) says training is over and the export is being
+    written.
     """
 
     def __init__(self) -> None:
         self.requested = False
         self.epoch: int | None = None
+        self.exporting = False
         self._deferred = 0
         self._previous: Any = None
         self._installed = False
@@ -93,6 +97,22 @@ class InterruptHandler:
         if self._installed:
             signal.signal(signal.SIGINT, self._previous)
             self._installed = False
+
+    def message(self) -> str:
+        """The one line ``beam-prep train`` prints when Ctrl-C stopped it.
+
+        Example:
+            >>> handler = InterruptHandler()
+            >>> handler.epoch = 2
+            >>> handler.message()
+            'interrupted at epoch 3; rerun to resume'
+        """
+        if self.exporting:
+            return ("interrupted while exporting; the trained epochs are saved: rerun to "
+                    "write the export")
+        if self.epoch is None:
+            return "interrupted while starting; rerun to resume"
+        return f"interrupted at epoch {self.epoch + 1}; rerun to resume"
 
     def request(self) -> None:
         """Records an interrupt request (what the handler does first)."""

@@ -36,6 +36,7 @@ import math
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -460,7 +461,8 @@ class RankingLauncher:
         # Every worker reads the chief's record: they all take the same decisions.
         state = run_state.load_state(tr.model_dir)
         monitor = tr.early_stopping_metric if self.hp.data.valid_pattern else None
-        settings = {**self.hp.checkpoint_settings(), "training.loop": self.loop}
+        settings = {**self.hp.checkpoint_settings(id_features=bool(self.preprocessor.id_rows)),
+                    "training.loop": self.loop}
         self._refuse_changes(state, tr.model_dir, settings, monitor)
         if self.hp.model.ensemble > 1:
             from beam_prep.ranking.train.scorers.ensemble import member_hparams
@@ -490,6 +492,13 @@ class RankingLauncher:
         """
         if state is None or state.epochs_done == 0:
             return
+        if state.settings is None:  # nothing to compare with: say so, once
+            warnings.warn(
+                f"{run_state.state_path(model_dir)} records no settings (an "
+                "older beam_prep wrote it, or it was edited): a changed model or optimizer "
+                "cannot be detected before resuming, and Keras starts a changed optimizer "
+                "afresh with only a warning. Resume with the settings it was trained with, "
+                f"or {run_state.START_OVER}.", stacklevel=2)
         changed = state.changed_settings(settings)
         if state.best is not None and state.monitor != monitor:
             changed.append(f"training.early_stopping_metric: {json.dumps(state.monitor)} when "
@@ -563,6 +572,8 @@ class RankingLauncher:
         path = self._export_path()
         if not path:
             return None
+        if self.interrupts is not None:  # training is over: Ctrl-C now stops the export
+            self.interrupts.exporting = True
         pattern = self.hp.data.valid_pattern or self.hp.data.train_pattern
         what = "a validation batch" if self.hp.data.valid_pattern else "a training batch"
         batches = self.datasets.build(pattern, self.hp.data.resolved_valid_batch_size,
