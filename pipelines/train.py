@@ -110,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"beam-prep train: {message}", file=sys.stderr)
             rec.fail(message, error_type="Interrupted")
             return EXIT_INTERRUPTED
-        # epochs: trained in this run (an ensemble's: all members' together)
+        # epochs: trained in this run (an ensemble's: all members' together); steps: the
+        # optimizer's, a resumed run's earlier steps included
         counts: dict[str, Any] = {"steps": int(result.steps), "epochs": len(seen)}
         counts.update(_epoch_counts(result, hparams, seen))
         outputs = {} if result.finished_before else {
