@@ -327,6 +327,20 @@ def test_an_ensemble_checks_every_members_record_and_retrain_removes_them(tmp_pa
     assert not again.finished_before and again.steps == 2  # one step each
 
 
+def test_a_member_trains_in_the_folder_the_run_record_recognises():
+    from beam_prep.ranking.train.hparams import is_member_dir
+
+    hp = RankingHparams.from_yaml_text(
+        "data: {feature_spec: f, train_pattern: t, list_size: 2, train_batch_size: 1}\n"
+        "training: {model_dir: out/run, seed: 5, export_dir: out/export}\n"
+        "model: {ensemble: 3}")
+    member = hp.member(2)
+    assert (member.training.model_dir, member.training.seed, member.training.export_dir,
+            member.model.ensemble) == (os.path.join("out/run", "member_2"), 7, None, 1)
+    assert is_member_dir(os.path.basename(member.training.model_dir))
+    assert not any(map(is_member_dir, ("member_", "member_2b", "xmember_2", "member_-1")))
+
+
 def test_checkpoint_settings_compare_what_the_model_builds():
     text = ("data: {feature_spec: f, train_pattern: t, list_size: 2, train_batch_size: 1}\n"
             "training: {model_dir: m}")

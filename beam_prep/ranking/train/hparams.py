@@ -34,6 +34,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, get_args
 
@@ -562,9 +564,50 @@ class RankingHparams:
         out["training.ema_momentum"] = "off" if self.training.ema_momentum is None else "on"
         return out
 
+    def member(self, index: int) -> RankingHparams:
+        """The config of ensemble member ``index``: seed + index, its own model_dir
+        (:func:`member_dir`), one model, no export.
+
+        Example:
+            >>> hp = RankingHparams.from_dict({"data": {"feature_spec": "f",
+            ...     "train_pattern": "t", "list_size": 2, "train_batch_size": 1},
+            ...     "training": {"model_dir": "m", "seed": 7}, "model": {"ensemble": 3}})
+            >>> member = hp.member(2)
+            >>> member.training.model_dir, member.training.seed, member.model.ensemble
+            ('m/member_2', 9, 1)
+        """
+        tr = dataclasses.replace(self.training, seed=self.training.seed + index,
+                                 export_dir=None,
+                                 model_dir=member_dir(self.training.model_dir, index))
+        return dataclasses.replace(self, training=tr,
+                                   model=dataclasses.replace(self.model, ensemble=1))
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (lists for tuples), suitable for YAML/JSON."""
         def conv(v: Any) -> Any:
             return list(v) if isinstance(v, tuple) else v
         return {name: {k: conv(v) for k, v in dataclasses.asdict(getattr(self, name)).items()}
                 for name in SECTIONS}
+
+
+_MEMBER_DIR = re.compile(r"member_(\d+)")
+
+
+def member_dir(model_dir: str, index: int) -> str:
+    """``<model_dir>/member_<index>``: where ensemble member ``index`` trains.
+
+    Example:
+        >>> member_dir("out/ranker", 0)
+        'out/ranker/member_0'
+    """
+    return os.path.join(model_dir, f"member_{index}")
+
+
+def is_member_dir(name: str) -> bool:
+    """Whether the folder name ``name`` is an ensemble member's (:func:`member_dir`).
+
+    Example:
+        >>> is_member_dir("member_12"), is_member_dir("member_x")
+        (True, False)
+    """
+    return _MEMBER_DIR.fullmatch(name) is not None

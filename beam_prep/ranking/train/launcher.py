@@ -465,10 +465,8 @@ class RankingLauncher:
                     "training.loop": self.loop}
         self._refuse_changes(state, tr.model_dir, settings, monitor)
         if self.hp.model.ensemble > 1:
-            from beam_prep.ranking.train.scorers.ensemble import member_hparams
-
             for i in range(self.hp.model.ensemble):
-                member_dir = member_hparams(self.hp, i).training.model_dir
+                member_dir = self.hp.member(i).training.model_dir
                 self._refuse_changes(run_state.load_state(member_dir), member_dir, settings,
                                      monitor)
         if state is None:
@@ -520,10 +518,8 @@ class RankingLauncher:
 
     def _members_finished(self) -> bool:
         """True when every ``model.ensemble`` member's record says it is finished."""
-        from beam_prep.ranking.train.scorers.ensemble import member_hparams
-
         for i in range(self.hp.model.ensemble):
-            member = member_hparams(self.hp, i).training
+            member = self.hp.member(i).training
             state = run_state.load_state(member.model_dir)
             if state is None or not state.is_finished(member.epochs):
                 return False

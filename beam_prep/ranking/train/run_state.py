@@ -54,6 +54,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from beam_prep.errors import InputError, SpecError
+from beam_prep.ranking.train.hparams import is_member_dir
 
 STATE_FILE = "run_state.json"
 BEST_WEIGHTS = "best.weights.h5"
@@ -277,7 +278,7 @@ def check_export_placement(model_dir: str, export_dir: str) -> None:
     inside = export.startswith(model + "/")
     first = export[len(model) + 1:].split("/")[0] if inside else ""
     if export == model or model.startswith(export + "/") or first in TRAINING_STATE \
-            or _is_member_dir(first):
+            or is_member_dir(first):
         raise SpecError(
             f"`training.export_dir` {export_dir} holds or is model_dir {model_dir} or its "
             "training state, and each export replaces its whole folder. Choose a folder "
@@ -307,18 +308,13 @@ def check_model_dir(model_dir: str) -> None:
                          "choose another model_dir.") from e
 
 
-def _is_member_dir(name: str) -> bool:
-    """``member_<i>``: an ensemble member's folder (``scorers.ensemble.member_hparams``)."""
-    return re.fullmatch(r"member_\d+", name) is not None
-
-
 def member_dirs(model_dir: str) -> tuple[str, ...]:
     """The ``member_<i>`` folders of ensemble members in ``model_dir`` (any ensemble size)."""
     gfile = _gfile()
     if not gfile.isdir(model_dir):
         return ()
     names = (n.rstrip("/") for n in gfile.listdir(model_dir))
-    return tuple(sorted(n for n in names if _is_member_dir(n)))
+    return tuple(sorted(n for n in names if is_member_dir(n)))
 
 
 def clear_training_state(model_dir: str, extra: tuple[str, ...] = ()) -> list[str]:

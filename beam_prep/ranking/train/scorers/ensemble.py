@@ -1,10 +1,10 @@
 """``model.ensemble: N``: train N seeds, serve one model whose score is their mean.
 
 Member ``i`` is the configured model trained with ``training.seed + i`` (weights, shuffling,
-noise and dropout all change with it) in ``<model_dir>/member_<i>``; the members share the
-preprocessor. :func:`average_model` wraps them into one ``keras.Model`` with the members'
-inputs and the mean of their ``[B, L]`` scores, which the launcher exports like any model (same
-``serving_default`` / ``score_examples`` signatures; one SavedModel).
+noise and dropout all change with it) in ``<model_dir>/member_<i>`` (``RankingHparams.member``);
+the members share the preprocessor. :func:`average_model` wraps them into one ``keras.Model``
+with the members' inputs and the mean of their ``[B, L]`` scores, which the launcher exports
+like any model (same ``serving_default`` / ``score_examples`` signatures; one SavedModel).
 
 Example:
     >>> model = average_model([m0, m1, m2], element_spec)        # doctest: +SKIP
@@ -13,8 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,14 +64,6 @@ def member_models(model: keras.Model) -> list[keras.Model]:
     return sorted(members, key=lambda m: int(m.name.rsplit(MEMBER_TAG, 1)[1]))
 
 
-def member_hparams(hp: Any, index: int) -> Any:
-    """The config of member ``index``: seed + index, its own model_dir, no export."""
-    tr = dataclasses.replace(hp.training, seed=hp.training.seed + index, export_dir=None,
-                             model_dir=os.path.join(hp.training.model_dir, f"member_{index}"))
-    return dataclasses.replace(hp, training=tr,
-                               model=dataclasses.replace(hp.model, ensemble=1))
-
-
 def merged_history(histories: Sequence[Mapping[str, list[float]]]) -> dict[str, list[float]]:
     """Member 0's history, plus every member's under ``member_<i>/<metric>``.
 
@@ -106,7 +96,7 @@ def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
     for i in range(hp.model.ensemble):
         if printer is not None:  # its epoch lines name the member
             printer.label = f"member {i + 1}/{hp.model.ensemble}"
-        results.append(launcher_cls(member_hparams(hp, i), **launcher._shared).run())
+        results.append(launcher_cls(hp.member(i), **launcher._shared).run())
     if printer is not None:
         printer.label = ""
     element_spec = launcher.datasets.train_dataset().element_spec
