@@ -11,7 +11,7 @@ with Keras ``fit`` as the launcher does (JAX: under ``keras.distribution.DataPar
 Cases (``--cases``, comma-separated):
 
 ===============  ==========================================================================
-``dnn``          ``examples/train.yaml``'s model, batch 256, list size 32
+``dnn``          ``examples/train.yaml``'s model (one member), batch 256, list size 32
 ``dasalc``       the same with ``scorer: dasalc`` (input transform ``auto``: log1p)
 ``synthetic``    ``examples/train_synthetic.yaml``'s model (one member: ``ensemble: 1``)
 ``dasalc_l128``  ``dasalc`` at list size 128
@@ -93,16 +93,17 @@ PADDING = 0.2
 LABEL_P = (0.52, 0.32, 0.12, 0.03, 0.01)  # MSLR-WEB30K's label mix, roughly
 
 CASES: dict[str, dict[str, Any]] = {
-    "dnn": {"config": "examples/train.yaml", "model": {}, "batch": 256, "list_size": 32},
+    "dnn": {"config": "examples/train.yaml", "model": {"ensemble": 1}, "batch": 256,
+            "list_size": 32},
     "dasalc": {"config": "examples/train.yaml",
-               "model": {"scorer": "dasalc", "input_transform": "auto"},
+               "model": {"scorer": "dasalc", "input_transform": "auto", "ensemble": 1},
                "batch": 256, "list_size": 32},
     "synthetic": {"config": "examples/train_synthetic.yaml", "model": {"ensemble": 1},
                   "batch": 256, "list_size": 32},
     "dasalc_l128": {"config": "examples/train.yaml",
-                    "model": {"scorer": "dasalc", "input_transform": "auto"},
+                    "model": {"scorer": "dasalc", "input_transform": "auto", "ensemble": 1},
                     "batch": 256, "list_size": 128},
-    "dnn_b1024": {"config": "examples/train.yaml", "model": {}, "batch": 1024,
+    "dnn_b1024": {"config": "examples/train.yaml", "model": {"ensemble": 1}, "batch": 1024,
                   "list_size": 32},
 }
 FEEDS = ("keras", "prefetch", "device_cache", "device_loop", "stream_loop")

@@ -148,6 +148,8 @@ def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
                              "continued from there (--retrain starts over)")
     if state is None:
         return counts
+    if hparams.model.ensemble > 1:
+        counts["members"] = _members_line(hparams)
     held = state.export if tr.export_dir else None
     if held is not None and held.get("epoch") is not None:
         best = state.best or {}
@@ -158,7 +160,10 @@ def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
         counts["exported_model"] = format_metrics(held.get("metrics") or {})
         counts["export"] = ("written" if result.exported
                             else f"unchanged: {tr.export_dir} (it holds the best epoch)")
-    elif held is not None:
+    elif held is not None:  # an ensemble: the averaged model has no epoch of its own
+        if held.get("metrics"):
+            counts["exported_model"] = (f"{format_metrics(held['metrics'])} (the mean of "
+                                        f"{hparams.model.ensemble} members' scores)")
         counts["export"] = "written" if result.exported else f"unchanged: {tr.export_dir}"
     if state.last is not None:
         counts["last_epoch"] = (f"{state.last['epoch']} of {tr.epochs}: "
@@ -171,6 +176,25 @@ def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
         counts["budget"] = (f"ended at its epoch budget while {state.monitor} was still "
                             "improving (best at the last epoch); raise training.epochs")
     return counts
+
+
+def _members_line(hparams: Any) -> str:
+    """``epochs 2, 16, 9 of 100 (best val_ndcg_10 0.7388, 0.7641, 0.7452)``: the epoch each
+    ensemble member contributes (its best, else its last) and, with a monitored metric, its
+    value."""
+    from beam_prep.ranking.train.run_state import load_state
+
+    epochs, values, monitor = [], [], None
+    for i in range(hparams.model.ensemble):
+        state = load_state(hparams.member(i).training.model_dir)
+        held = state.best_or_last() if state is not None else None
+        epochs.append(str(held["epoch"]) if held else "none")
+        value = held.get("value") if held else None
+        values.append("-" if value is None else f"{value:.4f}")
+        if value is not None:
+            monitor = state.monitor
+    line = f"epochs {', '.join(epochs)} of {hparams.training.epochs}"
+    return f"{line} (best {monitor} {', '.join(values)})" if monitor else line
 
 
 if __name__ == "__main__":

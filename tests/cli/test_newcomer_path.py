@@ -128,5 +128,7 @@ def test_documented_training_runs(tmp_path):
         out = subprocess.run([sys.executable, "-m", "beam_prep.cli", *argv], cwd=tmp_path,
                              capture_output=True, text=True, timeout=1200)
         assert out.returncode == 0, out.stderr[-3000:]
-    assert "exported_epoch: 1 of 1 (best val_ndcg_10 " in out.stdout
+    # examples/train.yaml averages 3 members: each one's epoch, the averaged model's metrics
+    assert "members: epochs 1, 1, 1 of 1 (best val_ndcg_10 " in out.stdout
+    assert "(the mean of 3 members' scores)" in out.stdout
     assert (tmp_path / "out" / "ranker" / "export").is_dir()

@@ -327,6 +327,41 @@ def test_an_ensemble_checks_every_members_record_and_retrain_removes_them(tmp_pa
     assert not again.finished_before and again.steps == 2  # one step each
 
 
+def test_an_ensembles_export_records_the_averaged_models_validation_metrics(tmp_path):
+    """The averaged model has no epoch of its own: what it scores on the validation lists is
+    what the summary's `exported_model` shows; each member's epoch is on `members`."""
+    from benchmarks.ltr_files import numpy_ndcg
+    from pipelines.train import _epoch_counts
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    hp = _hparams(paths, str(tmp_path / "run"), epochs=2, steps_per_epoch=1,
+                  steps_per_execution=1, early_stopping_metric="val_ndcg_2")
+    hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, ensemble=2))
+    launcher = RankingLauncher(hp)
+    result = launcher.run()
+    state = RunState(epochs=2)
+    launcher._record_export(state, result.model)
+    labels, scores = [], []
+    for features, y in launcher.datasets.valid_dataset():
+        labels.append(y.numpy())
+        scores.append(np.asarray(result.model(features, training=False)))
+    expected = numpy_ndcg(np.concatenate(labels), np.concatenate(scores), k=2)
+    assert state.export["epoch"] is None
+    assert state.export["metrics"]["val_ndcg_2"] == pytest.approx(expected, abs=1e-5)
+    assert load_state(hp.training.model_dir).export == state.export
+    exporting = dataclasses.replace(hp, training=dataclasses.replace(
+        hp.training, export_dir=str(tmp_path / "export")))  # what the summary reports
+    counts = _epoch_counts(dataclasses.replace(result, state=state, exported=True), exporting,
+                           [0, 1])
+    assert counts["exported_model"].endswith(" (the mean of 2 members' scores)")
+    assert f"val_ndcg_2 {expected:.4f}" in counts["exported_model"]
+    members = [load_state(hp.member(i).training.model_dir).best for i in range(2)]
+    assert counts["members"] == (
+        f"epochs {members[0]['epoch']}, {members[1]['epoch']} of 2 (best val_ndcg_2 "
+        f"{members[0]['value']:.4f}, {members[1]['value']:.4f})")
+
+
 def test_a_member_trains_in_the_folder_the_run_record_recognises():
     from beam_prep.ranking.train.hparams import is_member_dir
 

@@ -73,7 +73,7 @@ from beam_prep.ranking.train.tf_feed import (
     training_lists,
     use_memory_cache,
 )
-from beam_prep.ranking.train.validation import Validation, validation_callback
+from beam_prep.ranking.train.validation import Validation, model_scorer, validation_callback
 
 ParseFn = Callable[[Any], tuple[dict[str, Any], Any]]
 
@@ -386,7 +386,7 @@ class RankingLauncher:
         if ensemble:  # N members, one averaged model (scorers.ensemble)
             result = run_ensemble(self, RankingLauncher, TrainResult)
             if result.export_path:
-                self._record_export(state)
+                self._record_export(state, result.model)
             return dataclasses.replace(result, state=state, exported=bool(result.export_path))
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
@@ -537,11 +537,23 @@ class RankingLauncher:
                 and held.get("epoch") == (best["epoch"] if best else None)
                 and tf.io.gfile.exists(os.path.join(path, "saved_model.pb")))
 
-    def _record_export(self, state: run_state.RunState) -> None:
+    def _validation(self) -> Validation:
+        """The exact validation of ``val_loss`` and ``val_<metric>`` (:mod:`.validation`)."""
+        tr = self.hp.training
+        return Validation(get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None),
+                          lambda: ranking_metrics(tr.metrics_k), steps=tr.validation_steps)
+
+    def _record_export(self, state: run_state.RunState,
+                       model: keras.Model | None = None) -> None:
+        """Records what the export holds: the best (or last) epoch and its metrics; for an
+        ensemble (no epoch of its own) the averaged ``model``'s validation metrics."""
         best = state.best_or_last()  # None for an ensemble: its members hold the epochs
+        metrics = dict(best["metrics"]) if best else {}
+        if best is None and model is not None and self.hp.data.valid_pattern:
+            metrics = self._validation().evaluate(model_scorer(model),
+                                                  self.datasets.valid_dataset())
         state.export = {"path": self._export_path(),
-                        "epoch": best["epoch"] if best else None,
-                        "metrics": dict(best["metrics"]) if best else {}}
+                        "epoch": best["epoch"] if best else None, "metrics": metrics}
         run_state.save_state(self._dir(""), state)
 
     def _diverged(self, error: guard.Diverged) -> guard.NonFiniteError:
@@ -676,11 +688,7 @@ class RankingLauncher:
         enter_averages, leave_averages = ema.keras_callbacks()
         callbacks: list[Any] = [enter_averages]
         if valid_ds is not None:  # next: the callbacks below read its val_* values
-            callbacks.append(validation_callback(
-                Validation(get_loss(tr.loss, softmax_targets=tr.softmax_targets,
-                                    reduction=None),
-                           lambda: ranking_metrics(tr.metrics_k), steps=tr.validation_steps),
-                valid_ds))
+            callbacks.append(validation_callback(self._validation(), valid_ds))
         # The finite guard next (it raises before a checkpoint of a failing step is
         # written), the best-epoch tracker before the checkpoints, Ctrl-C's check last.
         callbacks += [
