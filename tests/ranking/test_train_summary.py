@@ -17,7 +17,8 @@ def _hp(epochs: int, metric: str | None = "val_ndcg_10"):
     return SimpleNamespace(training=SimpleNamespace(epochs=epochs, model_dir="out/ranker",
                                                     export_dir="out/ranker/export",
                                                     early_stopping_metric=metric,
-                                                    early_stopping_patience=1))
+                                                    early_stopping_patience=1),
+                           model=SimpleNamespace(ensemble=1))
 
 
 def _result(state, *, epochs, first=0, exported=True, finished_before=False):
