@@ -1,7 +1,8 @@
 """Quality parity of the Keras backends: the LightGBM sample on TensorFlow and on JAX.
 
-Same data, config and seeds as ``bench_ranking_quality.py`` (``examples/train.yaml``, 300
-steps, NDCG@10 on the 50 ``rank.test`` lists, numpy oracle); each backend runs in its own
+Same data, config and seeds as ``bench_ranking_quality.py`` (``examples/train.yaml`` with one
+member, ``model.ensemble=1``; 300 steps, NDCG@10 on the 50 ``rank.test`` lists, numpy
+oracle); each backend runs in its own
 process (Keras picks its backend once per process) through ``build_launcher``, i.e. the
 TensorFlow launcher or the JAX one (``fit`` compiled with XLA, no distribution: one CPU).
 
@@ -50,7 +51,8 @@ def run_seed(seed: int, workdir: str, spec: str, train: str, test: str) -> dict:
     hp = RankingHparams.load(CONFIG, overrides=[
         f"data.feature_spec={spec}", f"data.train_pattern={train}", "data.valid_pattern=null",
         "data.artifacts=null", f"training.model_dir={model_dir}", "training.export_dir=null",
-        f"training.seed={seed}", f"distribution.backend={backend}"])
+        f"training.seed={seed}", f"distribution.backend={backend}",
+        "model.ensemble=1"])  # one model per backend: ensembles train on TensorFlow only
     launcher = build_launcher(hp, layers={}, vocab_rows={})
     cpu = _cpu()
     result = launcher.run()
