@@ -52,7 +52,7 @@ def run_seed(seed: int, workdir: str, spec: str, train: str, test: str) -> dict:
         f"data.feature_spec={spec}", f"data.train_pattern={train}", "data.valid_pattern=null",
         "data.artifacts=null", f"training.model_dir={model_dir}", "training.export_dir=null",
         f"training.seed={seed}", f"distribution.backend={backend}",
-        "model.ensemble=1"])  # one model per backend: ensembles train on TensorFlow only
+        "model.ensemble=1"])  # one model per backend, as the recorded results
     launcher = build_launcher(hp, layers={}, vocab_rows={})
     cpu = _cpu()
     result = launcher.run()

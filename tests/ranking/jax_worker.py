@@ -88,8 +88,7 @@ def _config_errors(tmp: str) -> dict:
 
     cases = {"odd_batch": ("data_parallel", {"batch": 3}, []),
              "mesh": ("model_parallel", {}, ["distribution.model_parallel_size=3"]),
-             "custom_loop": ("data_parallel", {"loop": "custom"}, []),
-             "ensemble": ("data_parallel", {}, ["model.ensemble=2"])}
+             "custom_loop": ("data_parallel", {"loop": "custom"}, [])}
     out = {}
     for name, (strategy, over, extra) in cases.items():
         paths, hp = _sample_launcher_hp(os.path.join(tmp, "err_" + name), strategy, **over)
@@ -166,7 +165,41 @@ def launcher(tmp: str) -> dict:
     out["resumed"] = {"history": res2.history, "steps": res2.steps}
     shutil.rmtree(paths["dir"])  # the artifacts (vocabulary) are gone: the export must not care
     out["validation"] = validation(os.path.join(tmp, "validation"))
+    out["ensemble"] = ensemble(os.path.join(tmp, "ensemble"))
     return out
+
+
+def ensemble(tmp: str) -> dict:
+    """``model.ensemble: 2`` on JAX, exported: its members' and the averaged model's scores
+    on the validation lists, and what the run record says the export scores there."""
+    import numpy as np
+
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
+    from beam_prep.ranking.train.run_state import load_state
+    from beam_prep.ranking.train.scorers.ensemble import member_models
+    from tests.ranking import test_launcher as tl
+
+    paths = tl._write_data(os.path.join(tmp, "data"))
+    hp = tl._hparams(paths, os.path.join(tmp, "model"), epochs=2, steps_per_epoch=1,
+                     early_stopping_metric="val_ndcg_2",
+                     export_dir=os.path.join(tmp, "export"))
+    hp = type(hp).from_dict(hp.to_dict(), overrides=["distribution.backend=jax",
+                                                     "model.ensemble=2"])
+    launcher = build_launcher(hp)
+    result = launcher.run()
+    members = member_models(result.model)
+    member_scores, served = [], []
+    for features, _ in launcher.datasets.valid_dataset():
+        member_scores.append([np.asarray(m(features, training=False)) for m in members])
+        served.append(np.asarray(result.model(features, training=False)))
+    mean = np.concatenate([np.mean(s, axis=0) for s in member_scores])
+    return {"type": type(launcher).__name__, "members": len(members),
+            "mean_vs_served": float(np.abs(mean - np.concatenate(served)).max()),
+            "members_differ": float(np.abs(np.concatenate([s[0] - s[1]
+                                                           for s in member_scores])).max()),
+            "export": result.export_path, "valid": paths["valid"],
+            "export_metrics": load_state(hp.training.model_dir).export["metrics"],
+            "member_dirs": sorted(os.listdir(hp.training.model_dir))}
 
 
 def ema(tmp: str) -> dict:

@@ -79,14 +79,11 @@ class JaxRankingLauncher(RankingLauncher):
             raise SpecError("`training.loop: custom` is the TensorFlow loop (tf.function + "
                             "tf.distribute); on JAX use 'fit' or 'auto'. Received: "
                             "loop='custom'")
-        if hparams.model.ensemble > 1:
-            raise SpecError("`model.ensemble` trains its members with the TensorFlow launcher; "
-                            "on JAX train one model (ensemble: 1) or use distribution.backend: "
-                            f"tensorflow. Received: ensemble={hparams.model.ensemble}")
         if dist.multi_host:
             initialize_multi_host()
         # The tf.data pipeline still runs on TensorFlow's default (one-device) strategy.
         super().__init__(hparams, strategy=tf.distribute.get_strategy(), **kwargs)
+        self._shared.pop("strategy")  # ensemble members: JAX launchers like this one
         self.loop = "fit"
         self.jit_compile = True
         self.chief = jax.process_index() == 0

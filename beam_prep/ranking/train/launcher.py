@@ -384,7 +384,7 @@ class RankingLauncher:
             run_state.check_model_dir(tr.model_dir)
         self.datasets.check_inputs()
         if ensemble:  # N members, one averaged model (scorers.ensemble)
-            result = run_ensemble(self, RankingLauncher, TrainResult)
+            result = run_ensemble(self, type(self), TrainResult)  # JAX: its launcher
             if result.export_path:
                 self._record_export(state, result.model)
             return dataclasses.replace(result, state=state, exported=bool(result.export_path))
