@@ -24,8 +24,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from beam_prep.errors import BeamPrepError, InputError
@@ -99,13 +101,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupts = InterruptHandler()
     with SummaryRecorder("train", json_path=args.summary_json, quiet=args.quiet) as rec:
         try:
-            with interrupts, native_stderr_filtered():  # see quiet_tf
+            with interrupts, native_stderr_filtered(), _warning_lines():  # see quiet_tf
                 result, hparams, seen = _train(args, interrupts)
         except BeamPrepError as e:
-            print(f"beam-prep train: error: {e}", file=sys.stderr)
-            rec.fail(str(e), error_type=type(e).__name__)
-            return 1
+            if not interrupts.requested:
+                print(f"beam-prep train: error: {e}", file=sys.stderr)
+                rec.fail(str(e), error_type=type(e).__name__)
+                return 1
+            interrupted = True
         except KeyboardInterrupt:
+            interrupted = True
+        except Exception:
+            # Ctrl-C raised inside Keras or TensorFlow, which re-raise it as their own error
+            # (a ValueError from a layer being built, a RuntimeError from the SavedModel
+            # writer): still an interrupt, not a crash.
+            if not interrupts.requested:
+                raise
+            interrupted = True
+        else:
+            interrupted = False
+        if interrupted:
             message = interrupts.message()
             print(f"beam-prep train: {message}", file=sys.stderr)
             rec.fail(message, error_type="Interrupted")
@@ -131,6 +146,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _warning_lines() -> Iterator[None]:
+    """The launcher's :class:`~beam_prep.ranking.train.run_state.RecordWarning` as one
+    ``beam-prep train: warning: ...`` line each (not Python's file:line and source line);
+    other warnings as Python shows them."""
+    from beam_prep.ranking.train.run_state import RecordWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Any, category: type, *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, RecordWarning):
+            print(f"beam-prep train: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
     """Summary lines: a finished or resumed run, which epoch the export holds with its
     metrics, the last epoch's metrics, each labelled, and ``budget`` when the run ended at
@@ -143,6 +180,12 @@ def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
     if result.finished_before:
         counts["finished"] = (f"{tr.model_dir} holds a finished run; nothing was trained "
                               "(--retrain trains again)")
+    elif hparams.model.ensemble > 1:
+        # the first epoch each member trained in this run (the printer's epochs restart)
+        starts = [e for i, e in enumerate(seen) if i == 0 or e <= seen[i - 1]]
+        if any(starts):
+            counts["resumed"] = (f"{tr.model_dir} held epochs of its members; each continued "
+                                 "from its own (--retrain starts over)")
     elif seen and seen[0] > 0:
         counts["resumed"] = (f"{tr.model_dir} held {seen[0]} of {tr.epochs} epochs; "
                              "continued from there (--retrain starts over)")

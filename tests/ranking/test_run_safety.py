@@ -323,15 +323,47 @@ def test_an_ensemble_checks_every_members_record_and_retrain_removes_them(tmp_pa
         run(2, (8,))  # finished members: their best weights would not load
     run(1, (8,), retrain=True)
     assert member_dirs(model_dir) == ()
-    again = run(2, (8,))  # new members, trained (not the stale ones' "finished")
+    # One model and an ensemble never share a folder (nor its record and export).
+    with pytest.raises(SpecError, match=r"run holds one model trained 1 epoch\(s\), and "
+                       r"`model.ensemble: 2` cannot share its folder\. Rerun with "
+                       r"model.ensemble=1, choose another training.model_dir, or start over"):
+        run(2, (8,))
+    again = run(2, (8,), retrain=True)  # new members, trained (not the stale ones' "finished")
     assert not again.finished_before and again.steps == 2  # one step each
+    with pytest.raises(SpecError, match=r"run holds the members of an ensemble \(member_0, "
+                       r"member_1\), and `model.ensemble: 1` cannot share its folder\. Rerun "
+                       r"with model.ensemble=2"):
+        run(1, (8,))
+
+
+def test_another_ensemble_size_rewrites_the_export_as_the_mean_of_that_many(tmp_path):
+    """3 members, then 2 (both finished): the export is re-made from the first 2 (it was
+    left as the 3-member mean and labelled as 2), and the record says how many it holds."""
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    hp = _hparams(paths, str(tmp_path / "run"), epochs=1, steps_per_epoch=1,
+                  steps_per_execution=1, export_dir=str(tmp_path / "export"))
+
+    def run(ensemble):
+        return RankingLauncher(dataclasses.replace(hp, model=dataclasses.replace(
+            hp.model, ensemble=ensemble))).run()
+
+    three = run(3)
+    assert three.exported and load_state(hp.training.model_dir).export["members"] == 3
+    two = run(2)  # every member finished: nothing trains, the export is re-made
+    record = load_state(hp.training.model_dir).export
+    assert two.exported and two.steps == 0 and record["members"] == 2
+    assert record["metrics"] != three.state.export["metrics"]
+    assert run(2).exported is False  # now current
 
 
 def test_an_ensembles_export_records_the_averaged_models_validation_metrics(tmp_path):
     """The averaged model has no epoch of its own: what it scores on the validation lists is
     what the summary's `exported_model` shows; each member's epoch is on `members`."""
+    from beam_prep.pipelines.train import _epoch_counts
+
     from benchmarks.ltr_files import numpy_ndcg
-    from pipelines.train import _epoch_counts
     from tests.ranking.test_launcher import _hparams, _write_data
 
     paths = _write_data(str(tmp_path / "data"))
@@ -443,6 +475,64 @@ def test_ctrl_c_while_exporting_says_so_and_a_rerun_writes_the_export(tmp_path, 
     again = RankingLauncher(hp).run()
     assert again.finished_before and again.exported
     assert os.path.exists(os.path.join(export, "saved_model.pb"))
+
+
+@pytest.mark.parametrize("wrapped", [
+    ValueError("Exception encountered when calling FeedForwardScorer.call()"),  # Keras build
+    RuntimeError("pybind11::error_already_set: MISMATCH ... REPLACED BY Interrupted"),  # export
+    InputError("a file vanished"),
+])
+def test_ctrl_c_that_keras_or_tensorflow_rewrap_is_still_one_line_and_exit_130(
+        monkeypatch, capsys, wrapped):
+    from beam_prep.pipelines import train
+
+    from beam_prep.ranking.train import interrupt
+
+    def interrupted_inside_a_library(args, interrupts):
+        interrupts.request()  # what Ctrl-C did first
+        interrupts.label, interrupts.epoch = "member 2/3", None
+        raise wrapped
+
+    monkeypatch.setattr(train, "_train", interrupted_inside_a_library)
+    monkeypatch.setattr(interrupt.InterruptHandler, "__enter__", lambda self: self)
+    assert train.main(["--config", "unused.yaml"]) == 130
+    err = capsys.readouterr().err
+    assert err == "beam-prep train: interrupted while starting member 2/3; rerun to resume\n"
+
+
+def test_an_error_without_ctrl_c_is_not_taken_for_an_interrupt(monkeypatch):
+    from beam_prep.pipelines import train
+
+    from beam_prep.ranking.train import interrupt
+
+    def broken(args, interrupts):
+        raise ValueError("a real bug")
+
+    monkeypatch.setattr(train, "_train", broken)
+    monkeypatch.setattr(interrupt.InterruptHandler, "__enter__", lambda self: self)
+    with pytest.raises(ValueError, match="a real bug"):
+        train.main(["--config", "unused.yaml"])
+
+
+def test_the_interrupt_line_names_the_ensemble_member():
+    handler = InterruptHandler()
+    handler.label, handler.epoch = "member 2/3", 4
+    assert handler.message() == "interrupted at member 2/3, epoch 5; rerun to resume"
+
+
+def test_a_record_warning_is_one_line_on_the_cli(capsys):
+    import warnings
+
+    from beam_prep.pipelines.train import _warning_lines
+
+    from beam_prep.ranking.train.run_state import RecordWarning
+
+    with _warning_lines(), warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("out/ranker/run_state.json records no settings", RecordWarning,
+                      stacklevel=1)
+    assert capsys.readouterr().err == ("beam-prep train: warning: out/ranker/run_state.json "
+                                       "records no settings\n")
 
 
 def test_a_gc_callback_frame_is_recognised():

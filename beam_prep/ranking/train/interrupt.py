@@ -71,7 +71,8 @@ class InterruptHandler:
     """SIGINT handler of a training run (see the module docstring); a context manager.
 
     Installed only in the main thread (elsewhere Python refuses signal handlers; it then
-    does nothing). :attr:`epoch` (0-based, set by the training loops) is the epoch reported;
+    does nothing). :attr:`epoch` (0-based, set by the training loops) is the epoch reported,
+    of the ensemble member :attr:`label` names (``member 2/3``; empty for one model);
     :attr:`exporting` (set by the launcher) says training is over and the export is being
     written.
     """
@@ -79,6 +80,7 @@ class InterruptHandler:
     def __init__(self) -> None:
         self.requested = False
         self.epoch: int | None = None
+        self.label = ""
         self.exporting = False
         self._deferred = 0
         self._previous: Any = None
@@ -111,8 +113,10 @@ class InterruptHandler:
             return ("interrupted while exporting; the trained epochs are saved: rerun to "
                     "write the export")
         if self.epoch is None:
-            return "interrupted while starting; rerun to resume"
-        return f"interrupted at epoch {self.epoch + 1}; rerun to resume"
+            return f"interrupted while starting{' ' + self.label if self.label else ''}; " \
+                   "rerun to resume"
+        member = f"{self.label}, " if self.label else ""
+        return f"interrupted at {member}epoch {self.epoch + 1}; rerun to resume"
 
     def request(self) -> None:
         """Records an interrupt request (what the handler does first)."""

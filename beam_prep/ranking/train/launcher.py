@@ -460,6 +460,7 @@ class RankingLauncher:
             run_state.clear_training_state(model_dir, run_state.member_dirs(model_dir))
         # Every worker reads the chief's record: they all take the same decisions.
         state = run_state.load_state(tr.model_dir)
+        self._refuse_mixing(state, tr.model_dir)
         monitor = tr.early_stopping_metric if self.hp.data.valid_pattern else None
         settings = {**self.hp.checkpoint_settings(id_features=bool(self.preprocessor.id_rows)),
                     "training.loop": self.loop}
@@ -471,11 +472,37 @@ class RankingLauncher:
                                      monitor)
         if state is None:
             return run_state.RunState(epochs=tr.epochs, monitor=monitor, settings=settings)
+        if not state.settings and state.epochs_done and not state.is_finished(tr.epochs):
+            warnings.warn(  # nothing to compare with, and it resumes: say so
+                f"{run_state.state_path(tr.model_dir)} records no settings (an older "
+                "beam-prep wrote it, or it was edited), so a changed model or optimizer cannot "
+                "be detected: this run resumes it as configured now (Keras starts a changed "
+                "optimizer afresh). If a setting changed since it trained, stop and rerun "
+                f"with the settings it was trained with, or {run_state.START_OVER}.",
+                run_state.RecordWarning, stacklevel=2)
         state.epochs, state.monitor = tr.epochs, monitor
         if not state.is_finished(tr.epochs):  # it trains on: as configured now
             state.finished = state.stopped_early = False
             state.settings = settings
         return state
+
+    def _refuse_mixing(self, state: run_state.RunState | None, model_dir: str) -> None:
+        """SpecError when ``model_dir`` holds one model and an ensemble is configured, or
+        an ensemble's members and one model is: the two would share the record and the
+        export (a rerun with the other size would serve the wrong model)."""
+        ensemble = self.hp.model.ensemble
+        if ensemble > 1 and state is not None and state.epochs_done > 0:
+            held = f"one model trained {state.epochs_done} epoch(s)"
+            fix = "model.ensemble=1"
+        elif ensemble == 1 and (members := run_state.member_dirs(model_dir)):
+            held = f"the members of an ensemble ({', '.join(members)})"
+            fix = f"model.ensemble={len(members)}"
+        else:
+            return
+        raise SpecError(
+            f"{model_dir} holds {held}, and `model.ensemble: {ensemble}` cannot share its "
+            f"folder. Rerun with {fix}, choose another training.model_dir, or "
+            f"{run_state.START_OVER}.")
 
     @staticmethod
     def _refuse_changes(state: run_state.RunState | None, model_dir: str,
@@ -490,13 +517,6 @@ class RankingLauncher:
         """
         if state is None or state.epochs_done == 0:
             return
-        if state.settings is None:  # nothing to compare with: say so, once
-            warnings.warn(
-                f"{run_state.state_path(model_dir)} records no settings (an "
-                "older beam_prep wrote it, or it was edited): a changed model or optimizer "
-                "cannot be detected before resuming, and Keras starts a changed optimizer "
-                "afresh with only a warning. Resume with the settings it was trained with, "
-                f"or {run_state.START_OVER}.", stacklevel=2)
         changed = state.changed_settings(settings)
         if state.best is not None and state.monitor != monitor:
             changed.append(f"training.early_stopping_metric: {json.dumps(state.monitor)} when "
@@ -525,16 +545,22 @@ class RankingLauncher:
                 return False
         return True
 
+    def _held_epoch(self, state: run_state.RunState) -> dict[str, Any] | None:
+        """The epoch the export holds: the best (else last) one; None for an ensemble,
+        whose members hold the epochs."""
+        return state.best_or_last() if self.hp.model.ensemble == 1 else None
+
     def _export_is_current(self, state: run_state.RunState) -> bool:
         """True when no export is configured, or the export holds the state's best epoch
-        (for an ensemble, whose record has no epoch: the export recorded is there)."""
+        (for an ensemble, whose record has no epoch: the mean of as many members as now)."""
         path = self.hp.training.export_dir
         if not path:
             return True
         held = state.export
-        best = state.best_or_last()
+        best = self._held_epoch(state)
         return (held is not None and held.get("path") == path
                 and held.get("epoch") == (best["epoch"] if best else None)
+                and held.get("members", 1) == self.hp.model.ensemble
                 and tf.io.gfile.exists(os.path.join(path, "saved_model.pb")))
 
     def _validation(self) -> Validation:
@@ -547,13 +573,14 @@ class RankingLauncher:
                        model: keras.Model | None = None) -> None:
         """Records what the export holds: the best (or last) epoch and its metrics; for an
         ensemble (no epoch of its own) the averaged ``model``'s validation metrics."""
-        best = state.best_or_last()  # None for an ensemble: its members hold the epochs
+        best = self._held_epoch(state)
         metrics = dict(best["metrics"]) if best else {}
         if best is None and model is not None and self.hp.data.valid_pattern:
             metrics = self._validation().evaluate(model_scorer(model),
                                                   self.datasets.valid_dataset())
         state.export = {"path": self._export_path(),
-                        "epoch": best["epoch"] if best else None, "metrics": metrics}
+                        "epoch": best["epoch"] if best else None, "metrics": metrics,
+                        "members": self.hp.model.ensemble}
         run_state.save_state(self._dir(""), state)
 
     def _diverged(self, error: guard.Diverged) -> guard.NonFiniteError:

@@ -62,6 +62,13 @@ FORMAT = "beam_prep.run_state"
 VERSION = 1
 #: What ``training.retrain`` deletes from ``model_dir`` (the export is swapped at the end).
 TRAINING_STATE = ("ckpt", "backup", "logs", STATE_FILE, BEST_WEIGHTS)
+
+
+class RecordWarning(UserWarning):
+    """A run record that cannot be fully checked (``beam-prep train`` prints it as one
+    ``warning:`` line)."""
+
+
 #: The fix every refused rerun names.
 START_OVER = "start over (beam-prep train --retrain; training.retrain: true)"
 

@@ -91,14 +91,19 @@ def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
         set), :func:`merged_history`, steps and seconds summed over the members.
     """
     hp = launcher.hp
-    printer = launcher.epoch_printer
+    printer, interrupts = launcher.epoch_printer, launcher.interrupts
     results = []
     for i in range(hp.model.ensemble):
+        label = f"member {i + 1}/{hp.model.ensemble}"
         if printer is not None:  # its epoch lines name the member
-            printer.label = f"member {i + 1}/{hp.model.ensemble}"
+            printer.label = label
+        if interrupts is not None:  # so does the line of a Ctrl-C
+            interrupts.label, interrupts.epoch = label, None
         results.append(launcher_cls(hp.member(i), **launcher._shared).run())
     if printer is not None:
         printer.label = ""
+    if interrupts is not None:
+        interrupts.label = ""
     element_spec = launcher.datasets.train_dataset().element_spec
     model = average_model([r.model for r in results], element_spec[0],
                           list_features=launcher.preprocessor.list_features)
