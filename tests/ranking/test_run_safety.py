@@ -552,6 +552,33 @@ def test_a_gc_callback_frame_is_recognised():
     assert seen and all(seen) and not in_finalizer(inspect.currentframe())
 
 
+def test_a_weak_dict_callback_frame_is_recognised():
+    """Keras and TensorFlow keep weak dicts; a Ctrl-C landing in their callback was printed
+    as "Exception ignored" with a traceback."""
+    import inspect
+    import weakref
+
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name in ("remove", "_remove"):
+            frames.append(frame)
+
+    class Key:
+        pass
+
+    weak_dict, weak_set, key, member = weakref.WeakKeyDictionary(), weakref.WeakSet(), Key(), Key()
+    weak_dict[key] = 1
+    weak_set.add(member)
+    sys.setprofile(profile)
+    try:
+        del key, member  # both callbacks run here
+    finally:
+        sys.setprofile(None)
+    assert len(frames) == 2 and all(in_finalizer(f) for f in frames)
+    assert not in_finalizer(inspect.currentframe())
+
+
 # ---- end to end -------------------------------------------------------------------------
 
 def _list(text: str) -> bytes:

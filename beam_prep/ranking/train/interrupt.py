@@ -38,6 +38,7 @@ from __future__ import annotations
 import _thread
 import contextlib
 import gc
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -55,13 +56,19 @@ class Interrupted(KeyboardInterrupt):
         super().__init__("interrupted")
 
 
+#: The standard library's weak-reference callbacks (a weak dict or set dropping a dead key).
+_WEAKREF_CALLBACKS = {("weakref.py", "remove"), ("_weakrefset.py", "_remove")}
+
+
 def in_finalizer(frame: FrameType | None) -> bool:
-    """True when ``frame`` runs inside a gc callback or a ``__del__`` (an exception raised
-    there is printed and ignored by Python)."""
+    """True when ``frame`` runs inside a gc callback, a ``__del__`` or a weak dict's or
+    set's callback (an exception raised there is printed and ignored by Python)."""
     codes = {getattr(cb, "__code__", None) for cb in gc.callbacks}
     depth = 0
     while frame is not None and depth < 64:
-        if frame.f_code.co_name == "__del__" or frame.f_code in codes:
+        code = frame.f_code
+        if code.co_name == "__del__" or code in codes or (
+                os.path.basename(code.co_filename), code.co_name) in _WEAKREF_CALLBACKS:
             return True
         frame, depth = frame.f_back, depth + 1
     return False
