@@ -94,7 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point: trains with epoch lines, prints the run summary; returns the exit code
     (0, 1 on an error, 130 when interrupted by Ctrl-C)."""
     args = _parser().parse_intermixed_args(list(sys.argv[1:] if argv is None else argv))
-    from beam_prep.interrupts import EXIT_INTERRUPTED
     from beam_prep.quiet_tf import native_stderr_filtered
     from beam_prep.ranking.train.interrupt import InterruptHandler
 
@@ -103,28 +102,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with interrupts, native_stderr_filtered(), _warning_lines():  # see quiet_tf
                 result, hparams, seen = _train(args, interrupts)
-        except BeamPrepError as e:
-            if not interrupts.requested:
-                print(f"beam-prep train: error: {e}", file=sys.stderr)
-                rec.fail(str(e), error_type=type(e).__name__)
-                return 1
-            interrupted = True
-        except KeyboardInterrupt:
-            interrupted = True
-        except Exception:
-            # Ctrl-C raised inside Keras or TensorFlow, which re-raise it as their own error
-            # (a ValueError from a layer being built, a RuntimeError from the SavedModel
-            # writer): still an interrupt, not a crash.
-            if not interrupts.requested:
+        except Exception as e:
+            # After Ctrl-C any error is the interrupt: Keras and TensorFlow re-raise it as
+            # their own (a ValueError from a layer being built, a RuntimeError from the
+            # SavedModel writer).
+            if interrupts.requested:
+                return _interrupted(interrupts, rec)
+            if not isinstance(e, BeamPrepError):
                 raise
-            interrupted = True
-        else:
-            interrupted = False
-        if interrupted:
-            message = interrupts.message()
-            print(f"beam-prep train: {message}", file=sys.stderr)
-            rec.fail(message, error_type="Interrupted")
-            return EXIT_INTERRUPTED
+            print(f"beam-prep train: error: {e}", file=sys.stderr)
+            rec.fail(str(e), error_type=type(e).__name__)
+            return 1
+        except KeyboardInterrupt:
+            return _interrupted(interrupts, rec)
         # epochs: trained in this run (an ensemble's: all members' together); steps: the
         # optimizer's, a resumed run's earlier steps included
         counts: dict[str, Any] = {"steps": int(result.steps), "epochs": len(seen)}
@@ -144,6 +134,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "last_epoch": state.last if state is not None else None,
                              "train_seconds": round(float(result.seconds), 3)})
     return 0
+
+
+def _interrupted(interrupts: Any, rec: SummaryRecorder) -> int:
+    """Prints and records the one line of a Ctrl-C; returns its exit code (130)."""
+    from beam_prep.interrupts import EXIT_INTERRUPTED
+
+    message = interrupts.message()
+    print(f"beam-prep train: {message}", file=sys.stderr)
+    rec.fail(message, error_type="Interrupted")
+    return EXIT_INTERRUPTED
 
 
 @contextlib.contextmanager

@@ -49,7 +49,7 @@ from beam_prep.ranking.train import ema, guard, run_state
 from beam_prep.ranking.train.encoded_input import build_layers, input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.feed import STEPS_PER_EXECUTION_AUTO, resolve_steps_per_execution
-from beam_prep.ranking.train.hparams import DataHparams, RankingHparams
+from beam_prep.ranking.train.hparams import DataHparams, RankingHparams, member_dir
 from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
@@ -384,7 +384,7 @@ class RankingLauncher:
             run_state.check_model_dir(tr.model_dir)
         self.datasets.check_inputs()
         if ensemble:  # N members, one averaged model (scorers.ensemble)
-            result = run_ensemble(self, type(self), TrainResult)  # JAX: its launcher
+            result = run_ensemble(self, TrainResult)
             if result.export_path:
                 self._record_export(state, result.model)
             return dataclasses.replace(result, state=state, exported=bool(result.export_path))
@@ -467,9 +467,8 @@ class RankingLauncher:
         self._refuse_changes(state, tr.model_dir, settings, monitor)
         if self.hp.model.ensemble > 1:
             for i in range(self.hp.model.ensemble):
-                member_dir = self.hp.member(i).training.model_dir
-                self._refuse_changes(run_state.load_state(member_dir), member_dir, settings,
-                                     monitor)
+                path = member_dir(tr.model_dir, i)
+                self._refuse_changes(run_state.load_state(path), path, settings, monitor)
         if state is None:
             return run_state.RunState(epochs=tr.epochs, monitor=monitor, settings=settings)
         if not state.settings and state.epochs_done and not state.is_finished(tr.epochs):

@@ -77,14 +77,13 @@ def merged_history(histories: Sequence[Mapping[str, list[float]]]) -> dict[str, 
     return out
 
 
-def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
+def run_ensemble(launcher: Any, result_cls: type) -> Any:
     """Trains ``model.ensemble`` members (seed + i, ``model_dir/member_<i>``) like ``launcher``.
 
     Args:
-        launcher: The configured ``RankingLauncher`` (its preprocessor, strategy and parser
-            are shared by the members).
-        launcher_cls: ``RankingLauncher`` (passed in: this module does not import it).
-        result_cls: ``TrainResult``.
+        launcher: The configured ``RankingLauncher`` (or the JAX one); each member is a
+            launcher of its class, sharing its preprocessing layers, parser and strategy.
+        result_cls: ``TrainResult`` (passed in: this module does not import the launcher).
 
     Returns:
         A ``TrainResult`` of the averaged model (exported when ``training.export_dir`` is
@@ -99,7 +98,7 @@ def run_ensemble(launcher: Any, launcher_cls: type, result_cls: type) -> Any:
             printer.label = label
         if interrupts is not None:  # so does the line of a Ctrl-C
             interrupts.label, interrupts.epoch = label, None
-        results.append(launcher_cls(hp.member(i), **launcher._shared).run())
+        results.append(type(launcher)(hp.member(i), **launcher._shared).run())
     if printer is not None:
         printer.label = ""
     if interrupts is not None:
