@@ -9,7 +9,9 @@ can see and a pointwise one cannot) — plus a per-query offset and Gaussian noi
 labels 0..4 cut the relevance at fixed global quantiles (50 %, 75 %, 90 %, 97 %).
 Deterministic for a seed. ``--family`` swaps the relevance function (:data:`FAMILIES`) to
 check that a result is not specific to this one: ``pointwise`` drops the listwise term,
-``mixed`` uses other features, other shapes and a within-list rank.
+``mixed`` uses other features, other shapes and a within-list rank. ``--list_ranks`` appends
+each feature's rank within its list as a further feature (query-level normalisation done
+before the models see the data), to measure what list-relative inputs are worth to each model.
 
 Writes ``rank.train`` / ``rank.train.query`` / ``rank.test`` / ``rank.test.query`` (the files
 ``beam-prep make-elwc --input_format lightgbm`` and LightGBM read) into ``--out``.
@@ -149,6 +151,17 @@ def generate(queries: int, *, features: int = 24, seed: int = 0,
     return x, labels, sizes
 
 
+def with_list_ranks(x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``x`` followed by each column's rank within its list, scaled to [0, 1]: ``[N, 2 D]``.
+
+    Example:
+        >>> with_list_ranks(np.array([[3.0], [1.0], [2.0]]), np.array([3])).tolist()
+        [[3.0, 1.0], [1.0, 0.0], [2.0, 0.5]]
+    """
+    ranks = [_list_percentile(x[:, j], sizes) for j in range(x.shape[1])]
+    return np.concatenate([x, np.stack(ranks, axis=1)], axis=1)
+
+
 def oracle_ndcg(x: np.ndarray, labels: np.ndarray, sizes: np.ndarray,
                 family: str = "listwise") -> float:
     """NDCG@10 of ranking by the noise-free relevance: about the best any model can score.
@@ -175,6 +188,9 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
                     "and shapes, a within-list rank, 14 of 24 features unused)")
     ap.add_argument("--oracle", action="store_true",
                     help="print the NDCG@10 of the noise-free relevance on the test lists")
+    ap.add_argument("--list_ranks", action="store_true",
+                    help="append each feature's rank within its list, scaled to [0, 1], as "
+                    "features D+1..2D (the labels and the oracle are unchanged)")
     args = ap.parse_args(argv)
     lo, hi = (int(v) for v in args.list_sizes.split(","))
     if not 1 <= lo <= hi:
@@ -185,9 +201,10 @@ def main(argv: list[str] | None = None) -> None:  # noqa: D103
     x, y, sizes = generate(total, features=args.features, seed=args.seed,
                            list_sizes=(lo, hi), family=args.family)
     cut = int(sizes[:args.train_queries].sum())
-    write_lightgbm(os.path.join(args.out, "rank.train"), x[:cut], y[:cut],
+    inputs = with_list_ranks(x, sizes) if args.list_ranks else x
+    write_lightgbm(os.path.join(args.out, "rank.train"), inputs[:cut], y[:cut],
                    sizes[:args.train_queries])
-    write_lightgbm(os.path.join(args.out, "rank.test"), x[cut:], y[cut:],
+    write_lightgbm(os.path.join(args.out, "rank.test"), inputs[cut:], y[cut:],
                    sizes[args.train_queries:])
     if args.oracle:
         print(f"oracle NDCG@10 on the test lists: "

@@ -60,6 +60,26 @@ def test_long_lists_cover_the_range(tmp_path) -> None:  # noqa: ANN001
     assert x.shape == (sizes.sum(), 24) and set(np.unique(y)) <= {0, 1, 2, 3, 4}
 
 
+def test_list_ranks_are_appended_per_list_and_leave_the_labels(tmp_path) -> None:  # noqa: ANN001
+    gen_ranking.main(["--out", str(tmp_path / "plain"), "--train_queries", "30",
+                      "--test_queries", "5"])
+    gen_ranking.main(["--out", str(tmp_path / "ranked"), "--train_queries", "30",
+                      "--test_queries", "5", "--list_ranks"])
+    x, y, sizes = ltr_files.read_lightgbm(str(tmp_path / "plain" / "rank.train"), 24)
+    x2, y2, sizes2 = ltr_files.read_lightgbm(str(tmp_path / "ranked" / "rank.train"), 48)
+    np.testing.assert_array_equal(y, y2)
+    np.testing.assert_array_equal(sizes, sizes2)
+    np.testing.assert_array_equal(x, x2[:, :24])
+    start = 0
+    for n in sizes:                                   # a per-list loop, as a reader would
+        block = x[start:start + n]
+        for j in (0, 9, 23):
+            below = (block[:, j][:, None] > block[:, j][None, :]).sum(axis=1)
+            np.testing.assert_allclose(x2[start:start + n, 24 + j], below / max(n - 1, 1),
+                                       atol=1e-6)
+        start += n
+
+
 def test_bad_list_sizes_is_one_line() -> None:
     with pytest.raises(SystemExit, match="--list_sizes: '30,20' is not MIN,MAX"):
         gen_ranking.main(["--out", "/nonexistent", "--list_sizes", "30,20"])

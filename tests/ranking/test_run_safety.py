@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -491,11 +492,16 @@ def test_ctrl_c_that_keras_or_tensorflow_rewrap_is_still_one_line_and_exit_130(
     def interrupted_inside_a_library(args, interrupts):
         interrupts.request()  # what Ctrl-C did first
         interrupts.label, interrupts.epoch = "member 2/3", None
+        warnings.warn("Layer 'dense' looks like it has unbuilt state")  # Keras unwinding
         raise wrapped
 
     monkeypatch.setattr(train, "_train", interrupted_inside_a_library)
     monkeypatch.setattr(interrupt.InterruptHandler, "__enter__", lambda self: self)
-    assert train.main(["--config", "unused.yaml"]) == 130
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        assert train.main(["--config", "unused.yaml"]) == 130
+        warnings.warn("after the run")
+    assert [str(w.message) for w in shown] == ["after the run"]  # only the unwinding is quiet
     err = capsys.readouterr().err
     assert err == "beam-prep train: interrupted while starting member 2/3; rerun to resume\n"
 

@@ -15,6 +15,9 @@ the middle of writing a checkpoint.
 * **Elsewhere** (start-up, statistics, model building, export) it raises :class:`Interrupted`
   at once, like the default, except inside a garbage-collector callback or a finaliser: there
   it re-delivers the signal to itself 50 ms later, so the interrupt is never swallowed.
+* **Quiet after Ctrl-C**: from the first Ctrl-C until the handler is left, Python warnings
+  are not shown. What unwinds after an interrupt (Keras warns that a layer interrupted in
+  its ``build`` "has unbuilt state") is noise before the one-line message.
 * **Fallback**: a second Ctrl-C, or 10 seconds without reaching a safe point after the
   first, raises at once.
 
@@ -41,6 +44,7 @@ import gc
 import os
 import signal
 import threading
+import warnings
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -93,6 +97,7 @@ class InterruptHandler:
         self._previous: Any = None
         self._installed = False
         self._timer: threading.Timer | None = None
+        self._quiet: warnings.catch_warnings | None = None
 
     def __enter__(self) -> InterruptHandler:
         if threading.current_thread() is threading.main_thread():
@@ -103,6 +108,9 @@ class InterruptHandler:
     def __exit__(self, *exc: Any) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        if self._quiet is not None:
+            self._quiet.__exit__(None, None, None)
+            self._quiet = None
         if self._installed:
             signal.signal(signal.SIGINT, self._previous)
             self._installed = False
@@ -126,7 +134,12 @@ class InterruptHandler:
         return f"interrupted at {member}epoch {self.epoch + 1}; rerun to resume"
 
     def request(self) -> None:
-        """Records an interrupt request (what the handler does first)."""
+        """Records an interrupt request (what the handler does first) and silences Python
+        warnings until the handler is left."""
+        if not self.requested and self._quiet is None:
+            self._quiet = warnings.catch_warnings()
+            self._quiet.__enter__()
+            warnings.simplefilter("ignore")
         self.requested = True
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
