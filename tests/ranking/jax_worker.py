@@ -166,6 +166,7 @@ def launcher(tmp: str) -> dict:
     shutil.rmtree(paths["dir"])  # the artifacts (vocabulary) are gone: the export must not care
     out["validation"] = validation(os.path.join(tmp, "validation"))
     out["ensemble"] = ensemble(os.path.join(tmp, "ensemble"))
+    out["sharded_ensemble"] = sharded_ensemble(os.path.join(tmp, "sharded_ensemble"))
     return out
 
 
@@ -200,6 +201,41 @@ def ensemble(tmp: str) -> dict:
             "export": result.export_path, "valid": paths["valid"],
             "export_metrics": load_state(hp.training.model_dir).export["metrics"],
             "member_dirs": sorted(os.listdir(hp.training.model_dir))}
+
+
+def sharded_ensemble(tmp: str) -> dict:
+    """``model.ensemble: 2`` with ``model_parallel`` (id tables sharded by rows over the 2
+    devices), exported: the members' and the model's scores on the sample's lists (saved as
+    ``jax_scores.npy`` beside ``records/`` and ``export/``, for a TensorFlow-only process),
+    and the sharding of every member's tables."""
+    import numpy as np
+    import tensorflow as tf
+
+    from beam_prep.ranking.train.backend import make_launcher as build_launcher
+    from beam_prep.ranking.train.scorers.ensemble import member_models
+    from tests.ranking.train_fixtures import served_like
+
+    paths, hp = _sample_launcher_hp(tmp, "model_parallel", epochs=1)
+    hp = type(hp).from_dict(hp.to_dict(), overrides=[
+        "model.ensemble=2", f"training.export_dir={os.path.join(tmp, 'export')}"])
+    lau = build_launcher(hp, layers=_vocab_layers(paths["vocab"]))
+    res = lau.run()
+    records = [r.numpy() for r in tf.data.TFRecordDataset(tf.io.gfile.glob(paths["train"]))]
+    feats, _ = lau.datasets.parse_fn(tf.constant(records))
+    inputs = lau.preprocessor(feats)
+    members = member_models(res.model)
+    member_scores = [np.asarray(m(inputs, training=False)) for m in members]
+    served = np.asarray(res.model(inputs, training=False))
+    np.save(os.path.join(tmp, "jax_scores.npy"), served_like(served, feats["__mask__"]))
+    shutil.copytree(paths["dir"], os.path.join(tmp, "records"))
+    return {"type": type(lau).__name__, "members": len(members), "export": res.export_path,
+            "mean_vs_served": float(np.abs(np.mean(member_scores, axis=0) - served).max()),
+            "members_differ": float(np.abs(member_scores[0] - member_scores[1]).max()),
+            "table_specs": sorted({str(getattr(v.value.sharding, "spec", None))
+                                   for m in members for v in m.weights
+                                   if v.path.endswith("_table/embeddings")}),
+            "tables": sum(v.path.endswith("_table/embeddings")
+                          for m in members for v in m.weights)}
 
 
 def ema(tmp: str) -> dict:

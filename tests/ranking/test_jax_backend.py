@@ -222,6 +222,25 @@ def test_export_serves_the_jax_scores_without_jax(launched):
     np.testing.assert_allclose(got["one"], jax_scores[0][:got["first"]], atol=1e-5)
 
 
+@pytest.mark.slow  # the launcher run on JAX; its TF twins stay (default suite time)
+def test_a_sharded_ensemble_trains_and_serves_the_members_mean_without_jax(launched):
+    """``model_parallel`` + ``ensemble: 2``: every member's id tables are sharded by rows
+    over the 2 devices, and the export (loaded where ``import jax`` fails) serves the
+    members' mean."""
+    tmp, out = launched
+    got = out["sharded_ensemble"]
+    assert (got["type"], got["members"]) == ("JaxRankingLauncher", 2)
+    assert got["tables"] >= 2 and got["tables"] % 2 == 0     # each member has its tables
+    assert got["table_specs"] in (["PartitionSpec('model', None)"], ["P('model', None)"])
+    assert got["members_differ"] > 1e-3
+    assert got["mean_vs_served"] < 1e-5
+    sharded = tmp / "sharded_ensemble"
+    assert got["export"] == str(sharded / "export")
+    served = _run(["-c", NO_JAX_LOAD, str(sharded)], env={"KERAS_BACKEND": "tensorflow"})
+    assert served["jax_imported"] == []
+    np.testing.assert_allclose(served["elwc"], np.load(sharded / "jax_scores.npy"), atol=1e-5)
+
+
 @pytest.mark.slow  # default suite time; covered by the TF / single-device twins
 def test_cli_trains_on_jax_from_the_config(tmp_path):
     """`beam-prep train` with `distribution.backend: jax` and no KERAS_BACKEND in the env."""
