@@ -111,7 +111,10 @@ def test_dasalc_padding_never_changes_real_scores(training):
                                  r"Received: scorer='transformer'"),
     ("model.input_transform=log", r"`model`: `input_transform` must be one of 'auto', 'none', "
                                   r"'log1p', 'piecewise_linear', 'robust'"),
-    ("model.ensemble=0", r"`model`: `ensemble` must be a positive integer. Received: ensemble=0"),
+    ("model.ensemble=0", r"`model`: `ensemble` must be an integer from 1 to 100. "
+                         r"Received: ensemble=0"),
+    ("model.ensemble=1000000000", r"`model`: `ensemble` must be an integer from 1 to 100. "
+                                  r"Received: ensemble=1000000000"),
     ("model.attention_dim=10", r"`model`: `attention_dim` must be a multiple of "
                                r"attention_heads=4. Received: attention_dim=10"),
     ("model.input_noise=-0.1", r"`model`: `input_noise` must be a number >= 0.0"),

@@ -71,16 +71,25 @@ INPUT_TRANSFORMS: tuple[str, ...] = get_args(InputTransform)
 LR_SCHEDULES: tuple[str, ...] = get_args(LrSchedule)
 
 
+#: The most members ``model.ensemble`` trains. Each member is a whole training run, and
+#: averaging stops paying after about 3 (BENCHMARKS.md §17); a larger value is a typo.
+MAX_ENSEMBLE = 100
+
+
 def _fail(section: str, field: str, value: Any, allowed: str) -> SpecError:
     return field_error(f"`{section}`", field, value, allowed)
 
 
 def _int(section: str, field: str, value: Any, *, minimum: int = 1,
-         optional: bool = False) -> None:
+         maximum: int | None = None, optional: bool = False) -> None:
     if value is None and optional:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
+            or (maximum is not None and value > maximum)):
+        if maximum is not None:
+            what = f"an integer from {minimum} to {maximum}"
+        else:
+            what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise _fail(section, field, value, what + (" or null" if optional else ""))
 
 
@@ -235,7 +244,7 @@ class ModelHparams:
         _int("model", "attention_heads", self.attention_heads)
         _int("model", "attention_dim", self.attention_dim)
         _float("model", "input_noise", self.input_noise, low=0.0)
-        _int("model", "ensemble", self.ensemble)
+        _int("model", "ensemble", self.ensemble, maximum=MAX_ENSEMBLE)
         if self.attention_dim % self.attention_heads:
             raise _fail("model", "attention_dim", self.attention_dim,
                         f"a multiple of attention_heads={self.attention_heads}")
