@@ -369,12 +369,12 @@ def test_an_ensembles_export_records_the_averaged_models_validation_metrics(tmp_
 
     paths = _write_data(str(tmp_path / "data"))
     hp = _hparams(paths, str(tmp_path / "run"), epochs=2, steps_per_epoch=1,
-                  steps_per_execution=1, early_stopping_metric="val_ndcg_2")
+                  steps_per_execution=1, early_stopping_metric="val_ndcg_2",
+                  export_dir=str(tmp_path / "export"))
     hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, ensemble=2))
     launcher = RankingLauncher(hp)
     result = launcher.run()
-    state = RunState(epochs=2)
-    launcher._record_export(state, result.model)
+    state = result.state
     labels, scores = [], []
     for features, y in launcher.datasets.valid_dataset():
         labels.append(y.numpy())
@@ -382,11 +382,9 @@ def test_an_ensembles_export_records_the_averaged_models_validation_metrics(tmp_
     expected = numpy_ndcg(np.concatenate(labels), np.concatenate(scores), k=2)
     assert state.export["epoch"] is None
     assert state.export["metrics"]["val_ndcg_2"] == pytest.approx(expected, abs=1e-5)
+    assert state.export["members"] == 2 and result.exported
     assert load_state(hp.training.model_dir).export == state.export
-    exporting = dataclasses.replace(hp, training=dataclasses.replace(
-        hp.training, export_dir=str(tmp_path / "export")))  # what the summary reports
-    counts = _epoch_counts(dataclasses.replace(result, state=state, exported=True), exporting,
-                           [0, 1])
+    counts = _epoch_counts(result, hp, [0, 1])
     assert counts["exported_model"].endswith(" (the mean of 2 members' scores)")
     assert f"val_ndcg_2 {expected:.4f}" in counts["exported_model"]
     members = [load_state(hp.member(i).training.model_dir).best for i in range(2)]
@@ -476,6 +474,42 @@ def test_ctrl_c_while_exporting_says_so_and_a_rerun_writes_the_export(tmp_path, 
     again = RankingLauncher(hp).run()
     assert again.finished_before and again.exported
     assert os.path.exists(os.path.join(export, "saved_model.pb"))
+
+
+def test_ctrl_c_while_an_ensemble_is_scored_for_its_record_keeps_the_previous_export(
+        tmp_path, monkeypatch):
+    """The averaged model is scored on the validation lists (for the record) before the
+    export is swapped in: a Ctrl-C there leaves the previous export and its record as they
+    were, and the rerun writes and records the new one together."""
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    export = str(tmp_path / "export")
+    hp = _hparams(paths, str(tmp_path / "run"), epochs=1, steps_per_epoch=1,
+                  export_dir=export, early_stopping_metric="val_ndcg_2")
+    hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, ensemble=2))
+    RankingLauncher(hp).run()
+    before = load_state(hp.training.model_dir).export
+    pb = os.path.join(export, "saved_model.pb")
+    before_bytes = open(pb, "rb").read()
+    grown = dataclasses.replace(hp, model=dataclasses.replace(hp.model, ensemble=3))
+    handler = InterruptHandler()
+    real_record = RankingLauncher._export_record
+
+    def ctrl_c_while_scored(self, *args, **kwargs):
+        handler.request()  # Ctrl-C while the averaged model is scored
+        return real_record(self, *args, **kwargs)
+
+    monkeypatch.setattr(RankingLauncher, "_export_record", ctrl_c_while_scored)
+    with handler, pytest.raises(Interrupted):
+        RankingLauncher(grown, interrupts=handler).run()
+    assert handler.message().startswith("interrupted while exporting")
+    assert load_state(hp.training.model_dir).export == before   # still the 2-member one
+    assert open(pb, "rb").read() == before_bytes and before["members"] == 2
+    monkeypatch.setattr(RankingLauncher, "_export_record", real_record)
+    again = RankingLauncher(grown).run()
+    assert again.exported and load_state(hp.training.model_dir).export["members"] == 3
+    assert set(load_state(hp.training.model_dir).export["metrics"]) >= {"val_ndcg_2"}
 
 
 @pytest.mark.parametrize("wrapped", [

@@ -385,9 +385,10 @@ class RankingLauncher:
         self.datasets.check_inputs()
         if ensemble:  # N members, one averaged model (scorers.ensemble)
             result = run_ensemble(self, TrainResult)
-            if result.export_path:
-                self._record_export(state, result.model)
-            return dataclasses.replace(result, state=state, exported=bool(result.export_path))
+            exported = self._export(result.model, self.datasets.train_dataset().element_spec,
+                                    state) is not None
+            return dataclasses.replace(result, state=state, export_path=self._export_path(),
+                                       exported=exported)
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
@@ -423,9 +424,7 @@ class RankingLauncher:
         seconds = time.perf_counter() - start
         exported = False
         if not self._export_is_current(state):
-            exported = self._export(model, train_ds.element_spec) is not None
-            if exported:
-                self._record_export(state)
+            exported = self._export(model, train_ds.element_spec, state) is not None
         return TrainResult(model, history, steps, seconds, self._export_path(), state,
                            finished_before=finished_before, exported=exported)
 
@@ -568,19 +567,17 @@ class RankingLauncher:
         return Validation(get_loss(tr.loss, softmax_targets=tr.softmax_targets, reduction=None),
                           lambda: ranking_metrics(tr.metrics_k), steps=tr.validation_steps)
 
-    def _record_export(self, state: run_state.RunState,
-                       model: keras.Model | None = None) -> None:
-        """Records what the export holds: the best (or last) epoch and its metrics; for an
-        ensemble (no epoch of its own) the averaged ``model``'s validation metrics."""
+    def _export_record(self, state: run_state.RunState, model: keras.Model) -> dict[str, Any]:
+        """What ``state.export`` will say the export of ``model`` holds: the best (or last)
+        epoch and its metrics; for an ensemble (no epoch of its own) the averaged
+        ``model``'s metrics on the validation lists (none without them)."""
         best = self._held_epoch(state)
         metrics = dict(best["metrics"]) if best else {}
-        if best is None and model is not None and self.hp.data.valid_pattern:
+        if best is None and self.hp.data.valid_pattern:
             metrics = self._validation().evaluate(model_scorer(model),
                                                   self.datasets.valid_dataset())
-        state.export = {"path": self._export_path(),
-                        "epoch": best["epoch"] if best else None, "metrics": metrics,
-                        "members": self.hp.model.ensemble}
-        run_state.save_state(self._dir(""), state)
+        return {"path": self._export_path(), "epoch": best["epoch"] if best else None,
+                "metrics": metrics, "members": self.hp.model.ensemble}
 
     def _diverged(self, error: guard.Diverged) -> guard.NonFiniteError:
         """The one-line error for ``error``, naming the out-of-range feature when found."""
@@ -596,12 +593,15 @@ class RankingLauncher:
             learning_rate=hp.training.learning_rate,
             lists_scanned=f"up to {limit:,} training lists"))
 
-    def _export(self, model: keras.Model, element_spec: Any) -> str | None:
-        """:meth:`export` if ``training.export_dir`` is set and this is the chief, else None.
+    def _export(self, model: keras.Model, element_spec: Any,
+                state: run_state.RunState) -> str | None:
+        """:meth:`export` if ``training.export_dir`` is set and this is the chief, else None;
+        recorded in ``state`` (:meth:`_export_record`).
 
         The final model's scores on one validation batch (training batch without validation
-        data) must be finite; the SavedModel is written to ``<export_dir>.staging`` and
-        swapped in whole (:func:`.guard.write_staged`).
+        data) must be finite; the record is computed first (for an ensemble it scores the
+        validation lists), then the SavedModel is written to ``<export_dir>.staging``,
+        swapped in whole (:func:`.guard.write_staged`) and recorded at once.
         """
         path = self._export_path()
         if not path:
@@ -614,10 +614,14 @@ class RankingLauncher:
                                       training=False)
         for features, labels in batches.take(1):
             guard.check_scores(model(features, training=False), labels, what=what)
+        record = self._export_record(state, model)
         if self.interrupts is not None:
             self.interrupts.check()
-        return guard.write_staged(path, lambda staging: self.export(model, element_spec,
-                                                                    path=staging))
+        guard.write_staged(path, lambda staging: self.export(model, element_spec,
+                                                             path=staging))
+        state.export = record
+        run_state.save_state(self._dir(""), state)
+        return path
 
     def export(self, model: keras.Model, element_spec: Any, *, path: str | None = None) -> str:
         """Writes the SavedModel to ``path`` (default ``training.export_dir``); returns it."""

@@ -86,8 +86,9 @@ def run_ensemble(launcher: Any, result_cls: type) -> Any:
         result_cls: ``TrainResult`` (passed in: this module does not import the launcher).
 
     Returns:
-        A ``TrainResult`` of the averaged model (exported when ``training.export_dir`` is
-        set), :func:`merged_history`, steps and seconds summed over the members.
+        A ``TrainResult`` of the averaged model (not exported: the launcher records its
+        validation metrics first, then exports it), :func:`merged_history`, steps and
+        seconds summed over the members.
     """
     hp = launcher.hp
     printer, interrupts = launcher.epoch_printer, launcher.interrupts
@@ -107,5 +108,4 @@ def run_ensemble(launcher: Any, result_cls: type) -> Any:
     model = average_model([r.model for r in results], element_spec[0],
                           list_features=launcher.preprocessor.list_features)
     return result_cls(model, merged_history([r.history for r in results]),
-                      sum(r.steps for r in results), sum(r.seconds for r in results),
-                      launcher._export(model, element_spec))
+                      sum(r.steps for r in results), sum(r.seconds for r in results), None)
