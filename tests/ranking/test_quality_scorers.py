@@ -269,3 +269,33 @@ def test_feature_embedding_follows_the_input_transform():
         ModelHparams(feature_embedding_dim=-1).validate()
     with pytest.raises(SpecError, match=r"`embedding_dim` must be a positive integer"):
         ModelHparams(embedding_dim=0).validate()
+
+
+def test_members_retrace_quietly_drops_only_the_retracing_warning():
+    """Each member traces the shared preprocessing again; TensorFlow's warning about it is
+    dropped inside the block, other TensorFlow warnings are kept, and outside it nothing
+    changes."""
+    import logging
+
+    from beam_prep.ranking.train.scorers.ensemble import members_retrace_quietly
+
+    class Keep(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.WARNING)
+            self.messages = []
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    log, keep = logging.getLogger("tensorflow"), Keep()
+    retrace = ("5 out of the last 5 calls to <bound method Preprocessor.__call__> "
+               "triggered tf.function retracing. Tracing is expensive")
+    log.addHandler(keep)
+    try:
+        with members_retrace_quietly():
+            log.warning(retrace)
+            log.warning("a real warning")
+        log.warning(retrace)
+    finally:
+        log.removeHandler(keep)
+    assert keep.messages == ["a real warning", retrace]

@@ -357,6 +357,11 @@ def test_another_ensemble_size_rewrites_the_export_as_the_mean_of_that_many(tmp_
     assert two.exported and two.steps == 0 and record["members"] == 2
     assert record["metrics"] != three.state.export["metrics"]
     assert run(2).exported is False  # now current
+    # One model is refused; the fix names the size the export holds, not the 3 folders.
+    with pytest.raises(SpecError, match=r"member_0, member_1, member_2\), and "
+                       r"`model.ensemble: 1` cannot share its folder\. Rerun with "
+                       r"model.ensemble=2,"):
+        run(1)
 
 
 def test_an_ensembles_export_records_the_averaged_models_validation_metrics(tmp_path):
@@ -391,6 +396,36 @@ def test_an_ensembles_export_records_the_averaged_models_validation_metrics(tmp_
     assert counts["members"] == (
         f"epochs {members[0]['epoch']}, {members[1]['epoch']} of 2 (best val_ndcg_2 "
         f"{members[0]['value']:.4f}, {members[1]['value']:.4f})")
+
+
+def test_best_weights_load_for_scoring_without_the_optimizer_warning(tmp_path):
+    """A finished member reloaded on a rerun has an optimizer that never stepped: Keras
+    would warn that it skips the saved optimizer slots. The model's weights still load, and
+    a model that does not fit the file still fails."""
+    import keras
+
+    from beam_prep.ranking.train.run_state import load_weights_to_score
+
+    def make(units=2):
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(units)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    trained = make()
+    trained.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)   # the optimizer has slots
+    path = str(tmp_path / "best.weights.h5")
+    trained.save_weights(path)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        make().load_weights(path)               # what Keras does on its own
+        fresh = make()
+        load_weights_to_score(fresh, path)
+    assert sum("Skipping variable loading for optimizer" in str(w.message)
+               for w in shown) == 1             # only the plain load_weights warned
+    for got, want in zip(fresh.get_weights(), trained.get_weights()):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError):
+        load_weights_to_score(make(units=5), path)
 
 
 def test_a_member_trains_in_the_folder_the_run_record_recognises():

@@ -59,7 +59,7 @@ from beam_prep.ranking.train.model import RankingModelBuilder, compile_ranker
 from beam_prep.ranking.train.optimizers import make_optimizer, tensorboard_available
 from beam_prep.ranking.train.preprocessor import Preprocessor
 from beam_prep.ranking.train.reader import ElwcParser, count_records, has_records
-from beam_prep.ranking.train.scorers.ensemble import run_ensemble
+from beam_prep.ranking.train.scorers.ensemble import members_retrace_quietly, run_ensemble
 from beam_prep.ranking.train.scorers.input_stats import model_parts
 from beam_prep.ranking.train.strategy import (
     is_chief,
@@ -384,9 +384,11 @@ class RankingLauncher:
             run_state.check_model_dir(tr.model_dir)
         self.datasets.check_inputs()
         if ensemble:  # N members, one averaged model (scorers.ensemble)
-            result = run_ensemble(self, TrainResult)
-            exported = self._export(result.model, self.datasets.train_dataset().element_spec,
-                                    state) is not None
+            with members_retrace_quietly():
+                result = run_ensemble(self, TrainResult)
+                exported = self._export(result.model,
+                                        self.datasets.train_dataset().element_spec,
+                                        state) is not None
             return dataclasses.replace(result, state=state, export_path=self._export_path(),
                                        exported=exported)
         train_ds = self.datasets.train_dataset()
@@ -420,7 +422,7 @@ class RankingLauncher:
             except guard.Diverged as e:
                 raise self._diverged(e) from e
         if not tracker.best_is_in_memory() and tf.io.gfile.exists(self._best_path()):
-            model.load_weights(self._best_path())
+            run_state.load_weights_to_score(model, self._best_path())
         seconds = time.perf_counter() - start
         exported = False
         if not self._export_is_current(state):
@@ -494,7 +496,9 @@ class RankingLauncher:
             fix = "model.ensemble=1"
         elif ensemble == 1 and (members := run_state.member_dirs(model_dir)):
             held = f"the members of an ensemble ({', '.join(members)})"
-            fix = f"model.ensemble={len(members)}"
+            # The size the export holds (a shrunk ensemble keeps its extra members' folders).
+            exported = state.export.get("members") if state and state.export else None
+            fix = f"model.ensemble={exported or len(members)}"
         else:
             return
         raise SpecError(

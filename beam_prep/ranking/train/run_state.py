@@ -50,6 +50,7 @@ import math
 import os
 import posixpath
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -348,6 +349,19 @@ def save_weights_atomic(model: Any, path: str) -> None:
     tmp = f"{path[:-len('.weights.h5')]}.tmp-{os.getpid()}.weights.h5"
     model.save_weights(tmp)
     _gfile().rename(tmp, path, overwrite=True)
+
+
+def load_weights_to_score(model: Any, path: str) -> None:
+    """``model.load_weights(path)`` for a model that is only scored and exported from now on.
+
+    The file also holds the optimizer's slots. A model whose optimizer has not taken a step
+    in this process (a finished ensemble member reloaded on a rerun) makes Keras skip them
+    with a warning that reads like a failed resume; they are not needed here, so it is not
+    shown. Every model variable is still loaded, and a mismatch still raises.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+        model.load_weights(path)
 
 
 def _floats(logs: Mapping[str, Any]) -> dict[str, float]:

@@ -13,7 +13,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -24,6 +26,37 @@ from beam_prep.errors import SpecError
 
 #: A member's model name ends in this tag and its index (unique in the averaged graph).
 MEMBER_TAG = "__member_"
+
+#: TensorFlow's warning when one Python function has been traced 5 times in a row.
+RETRACING_WARNING = "triggered tf.function retracing"
+
+
+class _DropRetracing(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return RETRACING_WARNING not in record.getMessage()
+
+
+@contextlib.contextmanager
+def members_retrace_quietly() -> Iterator[None]:
+    """Within the block TensorFlow's "N out of the last N calls ... triggered tf.function
+    retracing" warnings are not logged.
+
+    Every member builds its own datasets (its seed shuffles them) and validation function
+    around the shared preprocessor, so TensorFlow traces the same Python functions again for
+    each member and, from the fifth trace on, warns about it: expected here, and nothing the
+    user can change. Other TensorFlow warnings are kept.
+
+    Example:
+        >>> with members_retrace_quietly():
+        ...     logging.getLogger("tensorflow").warning("5 out of the last 5 calls to f "
+        ...                                             "triggered tf.function retracing.")
+    """
+    log, quiet = logging.getLogger("tensorflow"), _DropRetracing()
+    log.addFilter(quiet)
+    try:
+        yield
+    finally:
+        log.removeFilter(quiet)
 
 
 def average_model(members: Sequence[keras.Model], element_spec: Mapping[str, Any], *,
