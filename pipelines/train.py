@@ -191,8 +191,9 @@ def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
                              "continued from there (--retrain starts over)")
     if state is None:
         return counts
-    if hparams.model.ensemble > 1:
-        counts["members"] = _members_line(hparams)
+    members = _member_states(hparams) if hparams.model.ensemble > 1 else []
+    if members:
+        counts["members"] = _members_line(hparams, members)
     held = state.export if tr.export_dir else None
     if held is not None and held.get("epoch") is not None:
         best = state.best or {}
@@ -218,18 +219,34 @@ def _epoch_counts(result: Any, hparams: Any, seen: list[int]) -> dict[str, Any]:
     if state.ended_while_improving():
         counts["budget"] = (f"ended at its epoch budget while {state.monitor} was still "
                             "improving (best at the last epoch); raise training.epochs")
+    rising = [i + 1 for i, m in enumerate(members) if m is not None and m.ended_while_improving()]
+    if rising:
+        monitor = members[rising[0] - 1].monitor
+        if len(rising) == len(members):
+            which = "every member ended at its"
+        elif len(rising) == 1:
+            which = f"member {rising[0]} ended at its"
+        else:
+            which = f"members {', '.join(map(str, rising))} ended at their"
+        counts["budget"] = (f"{which} epoch budget while {monitor} was still improving (best "
+                            "at the last epoch); raise training.epochs")
     return counts
 
 
-def _members_line(hparams: Any) -> str:
-    """``epochs 2, 16, 9 of 100 (best val_ndcg_10 0.7388, 0.7641, 0.7452)``: the epoch each
-    ensemble member contributes (its best, else its last) and, with a monitored metric, its
-    value."""
+def _member_states(hparams: Any) -> list[Any]:
+    """Each ensemble member's run record (None where a member has none)."""
     from beam_prep.ranking.train.run_state import load_state
 
+    return [load_state(hparams.member(i).training.model_dir)
+            for i in range(hparams.model.ensemble)]
+
+
+def _members_line(hparams: Any, states: list[Any]) -> str:
+    """``epochs 2, 16, 9 of 100 (best val_ndcg_10 0.7388, 0.7641, 0.7452)``: the epoch each
+    ensemble member (``states``: their run records) contributes (its best, else its last)
+    and, with a monitored metric, its value."""
     epochs, values, monitor = [], [], None
-    for i in range(hparams.model.ensemble):
-        state = load_state(hparams.member(i).training.model_dir)
+    for state in states:
         held = state.best_or_last() if state is not None else None
         epochs.append(str(held["epoch"]) if held else "none")
         value = held.get("value") if held else None

@@ -64,6 +64,38 @@ def test_summary_says_when_the_run_ended_at_its_budget_while_improving(values, b
     assert counts.get("budget") == (BUDGET if budget else None)
 
 
+@pytest.mark.parametrize("members,line", [
+    ([[0.5, 0.6], [0.5, 0.4]], "member 1 ended at its"),
+    ([[0.5, 0.6], [0.7, 0.6], [0.1, 0.2]], "members 1, 3 ended at their"),
+    ([[0.5, 0.6], [0.1, 0.2]], "every member ended at its"),
+    ([[0.6, 0.5], [0.5, 0.5]], None),          # each member's best came earlier
+])
+def test_an_ensembles_summary_names_the_members_that_ended_while_improving(
+        monkeypatch, members, line):
+    """An ensemble's own record has no epochs; its members' records say whether more epochs
+    would likely help (the TF and JAX launchers write them alike)."""
+    from beam_prep.pipelines import train
+
+    states = []
+    for values in members:
+        state = RunState(epochs=2, monitor="val_ndcg_10")
+        _result(state, epochs=values)
+        states.append(state)
+    monkeypatch.setattr(train, "_member_states", lambda hparams: states)
+    hp = _hp(2)
+    hp.model.ensemble = len(members)
+    ensemble = SimpleNamespace(history={}, steps=0, exported=True, finished_before=False,
+                               state=RunState(epochs=2, export={
+                                   "path": "out/ranker/export", "epoch": None, "metrics": {},
+                                   "members": len(members)}))
+    counts = _epoch_counts(ensemble, hp, [0, 1] * len(members))
+    want = None if line is None else (
+        f"{line} epoch budget while val_ndcg_10 was still improving (best at the last "
+        "epoch); raise training.epochs")
+    assert counts.get("budget") == want
+    assert counts["members"].startswith("epochs 2, ") or line is None
+
+
 def test_no_budget_line_without_a_monitored_metric():
     state = RunState(epochs=2, monitor=None)
     result = _result(state, epochs=[0.5, 0.6])
