@@ -17,6 +17,12 @@ class BeamPrepError(Exception):
     """Root of every error raised on purpose by beam_prep."""
 
 
+class NoticeWarning(UserWarning):
+    """Something the user should know that does not stop the job (a setting that does
+    nothing here, a record that cannot be fully checked); the command-line tools print it
+    as one ``beam-prep <command>: warning: ...`` line."""
+
+
 class SpecError(BeamPrepError, ValueError):
     """The feature spec (or another configuration) is invalid."""
 

@@ -148,15 +148,15 @@ def _interrupted(interrupts: Any, rec: SummaryRecorder) -> int:
 
 @contextlib.contextmanager
 def _warning_lines() -> Iterator[None]:
-    """The launcher's :class:`~beam_prep.ranking.train.run_state.RecordWarning` as one
-    ``beam-prep train: warning: ...`` line each (not Python's file:line and source line);
-    other warnings as Python shows them."""
-    from beam_prep.ranking.train.run_state import RecordWarning
+    """beam-prep's :class:`~beam_prep.errors.NoticeWarning` as one ``beam-prep train:
+    warning: ...`` line each (not Python's file:line and source line); other warnings as
+    Python shows them."""
+    from beam_prep.errors import NoticeWarning
 
     shown = warnings.showwarning
 
     def show(message: Any, category: type, *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, RecordWarning):
+        if issubclass(category, NoticeWarning):
             print(f"beam-prep train: warning: {message}", file=sys.stderr)
         else:
             shown(message, category, *args, **kwargs)

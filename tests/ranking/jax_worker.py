@@ -98,6 +98,22 @@ def _config_errors(tmp: str) -> dict:
             out[name] = None
         except SpecError as e:
             out[name] = str(e)
+    out["notices"] = _model_parallel_notices()
+    return out
+
+
+def _model_parallel_notices() -> dict:
+    """The warnings of ``model_parallel`` with and without tables to shard."""
+    import warnings
+
+    from beam_prep.ranking.train.jax_distribution import make_distribution
+
+    out = {}
+    for name, tables in (("no_tables", {}), ("tables", {"doc_id": 8})):
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            make_distribution("model_parallel", tables=tables)
+        out[name] = [(type(w.message).__name__, str(w.message)) for w in shown]
     return out
 
 

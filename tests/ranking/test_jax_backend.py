@@ -97,6 +97,13 @@ def test_jax_only_settings_fail_with_the_field_and_the_fix(step):
     assert "use a multiple of 2" in errors["odd_batch"]
     assert "`distribution.model_parallel_size` must divide the 2 devices" in errors["mesh"]
     assert "`training.loop: custom` is the TensorFlow loop" in errors["custom_loop"]
+    # model_parallel with nothing to shard: one notice naming the strategy that helps.
+    assert errors["notices"]["tables"] == []
+    [(kind, text)] = errors["notices"]["no_tables"]
+    assert kind == "NoticeWarning"
+    assert text.startswith("distribution.strategy: model_parallel shards the embedding tables")
+    assert "Use distribution.strategy: data_parallel to split the batch over all 2 devices" \
+        in text
 
 
 def test_losses_and_metrics_on_jax_equal_the_tensorflow_values(step):

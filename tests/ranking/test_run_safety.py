@@ -561,7 +561,8 @@ def test_ctrl_c_that_keras_or_tensorflow_rewrap_is_still_one_line_and_exit_130(
     def interrupted_inside_a_library(args, interrupts):
         interrupts.request()  # what Ctrl-C did first
         interrupts.label, interrupts.epoch = "member 2/3", None
-        warnings.warn("Layer 'dense' looks like it has unbuilt state")  # Keras unwinding
+        warnings.warn("Layer 'dense' looks like it has unbuilt state",  # Keras unwinding
+                      stacklevel=1)
         raise wrapped
 
     monkeypatch.setattr(train, "_train", interrupted_inside_a_library)
@@ -569,7 +570,7 @@ def test_ctrl_c_that_keras_or_tensorflow_rewrap_is_still_one_line_and_exit_130(
     with warnings.catch_warnings(record=True) as shown:
         warnings.simplefilter("always")
         assert train.main(["--config", "unused.yaml"]) == 130
-        warnings.warn("after the run")
+        warnings.warn("after the run", stacklevel=1)
     assert [str(w.message) for w in shown] == ["after the run"]  # only the unwinding is quiet
     err = capsys.readouterr().err
     assert err == "beam-prep train: interrupted while starting member 2/3; rerun to resume\n"

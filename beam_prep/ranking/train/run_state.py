@@ -54,7 +54,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from beam_prep.errors import InputError, SpecError
+from beam_prep.errors import InputError, NoticeWarning, SpecError
 from beam_prep.ranking.train.hparams import is_member_dir
 
 STATE_FILE = "run_state.json"
@@ -65,7 +65,7 @@ VERSION = 1
 TRAINING_STATE = ("ckpt", "backup", "logs", STATE_FILE, BEST_WEIGHTS)
 
 
-class RecordWarning(UserWarning):
+class RecordWarning(NoticeWarning):
     """A run record that cannot be fully checked (``beam-prep train`` prints it as one
     ``warning:`` line)."""
 
