@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 
 class BeamPrepError(Exception):
     """Root of every error raised on purpose by beam_prep."""
@@ -21,6 +23,30 @@ class NoticeWarning(UserWarning):
     """Something the user should know that does not stop the job (a setting that does
     nothing here, a record that cannot be fully checked); the command-line tools print it
     as one ``beam-prep <command>: warning: ...`` line."""
+
+
+_NOTICED: set[str] = set()
+
+
+def notice(message: str) -> None:
+    """Warns ``NoticeWarning(message)`` the first time this process gives that message.
+
+    Python's own once-per-location filter does not hold: every ``warnings.catch_warnings``
+    block (Keras opens many) resets it, so a notice raised once per ensemble member would
+    print once per member.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as shown:
+        ...     warnings.simplefilter("always")
+        ...     notice("model_parallel has nothing to shard")
+        ...     notice("model_parallel has nothing to shard")
+        >>> len(shown)
+        1
+    """
+    if message not in _NOTICED:
+        _NOTICED.add(message)
+        warnings.warn(message, NoticeWarning, stacklevel=3)
 
 
 class SpecError(BeamPrepError, ValueError):

@@ -109,7 +109,7 @@ def _model_parallel_notices() -> dict:
     from beam_prep.ranking.train.jax_distribution import make_distribution
 
     out = {}
-    for name, tables in (("no_tables", {}), ("tables", {"doc_id": 8})):
+    for name, tables in (("no_tables", {}), ("tables", {"doc_id": 8}), ("again", {})):
         with warnings.catch_warnings(record=True) as shown:
             warnings.simplefilter("always")
             make_distribution("model_parallel", tables=tables)

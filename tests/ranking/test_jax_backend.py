@@ -99,6 +99,7 @@ def test_jax_only_settings_fail_with_the_field_and_the_fix(step):
     assert "`training.loop: custom` is the TensorFlow loop" in errors["custom_loop"]
     # model_parallel with nothing to shard: one notice naming the strategy that helps.
     assert errors["notices"]["tables"] == []
+    assert errors["notices"]["again"] == []          # once per process (ensemble members)
     [(kind, text)] = errors["notices"]["no_tables"]
     assert kind == "NoticeWarning"
     assert text.startswith("distribution.strategy: model_parallel shards the embedding tables")

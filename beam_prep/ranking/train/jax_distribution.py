@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import jax
 import keras
 
-from beam_prep.errors import NoticeWarning, SpecError
+from beam_prep.errors import SpecError, notice
 
 BATCH_AXIS = "batch"
 MODEL_AXIS = "model"
@@ -105,11 +104,10 @@ def make_distribution(strategy: str, *, tables: Mapping[str, int] = (),
                         "'default', 'data_parallel' or 'model_parallel'.")
     shape = mesh_shape(len(devices), model_parallel_size)
     if not tables and shape[1] > 1:
-        warnings.warn(
-            f"distribution.strategy: model_parallel shards the embedding tables of id "
-            f"features by rows, and this model has none: its {shape[1]} devices on the model "
-            f"axis all compute the same thing. Use distribution.strategy: data_parallel to "
-            f"split the batch over all {len(devices)} devices.", NoticeWarning, stacklevel=2)
+        notice(f"distribution.strategy: model_parallel shards the embedding tables of id "
+               f"features by rows, and this model has none: its {shape[1]} devices on the "
+               f"model axis all compute the same thing. Use distribution.strategy: "
+               f"data_parallel to split the batch over all {len(devices)} devices.")
     mesh = keras.distribution.DeviceMesh(shape, (BATCH_AXIS, MODEL_AXIS), devices)
     layout = keras.distribution.LayoutMap(mesh)
     for name, rows in sorted(dict(tables).items()):
