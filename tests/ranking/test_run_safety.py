@@ -428,6 +428,87 @@ def test_best_weights_load_for_scoring_without_the_optimizer_warning(tmp_path):
         load_weights_to_score(make(units=5), path)
 
 
+def test_a_lost_record_or_best_weights_is_refused_and_deleting_the_folder_retrains_it(
+        tmp_path):
+    """A finished run without best.weights.h5 would export untrained weights; a member
+    without run_state.json would never finish again. Both are one line naming the folder to
+    delete, and deleting it retrains that folder's run only."""
+    import shutil
+
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    one = _hparams(paths, str(tmp_path / "one"), epochs=1, steps_per_epoch=1)
+    RankingLauncher(one).run()
+    os.remove(os.path.join(one.training.model_dir, "best.weights.h5"))
+    with pytest.raises(InputError, match=r"one/best.weights.h5 is missing: run_state.json "
+                       r"records 1 trained epoch\(s\).* Delete .*one to train it again, or "
+                       r"start over"):
+        RankingLauncher(one).run()
+
+    ens = _hparams(paths, str(tmp_path / "ens"), epochs=1, steps_per_epoch=1,
+                   steps_per_execution=1)
+    ens = dataclasses.replace(ens, model=dataclasses.replace(ens.model, ensemble=2))
+    RankingLauncher(ens).run()
+    member_0 = ens.member(0).training.model_dir
+    os.remove(os.path.join(member_0, "run_state.json"))
+    with pytest.raises(InputError, match=r"member_0 holds the checkpoints of trained epochs "
+                       r"but no run_state.json .* Delete .*member_0 to train this member "
+                       r"again"):
+        RankingLauncher(ens).run()
+    shutil.rmtree(member_0)                          # the fix the line names
+    again = RankingLauncher(ens).run()
+    assert again.steps == 1                          # member 0 only, one step
+    assert load_state(member_0).finished and load_state(member_0).epochs_done == 1
+
+
+def test_a_finished_ensemble_without_an_export_is_reported_finished(tmp_path):
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    hp = _hparams(paths, str(tmp_path / "run"), epochs=1, steps_per_epoch=1,
+                  steps_per_execution=1)                      # export_dir: null
+    hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, ensemble=2))
+    first = RankingLauncher(hp).run()
+    assert not first.finished_before and first.steps == 2
+    again = RankingLauncher(hp).run()
+    assert again.finished_before and again.steps == 0 and not again.exported
+
+
+def test_ctrl_c_after_every_member_trained_names_no_epoch(tmp_path, monkeypatch):
+    """Between the last member's last epoch and the export (the members are averaged) a
+    Ctrl-C used to say `interrupted at epoch 3` of a 2-epoch run."""
+    from beam_prep.ranking.train.scorers import ensemble
+    from tests.ranking.test_launcher import _hparams, _write_data
+
+    paths = _write_data(str(tmp_path / "data"))
+    hp = _hparams(paths, str(tmp_path / "run"), epochs=2, steps_per_epoch=1,
+                  steps_per_execution=1, early_stopping_patience=50)
+    hp = dataclasses.replace(hp, model=dataclasses.replace(hp.model, ensemble=2))
+    handler = InterruptHandler()
+    real_average = ensemble.average_model
+
+    def ctrl_c_while_averaging(*args, **kwargs):
+        handler.request()
+        raise Interrupted  # what the handler does outside the loops' safe points
+
+    monkeypatch.setattr(ensemble, "average_model", ctrl_c_while_averaging)
+    with handler, pytest.raises(Interrupted):
+        RankingLauncher(hp, interrupts=handler).run()
+    assert handler.message() == ("interrupted after training; the trained epochs are "
+                                 "saved: rerun to finish")
+    monkeypatch.setattr(ensemble, "average_model", real_average)
+    again = RankingLauncher(hp).run()
+    assert again.finished_before and again.steps == 0
+
+
+def test_the_interrupt_line_after_a_members_training_names_the_member():
+    handler = InterruptHandler()
+    handler.label, handler.epoch, handler.trained = "member 1/3", 2, True
+    assert handler.message() == ("interrupted after training member 1/3; the trained "
+                                 "epochs are saved: rerun to finish")
+
+
 def test_a_member_trains_in_the_folder_the_run_record_recognises():
     from beam_prep.ranking.train.hparams import is_member_dir
 

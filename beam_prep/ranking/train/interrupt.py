@@ -84,14 +84,15 @@ class InterruptHandler:
     Installed only in the main thread (elsewhere Python refuses signal handlers; it then
     does nothing). :attr:`epoch` (0-based, set by the training loops) is the epoch reported,
     of the ensemble member :attr:`label` names (``member 2/3``; empty for one model);
-    :attr:`exporting` (set by the launcher) says training is over and the export is being
-    written.
+    :attr:`trained` (set by the launcher) says training is over (every member's, for an
+    ensemble), and :attr:`exporting` that the export is being written.
     """
 
     def __init__(self) -> None:
         self.requested = False
         self.epoch: int | None = None
         self.label = ""
+        self.trained = False
         self.exporting = False
         self._deferred = 0
         self._previous: Any = None
@@ -127,6 +128,9 @@ class InterruptHandler:
         if self.exporting:
             return ("interrupted while exporting; the trained epochs are saved: rerun to "
                     "write the export")
+        if self.trained:
+            return (f"interrupted after training{' ' + self.label if self.label else ''}; "
+                    "the trained epochs are saved: rerun to finish")
         if self.epoch is None:
             return f"interrupted while starting{' ' + self.label if self.label else ''}; " \
                    "rerun to resume"

@@ -49,7 +49,12 @@ from beam_prep.ranking.train import ema, guard, run_state
 from beam_prep.ranking.train.encoded_input import build_layers, input_layers, serving_inputs
 from beam_prep.ranking.train.epoch_log import EpochPrinter, keras_callback
 from beam_prep.ranking.train.feed import STEPS_PER_EXECUTION_AUTO, resolve_steps_per_execution
-from beam_prep.ranking.train.hparams import DataHparams, RankingHparams, member_dir
+from beam_prep.ranking.train.hparams import (
+    DataHparams,
+    RankingHparams,
+    is_member_dir,
+    member_dir,
+)
 from beam_prep.ranking.train.interrupt import InterruptHandler
 from beam_prep.ranking.train.loop import CustomLoop, LoopSettings
 from beam_prep.ranking.train.losses import get_loss
@@ -390,7 +395,7 @@ class RankingLauncher:
                                         self.datasets.train_dataset().element_spec,
                                         state) is not None
             return dataclasses.replace(result, state=state, export_path=self._export_path(),
-                                       exported=exported)
+                                       exported=exported, finished_before=finished)
         train_ds = self.datasets.train_dataset()
         valid_ds = self.datasets.valid_dataset()
         self.validate(train_ds.element_spec)
@@ -421,6 +426,8 @@ class RankingLauncher:
                         history, steps = self._custom(model, train_ds, valid_ds, tracker)
             except guard.Diverged as e:
                 raise self._diverged(e) from e
+        if self.interrupts is not None:
+            self.interrupts.trained = True  # a Ctrl-C now must not name an epoch
         if not tracker.best_is_in_memory() and tf.io.gfile.exists(self._best_path()):
             run_state.load_weights_to_score(model, self._best_path())
         seconds = time.perf_counter() - start
@@ -462,6 +469,8 @@ class RankingLauncher:
         # Every worker reads the chief's record: they all take the same decisions.
         state = run_state.load_state(tr.model_dir)
         self._refuse_mixing(state, tr.model_dir)
+        if self.chief and self.hp.model.ensemble == 1:  # one model, or a member
+            self._refuse_lost_files(state, tr.model_dir)
         monitor = tr.early_stopping_metric if self.hp.data.valid_pattern else None
         settings = {**self.hp.checkpoint_settings(id_features=bool(self.preprocessor.id_rows)),
                     "training.loop": self.loop}
@@ -485,6 +494,33 @@ class RankingLauncher:
             state.finished = state.stopped_early = False
             state.settings = settings
         return state
+
+    def _refuse_lost_files(self, state: run_state.RunState | None, model_dir: str) -> None:
+        """InputError when ``model_dir`` lost its record or its best epoch's weights.
+
+        Without ``run_state.json`` the checkpoints would resume with no record of the epochs
+        or the best one (a finished run then trains nothing and never records anything);
+        without ``best.weights.h5`` the export would hold other weights than the recorded
+        best epoch's (a finished run's untrained ones). Either is refused before anything
+        runs, naming the folder to delete so that only it trains again.
+        """
+        gfile = tf.io.gfile
+        member = is_member_dir(os.path.basename(model_dir.rstrip("/")))
+        again = (f"Delete {model_dir} to train {'this member' if member else 'it'} again, or "
+                 f"{run_state.START_OVER}.")
+        if state is None:
+            # A best epoch is saved with the record; step checkpoints of an unfinished first
+            # epoch (a Ctrl-C) come before any record, and resume as they are.
+            if gfile.exists(self._best_path()):
+                raise InputError(
+                    f"{model_dir} holds the checkpoints of trained epochs but no "
+                    f"{run_state.STATE_FILE} (it was deleted), so its epochs and best epoch "
+                    f"are unknown. {again}")
+        elif state.epochs_done and not gfile.exists(self._best_path()):
+            raise InputError(
+                f"{self._best_path()} is missing: {run_state.STATE_FILE} records "
+                f"{state.epochs_done} trained epoch(s), and the export would not hold the "
+                f"recorded best epoch's weights. {again}")
 
     def _refuse_mixing(self, state: run_state.RunState | None, model_dir: str) -> None:
         """SpecError when ``model_dir`` holds one model and an ensemble is configured, or

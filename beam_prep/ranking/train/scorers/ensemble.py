@@ -131,12 +131,12 @@ def run_ensemble(launcher: Any, result_cls: type) -> Any:
         if printer is not None:  # its epoch lines name the member
             printer.label = label
         if interrupts is not None:  # so does the line of a Ctrl-C
-            interrupts.label, interrupts.epoch = label, None
+            interrupts.label, interrupts.epoch, interrupts.trained = label, None, False
         results.append(type(launcher)(hp.member(i), **launcher._shared).run())
     if printer is not None:
         printer.label = ""
-    if interrupts is not None:
-        interrupts.label = ""
+    if interrupts is not None:  # every member trained: a Ctrl-C now names no epoch
+        interrupts.label, interrupts.trained = "", True
     element_spec = launcher.datasets.train_dataset().element_spec
     model = average_model([r.model for r in results], element_spec[0],
                           list_features=launcher.preprocessor.list_features)
