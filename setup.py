@@ -89,6 +89,6 @@ setup(
     extras_require={"test": TEST_REQUIRES,
                     "bench": TEST_REQUIRES + ["psutil", "lightgbm>=4.0"],
                     "jax": JAX_REQUIRES},
-    entry_points={"console_scripts": ["beam-prep=beam_prep.cli:main"]},
+    entry_points={"console_scripts": ["beam-prep=beam_prep.cli:run"]},
     ext_modules=[NATIVE, HASHES],
 )

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from beam_prep.errors import BeamPrepError
-from beam_prep.interrupts import EXIT_INTERRUPTED, is_interrupt, quiet_interrupts
+from beam_prep.interrupts import EXIT_INTERRUPTED, exit_process, is_interrupt, quiet_interrupts
 
 # sub-command -> (module, function, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -163,5 +163,11 @@ def _os_error(e: OSError) -> str:
     return f"{where}{cause} ({type(e).__name__}). Check the path arguments."
 
 
+def run() -> None:
+    """The ``beam-prep`` console command: :func:`main`, then the process ends with its code
+    (after a Ctrl-C without waiting on a stuck pipeline thread: :func:`.exit_process`)."""
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

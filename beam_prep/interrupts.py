@@ -42,6 +42,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,6 +64,33 @@ def is_interrupt(error: BaseException) -> bool:
     [while running ...]``; after a SIGINT every error of the run is one of its consequences.
     """
     return isinstance(error, KeyboardInterrupt) or interrupted()
+
+
+#: Seconds an interrupted command waits for its other threads before it exits anyway.
+EXIT_GRACE_SECONDS = 10.0
+
+
+def exit_process(code: int, *, grace: float = EXIT_GRACE_SECONDS) -> None:
+    """Ends the process with ``code``; after an interrupt, without waiting on stuck threads.
+
+    Python's exit waits for every non-daemon thread. After a Ctrl-C, a thread of the
+    abandoned pipeline (Beam's runner, a gRPC channel) can wait forever for work that will
+    not come, and the command, which has printed its one line, never returns to the shell.
+    So once :func:`interrupted`, the other threads get ``grace`` seconds in all, and the
+    process then ends with ``os._exit`` (output flushed). Otherwise this is ``sys.exit``.
+    """
+    if interrupted():
+        deadline = time.monotonic() + grace
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() and not t.daemon and t is not threading.current_thread()
+               for t in threading.enumerate()):
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(code)
+    sys.exit(code)
 
 
 def _on_sigint(signum: int, frame: Any) -> None:

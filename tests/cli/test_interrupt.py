@@ -108,3 +108,35 @@ def test_ctrl_c_in_make_elwc(data, tmp_path):
     code, out, err = _interrupt(_cli("make-elwc", "--input", str(data / "big.txt"),
                                      "--output", output), output)
     _assert_quiet_and_unchanged("make-elwc", code, out, err, output)
+
+
+STUCK = """
+import sys, threading
+from beam_prep import interrupts
+if sys.argv[1] == "interrupted":
+    interrupts._state["interrupted"] = True        # what the first Ctrl-C does
+    threading.Thread(target=threading.Event().wait).start()   # never ends, not a daemon
+else:
+    threading.Thread(target=threading.Event().wait, args=(0.2,)).start()
+print("the one line", file=sys.stderr)
+interrupts.exit_process(int(sys.argv[2]), grace=0.3)
+"""
+
+
+@pytest.mark.parametrize("state,code", [("interrupted", 130), ("running", 0)])
+def test_the_command_ends_even_when_a_pipeline_thread_is_stuck(state, code):
+    """After a Ctrl-C a thread of the abandoned pipeline may wait forever; Python's exit
+    waits for it, so the command printed its line and never returned to the shell."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", STUCK, state, str(code)], cwd=root,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": root})
+    assert proc.returncode == code and proc.stderr == "the one line\n", proc.stderr[-2000:]
+    assert time.monotonic() - start < 30
+
+
+def test_the_console_command_ends_through_exit_process():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "setup.py")) as f:
+        assert '"beam-prep=beam_prep.cli:run"' in f.read()   # not main: see exit_process
