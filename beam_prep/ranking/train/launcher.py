@@ -390,10 +390,9 @@ class RankingLauncher:
         self.datasets.check_inputs()
         if ensemble:  # N members, one averaged model (scorers.ensemble)
             with members_retrace_quietly():
-                result = run_ensemble(self, TrainResult)
-                exported = self._export(result.model,
-                                        self.datasets.train_dataset().element_spec,
-                                        state) is not None
+                element_spec = self.datasets.train_dataset().element_spec
+                result = run_ensemble(self, TrainResult, element_spec)
+                exported = self._export(result.model, element_spec, state) is not None
             return dataclasses.replace(result, state=state, export_path=self._export_path(),
                                        exported=exported, finished_before=finished)
         train_ds = self.datasets.train_dataset()

@@ -110,13 +110,15 @@ def merged_history(histories: Sequence[Mapping[str, list[float]]]) -> dict[str, 
     return out
 
 
-def run_ensemble(launcher: Any, result_cls: type) -> Any:
+def run_ensemble(launcher: Any, result_cls: type, element_spec: Any) -> Any:
     """Trains ``model.ensemble`` members (seed + i, ``model_dir/member_<i>``) like ``launcher``.
 
     Args:
         launcher: The configured ``RankingLauncher`` (or the JAX one); each member is a
             launcher of its class, sharing its preprocessing layers, parser and strategy.
         result_cls: ``TrainResult`` (passed in: this module does not import the launcher).
+        element_spec: The launcher's training dataset's ``element_spec`` (the averaged
+            model's inputs are its features).
 
     Returns:
         A ``TrainResult`` of the averaged model (not exported: the launcher records its
@@ -137,7 +139,6 @@ def run_ensemble(launcher: Any, result_cls: type) -> Any:
         printer.label = ""
     if interrupts is not None:  # every member trained: a Ctrl-C now names no epoch
         interrupts.label, interrupts.trained = "", True
-    element_spec = launcher.datasets.train_dataset().element_spec
     model = average_model([r.model for r in results], element_spec[0],
                           list_features=launcher.preprocessor.list_features)
     return result_cls(model, merged_history([r.history for r in results]),
